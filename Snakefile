@@ -1,0 +1,22 @@
+# iosweep: sweep instrumented Horovod training over scale and compare its I/O.
+# Thin on purpose: config and validation here, one rule file per stage, logic in src/iosweep.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/dataset.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/ingest.smk"
+include: "workflow/rules/analysis.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        REPORT_HTML,
+    default_target: True

@@ -1,0 +1,213 @@
+"""The one data model of iosweep: the trace store every stage reads and writes.
+
+A *trace store* is a directory per run (see ``docs/data-model.md``)::
+
+    STORE/
+      run.json             run metadata (RunMeta): sweep point, ranks, processes, clock, issues
+      segments.parquet     one row per traced I/O operation (SEGMENTS)
+      counters.parquet     per-file, per-process counters (COUNTERS) - Darshan only
+      steps.parquet        training step / epoch timestamps from the manifest (STEPS)
+      app_events.parquet   application-level events, e.g. DFTracer annotations (APP_EVENTS)
+
+Times in every table are float64 seconds from the run's start (``RunMeta.clock_zero``,
+Unix epoch seconds), on one clock for all ranks and hosts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+_dict_str = pa.dictionary(pa.int32(), pa.string())
+
+#: One traced I/O operation (a DXT segment, or a DFTracer read/write event).
+SEGMENTS = pa.schema(
+    [
+        pa.field("rank", pa.int32(), nullable=False),  # Horovod rank; -1 when unknown
+        pa.field("host", _dict_str),
+        pa.field("pid", pa.int64()),  # process that issued the op (a forked worker keeps its pid)
+        pa.field("thread", pa.int64()),  # null where the tracer does not record it (DXT)
+        pa.field("file_id", pa.uint64()),  # Darshan record id, or hash of the path
+        pa.field("path", _dict_str),
+        pa.field("module", _dict_str),  # POSIX | STDIO | MPIIO
+        pa.field("op", _dict_str),  # read | write
+        pa.field("offset", pa.int64()),  # -1 where unknown
+        pa.field("length", pa.int64()),
+        pa.field("start", pa.float64()),  # seconds from run start
+        pa.field("end", pa.float64()),
+        pa.field("source", _dict_str),  # basename of the log the segment came from
+    ],
+    metadata={"iosweep.table": "segments", "iosweep.schema_version": str(SCHEMA_VERSION)},
+)
+
+#: Darshan's 10 access-size bins (SIZE_READ_0_100 ... SIZE_READ_1G_PLUS), lower bounds in bytes.
+SIZE_BINS = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS"]
+SIZE_BIN_LOWER = [0, 100, 1024, 10240, 102400, 1048576, 4194304, 10485760, 104857600, 1073741824]
+
+#: Per file, per process counters from Darshan's POSIX and STDIO modules.
+COUNTERS = pa.schema(
+    [
+        pa.field("rank", pa.int32(), nullable=False),
+        pa.field("host", _dict_str),
+        pa.field("pid", pa.int64()),
+        pa.field("file_id", pa.uint64()),
+        pa.field("path", _dict_str),
+        pa.field("module", _dict_str),
+        pa.field("opens", pa.int64()),
+        pa.field("stats", pa.int64()),
+        pa.field("seeks", pa.int64()),
+        pa.field("fsyncs", pa.int64()),  # POSIX_FSYNCS + POSIX_FDSYNCS; STDIO_FLUSHES
+        pa.field("reads", pa.int64()),
+        pa.field("writes", pa.int64()),
+        pa.field("bytes_read", pa.int64()),
+        pa.field("bytes_written", pa.int64()),
+        pa.field("max_byte_read", pa.int64()),
+        pa.field("max_byte_written", pa.int64()),
+        pa.field("read_time", pa.float64()),  # cumulative seconds
+        pa.field("write_time", pa.float64()),
+        pa.field("meta_time", pa.float64()),
+        pa.field("open_start", pa.float64()),  # seconds from run start; null if never opened
+        pa.field("close_end", pa.float64()),
+        *[pa.field(f"size_read_{b}", pa.int64()) for b in SIZE_BINS],
+        *[pa.field(f"size_write_{b}", pa.int64()) for b in SIZE_BINS],
+        pa.field("source", _dict_str),
+    ],
+    metadata={"iosweep.table": "counters", "iosweep.schema_version": str(SCHEMA_VERSION)},
+)
+
+#: Training progress from the manifest: one row per (rank, epoch, step); step = -1 is the epoch.
+STEPS = pa.schema(
+    [
+        pa.field("rank", pa.int32(), nullable=False),
+        pa.field("epoch", pa.int32()),
+        pa.field("step", pa.int32()),  # -1 for the whole epoch
+        pa.field("start", pa.float64()),
+        pa.field("end", pa.float64()),
+    ],
+    metadata={"iosweep.table": "steps", "iosweep.schema_version": str(SCHEMA_VERSION)},
+)
+
+#: Application-level events that are not POSIX/STDIO I/O (DFTracer categories such as
+#: ``compute`` or ``IO`` annotated by the training script, and other non-I/O calls).
+APP_EVENTS = pa.schema(
+    [
+        pa.field("rank", pa.int32(), nullable=False),
+        pa.field("host", _dict_str),
+        pa.field("pid", pa.int64()),
+        pa.field("thread", pa.int64()),
+        pa.field("cat", _dict_str),
+        pa.field("name", _dict_str),
+        pa.field("start", pa.float64()),
+        pa.field("end", pa.float64()),
+        pa.field("source", _dict_str),
+        # file the call was about (POSIX/STDIO metadata calls such as open/lseek/close);
+        # null for application annotations and calls on no traced file
+        pa.field("path", _dict_str),
+    ],
+    metadata={"iosweep.table": "app_events", "iosweep.schema_version": str(SCHEMA_VERSION)},
+)
+
+TABLES = {"segments": SEGMENTS, "counters": COUNTERS, "steps": STEPS, "app_events": APP_EVENTS}
+
+
+@dataclass
+class RankInfo:
+    """One Horovod rank, as the per-rank wrapper recorded it before exec'ing Python."""
+
+    rank: int
+    local_rank: int
+    size: int
+    pid: int
+    host: str
+
+
+@dataclass
+class ProcessInfo:
+    """One traced process (one per-process log) and how it was tied to a rank."""
+
+    source: str  # log file basename
+    pid: int
+    host: str
+    rank: int  # -1 when it could not be tied to a rank
+    role: str  # "rank" | "worker" (forked by a rank, e.g. DataLoader) | "child" (other exe) | "unknown"
+    exe: str = ""
+    start: float | None = None  # seconds from run start
+    end: float | None = None
+    tracer: str = ""  # darshan | dftracer
+    log_version: str = ""
+    incomplete: list[str] = field(default_factory=list)  # modules whose data ran out of memory
+    attributed_by: str = ""  # how the rank was found: rank-file, parent-pid, log-dir, mpi, numbered
+
+
+@dataclass
+class Issue:
+    """Something wrong with the input, named so a user can find it."""
+
+    source: str  # the file (or rank, or key) that is the culprit
+    kind: str  # truncated | corrupt | empty | no-dxt | partial-dxt | partial-counters | missing-log | failed-rank | ...
+    message: str
+    severity: str = "error"  # error (data lost) | warning (data kept, caveat)
+
+
+@dataclass
+class RunMeta:
+    """Run metadata (``run.json``): the manifest plus what ingesting the logs found."""
+
+    run_id: str
+    clock_zero: float  # Unix epoch seconds that time 0.0 in every table stands for
+    params: dict[str, Any] = field(default_factory=dict)  # sweep point: framework, nodes, ppn, rep, ...
+    tracer: str = ""
+    status: str = "ok"  # ok | failed | skipped | partial
+    start: float | None = None  # run start/end, seconds from clock_zero
+    end: float | None = None
+    ranks: list[RankInfo] = field(default_factory=list)
+    processes: list[ProcessInfo] = field(default_factory=list)
+    issues: list[Issue] = field(default_factory=list)
+    incomplete: bool = False  # True if any trace is missing, truncated or partial
+    versions: dict[str, str] = field(default_factory=dict)
+    command: list[str] = field(default_factory=list)
+    manifest: dict[str, Any] = field(default_factory=dict)  # the run manifest as written, if any
+    schema_version: int = SCHEMA_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=False, default=str)
+
+    def write(self, path: Path) -> None:
+        Path(path).write_text(self.to_json() + "\n")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunMeta:
+        d = dict(d)
+        d["ranks"] = [RankInfo(**r) for r in d.get("ranks", [])]
+        d["processes"] = [ProcessInfo(**p) for p in d.get("processes", [])]
+        d["issues"] = [Issue(**i) for i in d.get("issues", [])]
+        return cls(**d)
+
+    @classmethod
+    def read(cls, path: Path) -> RunMeta:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+def empty_table(name: str) -> pa.Table:
+    """An empty table with the named schema (a run with no I/O still has every table)."""
+    return TABLES[name].empty_table()
+
+
+def conform(table: pa.Table, name: str) -> pa.Table:
+    """Cast ``table`` to the named schema: columns reordered, missing nullable columns added."""
+    schema = TABLES[name]
+    cols = []
+    for f in schema:
+        if f.name in table.column_names:
+            cols.append(table.column(f.name).cast(f.type))
+        elif f.nullable:
+            cols.append(pa.nulls(table.num_rows, f.type))
+        else:
+            raise ValueError(f"{name} table lacks required column {f.name!r}")
+    return pa.Table.from_arrays(cols, schema=schema)

@@ -1,0 +1,67 @@
+"""Read and write trace stores (one directory per run; layout in :mod:`iosweep.schema`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from iosweep.schema import TABLES, RunMeta, conform, empty_table
+
+RUN_JSON = "run.json"
+
+
+@dataclass
+class TraceStore:
+    """A run's trace store, opened. Tables are read on first access."""
+
+    path: Path
+    meta: RunMeta
+
+    def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        if name not in TABLES:
+            raise KeyError(f"unknown trace-store table {name!r}; known: {sorted(TABLES)}")
+        f = self.path / f"{name}.parquet"
+        if not f.exists():
+            t = empty_table(name)
+            return t.select(columns) if columns else t
+        return pq.read_table(f, columns=columns)
+
+    @property
+    def segments(self) -> pa.Table:
+        return self.table("segments")
+
+    @property
+    def counters(self) -> pa.Table:
+        return self.table("counters")
+
+    @property
+    def steps(self) -> pa.Table:
+        return self.table("steps")
+
+    @property
+    def app_events(self) -> pa.Table:
+        return self.table("app_events")
+
+
+def write_store(path: Path, meta: RunMeta, tables: dict[str, pa.Table]) -> Path:
+    """Write ``meta`` and every table (missing ones as empty tables) into ``path``."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    for name in TABLES:
+        t = tables.get(name)
+        t = empty_table(name) if t is None else conform(t, name)
+        # zstd: segments compress ~5-10x (sorted times, repeated paths as dictionaries)
+        pq.write_table(t, path / f"{name}.parquet", compression="zstd")
+    meta.write(path / RUN_JSON)
+    return path
+
+
+def open_store(path: Path) -> TraceStore:
+    path = Path(path)
+    meta_file = path / RUN_JSON
+    if not meta_file.exists():
+        raise FileNotFoundError(f"{path} is not a trace store: it has no {RUN_JSON}")
+    return TraceStore(path=path, meta=RunMeta.read(meta_file))

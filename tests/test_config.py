@@ -1,0 +1,116 @@
+"""Config validation (schema + defaults) and sweep expansion."""
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from iosweep.config import ConfigError, expand_sweep, load_config, point_by_run_id, validate_config
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_embedded_default_config_is_valid_and_gets_defaults():
+    config = load_config(REPO / "config" / "config.yaml")
+    assert config["sweep"]["procs_per_node"] == [1, 2, 4]
+    assert config["repeats"] == 1
+    # defaults filled in for keys the file leaves out
+    assert config["tracer"]["max_records"] == 8192
+    assert config["launcher"]["srun_mpi"] == "pmix"
+    assert config["training"]["timeout"] == 3600
+
+
+def test_empty_config_gets_every_default():
+    config = validate_config({})
+    assert config["sweep"]["frameworks"] == ["pytorch"]
+    assert config["results"] == "results"
+
+
+@pytest.mark.parametrize(
+    "patch, message",
+    [
+        ({"sweeep": {}}, "unknown config key 'sweeep'"),
+        ({"sweep": {"ranks": [1]}}, "unknown config key 'sweep.ranks'"),
+        ({"sweep": {"frameworks": ["mxnet"]}}, "sweep.frameworks.0"),
+        ({"sweep": {"nodes": [0]}}, "sweep.nodes.0"),
+        ({"sweep": {"nodes": "2"}}, "sweep.nodes"),
+        ({"repeats": 0}, "repeats"),
+        ({"launcher": {"kind": "ssh"}}, "launcher.kind"),
+        ({"training": {"timeout": "fast"}}, "training.timeout"),
+    ],
+)
+def test_bad_keys_are_named(patch, message):
+    with pytest.raises(ConfigError) as e:
+        validate_config(copy.deepcopy(patch))
+    assert message in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        {"results": "out; rm -rf ~"},
+        {"sweep": {"procs_per_node": ["4; rm -rf ~"]}},
+        {"launcher": {"extra_args": ["--mca", "x; rm -rf ~"]}},
+        {"launcher": {"hosts": ["node1 && reboot"]}},
+        {"tracer": {"darshan_lib": "/opt/lib.so`id`"}},
+        {"dataset": {"source": "$(curl evil)"}},
+    ],
+)
+def test_shell_metacharacters_are_rejected(patch):
+    with pytest.raises(ConfigError):
+        validate_config(copy.deepcopy(patch))
+
+
+def test_unknown_analysis_key_is_named():
+    with pytest.raises(ConfigError) as e:
+        validate_config({"analysis": {"no_such_setting": 1}})
+    assert "no_such_setting" in str(e.value)
+
+
+def test_yaml_errors_name_the_file(tmp_path):
+    bad = tmp_path / "c.yaml"
+    bad.write_text("sweep: [unclosed\n")
+    with pytest.raises(ConfigError, match=str(bad)):
+        load_config(bad)
+
+
+def test_sweep_expansion_paths_and_order():
+    config = validate_config(
+        {"sweep": {"frameworks": ["pytorch", "tensorflow"], "nodes": [1, 2], "procs_per_node": [1, 4]},
+         "repeats": 2}
+    )
+    points = expand_sweep(config)
+    assert len(points) == 2 * 2 * 2 * 2
+    assert points[0].run_id == "framework~pytorch/nodes~1/ppn~1/rep~0"
+    assert points[1].run_id == "framework~pytorch/nodes~1/ppn~1/rep~1"
+    assert len({p.run_id for p in points}) == len(points)
+    p = point_by_run_id(config, "framework~tensorflow/nodes~2/ppn~4/rep~1")
+    assert (p.framework, p.nodes, p.ppn, p.ranks, p.rep) == ("tensorflow", 2, 4, 8, 1)
+    assert p.params()["ranks"] == 8
+
+
+def test_swept_training_parameters_appear_in_the_path():
+    config = validate_config({"sweep": {"procs_per_node": [2], "batch_size": [32, 64], "tracers": ["none", "auto"]}})
+    ids = [p.run_id for p in expand_sweep(config)]
+    assert "framework~pytorch/tracer~none/nodes~1/ppn~2/batch~32/rep~0" in ids
+    assert len(ids) == 4
+
+
+def test_unknown_run_id_is_an_error():
+    config = validate_config({})
+    with pytest.raises(ConfigError, match="not a point"):
+        point_by_run_id(config, "framework~pytorch/nodes~9/ppn~9/rep~0")
+
+
+def test_schema_documents_every_key_in_config_readme():
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    readme = (REPO / "config" / "README.md").read_text()
+
+    def keys(node, prefix=""):
+        for name, sub in node.get("properties", {}).items():
+            yield prefix + name
+            yield from keys(sub, prefix + name + ".")
+
+    missing = [k for k in keys(schema) if f"`{k}`" not in readme]
+    assert not missing, f"config/README.md does not document: {missing}"

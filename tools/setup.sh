@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Set up everything iosweep needs on a Debian machine, idempotently:
+#   - Debian packages: Open MPI (+ headers), cmake, g++ (only the missing ones);
+#   - .venv with the pinned Python stack (requirements.txt) and iosweep itself;
+#   - Horovod 0.28.1 built for PyTorch (MPI + Gloo), wheel cached outside the repo;
+#   - with --with-tensorflow (or IOSWEEP_WITH_TF=1): .venv-tf with tensorflow-cpu 2.15.1
+#     and its own Horovod build, also cached.
+# Running it again redoes nothing that is already done.
+#
+# Environment:
+#   IOSWEEP_CACHE   where built wheels are cached (default: ~/.cache/iosweep)
+#   IOSWEEP_PYTHON  interpreter for the venvs (default: python3.11, else python3)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${IOSWEEP_CACHE:-$HOME/.cache/iosweep}"
+HOROVOD_VERSION=0.28.1
+TORCH_VERSION=2.13.0
+TF_VERSION=2.15.1
+WITH_TF="${IOSWEEP_WITH_TF:-0}"
+for arg in "$@"; do
+  case "$arg" in
+    --with-tensorflow) WITH_TF=1 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$arg' (known: --with-tensorflow)" >&2; exit 2 ;;
+  esac
+done
+
+log() { printf '[setup %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+
+pick_python() {
+  if [[ -n "${IOSWEEP_PYTHON:-}" ]]; then echo "$IOSWEEP_PYTHON"; return; fi
+  for p in python3.11 python3; do
+    if command -v "$p" >/dev/null 2>&1; then command -v "$p"; return; fi
+  done
+  echo "setup.sh: no python3 found; install python3.11 (python3-venv) first" >&2
+  exit 1
+}
+
+install_debian_packages() {
+  local missing=()
+  for pkg in openmpi-bin libopenmpi-dev cmake g++ make; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  if ((${#missing[@]} == 0)); then
+    log "Debian packages present (Open MPI, cmake, g++)"
+    return
+  fi
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup.sh: missing Debian packages: ${missing[*]}; install them as root (apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+  log "installing Debian packages: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# make_venv DIR: create DIR as a venv unless it already is one.
+make_venv() {
+  local dir="$1"
+  if [[ ! -x "$dir/bin/python" ]]; then
+    log "creating virtual environment $dir"
+    "$(pick_python)" -m venv "$dir"
+    "$dir/bin/python" -m pip install -q --upgrade pip
+  fi
+}
+
+# pip_install_locked VENV STAMPNAME PIP-ARGS...: runs pip only when the arguments
+# (and the files they name) changed since the last successful run.
+pip_install_locked() {
+  local venv="$1" stamp="$1/.iosweep-$2.stamp"
+  shift 2
+  local digest
+  digest=$({
+    printf '%s\n' "$@"
+    for a in "$@"; do if [[ -f "$a" ]]; then cat "$a"; fi; done
+  } | sha256sum | cut -d' ' -f1)
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$digest" ]]; then
+    return
+  fi
+  log "pip install into $(basename "$venv"): $*"
+  "$venv/bin/python" -m pip install -q "$@"
+  echo "$digest" >"$stamp"
+}
+
+# build_horovod VENV FRAMEWORK-FLAGS WHEELDIR: build the Horovod wheel once into
+# WHEELDIR (skipped when a wheel is there) and install it into VENV.
+build_horovod() {
+  local venv="$1" flags="$2" wheeldir="$3" check="$4"
+  if "$venv/bin/python" -c "$check" >/dev/null 2>&1; then
+    log "Horovod already installed in $(basename "$venv")"
+    return
+  fi
+  mkdir -p "$wheeldir"
+  local wheel
+  wheel=$(ls "$wheeldir"/horovod-"$HOROVOD_VERSION"-*.whl 2>/dev/null | head -n1 || true)
+  if [[ -z "$wheel" ]]; then
+    local work
+    work=$(mktemp -d)
+    log "building Horovod $HOROVOD_VERSION ($flags) - takes several minutes; log: $work/build.log"
+    "$venv/bin/python" -m pip download -q --no-deps --no-binary :all: -d "$work" "horovod==$HOROVOD_VERSION"
+    tar -xzf "$work"/horovod-"$HOROVOD_VERSION".tar.gz -C "$work"
+    local src="$work/horovod-$HOROVOD_VERSION"
+    # Recent torch and TF headers need C++17; Horovod 0.28.1 asks for C++14.
+    sed -i 's/set(CMAKE_CXX_STANDARD 14)/set(CMAKE_CXX_STANDARD 17)/' \
+      "$src/CMakeLists.txt" "$src"/horovod/*/CMakeLists.txt
+    # shellcheck disable=SC2086
+    if ! (cd "$src" && env $flags HOROVOD_WITH_MPI=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MXNET=1 \
+      MAKEFLAGS="-j$(nproc)" "$venv/bin/python" -m pip wheel -v --no-build-isolation --no-deps -w "$wheeldir" . \
+      >"$work/build.log" 2>&1); then
+      tail -n 40 "$work/build.log" >&2
+      echo "setup.sh: Horovod build failed; full log: $work/build.log" >&2
+      exit 1
+    fi
+    wheel=$(ls "$wheeldir"/horovod-"$HOROVOD_VERSION"-*.whl | head -n1)
+    rm -rf "$work"
+    log "cached $wheel"
+  else
+    log "using cached $wheel"
+  fi
+  "$venv/bin/python" -m pip install -q --no-deps --force-reinstall "$wheel"
+  "$venv/bin/python" -c "$check"
+}
+
+install_debian_packages
+
+PY_TAG=$("$(pick_python)" -c 'import sys; print(f"py{sys.version_info[0]}.{sys.version_info[1]}")')
+
+make_venv "$ROOT/.venv"
+pip_install_locked "$ROOT/.venv" requirements -r "$ROOT/requirements.txt"
+pip_install_locked "$ROOT/.venv" iosweep --no-deps -e "$ROOT"
+build_horovod "$ROOT/.venv" "HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_TENSORFLOW=1" \
+  "$CACHE/wheels/horovod-$HOROVOD_VERSION-torch$TORCH_VERSION-$PY_TAG" \
+  "import horovod.torch as hvd; assert hvd.mpi_built() and hvd.gloo_built()"
+
+if [[ "$WITH_TF" == 1 ]]; then
+  make_venv "$ROOT/.venv-tf"
+  pip_install_locked "$ROOT/.venv-tf" requirements -r "$ROOT/envs/requirements-tf.txt"
+  pip_install_locked "$ROOT/.venv-tf" iosweep --no-deps -e "$ROOT"
+  build_horovod "$ROOT/.venv-tf" "HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITHOUT_PYTORCH=1" \
+    "$CACHE/wheels/horovod-$HOROVOD_VERSION-tf$TF_VERSION-$PY_TAG" \
+    "import horovod.tensorflow as hvd; assert hvd.mpi_built() and hvd.gloo_built()"
+fi
+log "setup complete"

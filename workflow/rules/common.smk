@@ -1,0 +1,50 @@
+# Helpers shared by the rule files: validated config, sweep points, paths.
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+
+# The package holds all logic; import it from the source tree even when it is not installed
+# (e.g. the interpreter of a --sdm conda run).
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+from iosweep.config import ConfigError, expand_sweep, validate_config  # noqa: E402
+
+try:
+    validate_config(config)
+except ConfigError as e:
+    raise WorkflowError(str(e)) from None
+
+RESULTS = config["results"]
+ENVS = Path(workflow.basedir) / "envs"
+SRC = str(Path(workflow.basedir) / "src")
+
+if config["ingest"]["enabled"]:
+    # Analyse logs the workflow did not produce: one run per configured log set.
+    POINTS = {}
+    RUN_IDS = [f"external~{name}" for name in config["ingest"]["runs"]]
+    if not RUN_IDS:
+        raise WorkflowError("ingest.enabled is true but ingest.runs names no log directories")
+else:
+    POINTS = {p.run_id: p for p in expand_sweep(config)}
+    RUN_IDS = list(POINTS)
+
+REPORT_HTML = f"{RESULTS}/report/report.html"
+
+
+wildcard_constraints:
+    run_id=r"(framework|external)~[^/]+(/[a-z_]+~[^/]+)*",
+
+
+def point(wildcards):
+    return POINTS[wildcards.run_id]
+
+
+def max_ranks(framework):
+    return max(
+        (p.ranks for p in POINTS.values() if p.framework == framework), default=0
+    )
+
+
+def slurm_mpi(wildcards):
+    # The SLURM plugin wants an `mpi` resource only for multi-rank jobs.
+    return "srun" if point(wildcards).ranks > 1 else ""

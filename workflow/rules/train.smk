@@ -1,0 +1,31 @@
+# One training job per sweep point and repeat; one rule per framework so each has its env.
+for framework in ("pytorch", "tensorflow"):
+
+    rule:
+        name:
+            f"train_{framework}"
+        input:
+            dataset=rules.prepare_dataset.output[0],
+        output:
+            manifest=f"{RESULTS}/runs/{{run_id}}/manifest.json",
+        wildcard_constraints:
+            run_id=rf"framework~{framework}/[^{{}}]+",
+        threads: lambda wildcards: point(wildcards).ranks
+        resources:
+            nodes=lambda wildcards: point(wildcards).nodes,
+            tasks=lambda wildcards: point(wildcards).ranks,
+            tasks_per_node=lambda wildcards: point(wildcards).ppn,
+            cpus_per_task=config["training"]["threads_per_rank"],
+            mpi=slurm_mpi,
+            runtime=max(1, config["training"]["timeout"] // 60 + 5),
+            mem_mb_per_cpu=2000,
+        params:
+            run_id=lambda wildcards: wildcards.run_id,
+        log:
+            f"{RESULTS}/logs/train/{{run_id}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/train/{{run_id}}.tsv"
+        conda:
+            f"../../envs/{framework}.yaml"
+        script:
+            "../scripts/train.py"

@@ -1,0 +1,17 @@
+"""Snakemake adapter for rules ingest_run and ingest_external (logic: iosweep.ingest)."""
+
+from pathlib import Path
+
+from _bootstrap import setup
+
+setup(snakemake)  # noqa: F821 - injected by Snakemake
+from iosweep.ingest import ingest  # noqa: E402
+
+smk = snakemake  # noqa: F821
+store = Path(smk.output[0]).parent
+if "manifest" in smk.input.keys():
+    run_dir = Path(smk.input.manifest).parent
+    ingest([run_dir], store, manifest=run_dir / "manifest.json", run_id=smk.wildcards.run_id)
+else:
+    manifest = Path(smk.params.manifest) if smk.params.manifest else None
+    ingest([Path(p) for p in smk.params.logs], store, manifest=manifest, run_id=f"external~{smk.wildcards.name}")
