@@ -1,0 +1,44 @@
+# The two commands of the README, and helpers. Every target runs tools/setup.sh first,
+# which is idempotent: a second run redoes nothing.
+SHELL := /bin/bash
+VENV := .venv
+CORES ?= all
+SNAKEMAKE_ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: setup setup-tf run test lint unit slurm-cluster slurm-cluster-stop clean
+
+setup:
+	bash tools/setup.sh
+
+setup-tf:
+	bash tools/setup.sh --with-tensorflow
+
+# Set up, then run the default sweep (config/config.yaml) and print the report's path.
+run: setup
+	$(VENV)/bin/snakemake --cores $(CORES) --keep-going $(SNAKEMAKE_ARGS)
+	@echo "Report: $$(realpath $$($(VENV)/bin/python -c 'import yaml; print(yaml.safe_load(open("config/config.yaml")).get("results", "results"))'))/report/report.html"
+
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/snakefmt --check Snakefile workflow/rules
+	$(VENV)/bin/snakemake --lint --cores 1
+
+# Set up, lint, then every test (unit, real Horovod/MPI jobs, SLURM, browser).
+test: setup
+	$(MAKE) --no-print-directory lint
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+unit: setup
+	$(VENV)/bin/pytest -m "not integration and not slurm and not browser" $(PYTEST_ARGS)
+
+# A SLURM cluster of 2 emulated nodes on this machine, to try `snakemake --profile slurm`.
+slurm-cluster:
+	bash tools/slurm-cluster.sh start --nodes 2
+
+slurm-cluster-stop:
+	bash tools/slurm-cluster.sh stop
+
+clean:
+	rm -rf results .snakemake
