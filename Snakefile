@@ -9,6 +9,12 @@ configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
+
+
+wildcard_constraints:
+    run_id=r"(framework|external)~[^/]+(/[a-z_]+~[^/]+)*",
+
+
 include: "workflow/rules/dataset.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/ingest.smk"
@@ -17,6 +23,6 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         REPORT_HTML,
-    default_target: True

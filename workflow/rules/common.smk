@@ -1,4 +1,4 @@
-# Helpers shared by the rule files: validated config, sweep points, paths.
+# Helpers shared by all stages: validated config, sweep points, paths.
 import sys
 from pathlib import Path
 
@@ -23,16 +23,14 @@ if config["ingest"]["enabled"]:
     POINTS = {}
     RUN_IDS = [f"external~{name}" for name in config["ingest"]["runs"]]
     if not RUN_IDS:
-        raise WorkflowError("ingest.enabled is true but ingest.runs names no log directories")
+        raise WorkflowError(
+            "ingest.enabled is true but ingest.runs names no log directories"
+        )
 else:
     POINTS = {p.run_id: p for p in expand_sweep(config)}
     RUN_IDS = list(POINTS)
 
 REPORT_HTML = f"{RESULTS}/report/report.html"
-
-
-wildcard_constraints:
-    run_id=r"(framework|external)~[^/]+(/[a-z_]+~[^/]+)*",
 
 
 def point(wildcards):

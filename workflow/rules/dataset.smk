@@ -1,6 +1,12 @@
 rule prepare_dataset:
     output:
         f"{RESULTS}/dataset/dataset.json",
+    log:
+        f"{RESULTS}/logs/prepare_dataset.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/prepare_dataset.tsv"
+    conda:
+        "../../envs/analysis.yaml"
     params:
         source=config["dataset"]["source"],
         seed=config["dataset"]["seed"],
@@ -8,11 +14,5 @@ rule prepare_dataset:
         test_size=config["dataset"]["test_size"],
         url=config["dataset"]["url"],
         npz_copies=max_ranks("tensorflow"),
-    log:
-        f"{RESULTS}/logs/prepare_dataset.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/prepare_dataset.tsv"
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/prepare_dataset.py"

@@ -3,12 +3,12 @@ rule ingest_run:
         manifest=f"{RESULTS}/runs/{{run_id}}/manifest.json",
     output:
         f"{RESULTS}/runs/{{run_id}}/store/run.json",
-    wildcard_constraints:
-        run_id=r"framework~[^{}]+",
     log:
         f"{RESULTS}/logs/ingest/{{run_id}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/ingest/{{run_id}}.tsv"
+    wildcard_constraints:
+        run_id=r"framework~[^{}]+",
     conda:
         "../../envs/analysis.yaml"
     script:
@@ -19,14 +19,16 @@ rule ingest_run:
 rule ingest_external:
     output:
         f"{RESULTS}/runs/external~{{name}}/store/run.json",
-    params:
-        logs=lambda wildcards: config["ingest"]["runs"][wildcards.name]["logs"],
-        manifest=lambda wildcards: config["ingest"]["runs"][wildcards.name].get("manifest"),
     log:
         f"{RESULTS}/logs/ingest/external~{{name}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/ingest/external~{{name}}.tsv"
     conda:
         "../../envs/analysis.yaml"
+    params:
+        logs=lambda wildcards: config["ingest"]["runs"][wildcards.name]["logs"],
+        manifest=lambda wildcards: config["ingest"]["runs"][wildcards.name].get(
+            "manifest"
+        ),
     script:
         "../scripts/ingest.py"

@@ -4,14 +4,14 @@ rule report:
         summaries=rules.analyze_sweep.input.summaries,
     output:
         html=REPORT_HTML,
-    params:
-        report=config["report"],
-        config=config,
     log:
         f"{RESULTS}/logs/report.log",
     benchmark:
         f"{RESULTS}/benchmarks/report.tsv"
     conda:
         "../../envs/analysis.yaml"
+    params:
+        report=config["report"],
+        config=config,
     script:
         "../scripts/report.py"

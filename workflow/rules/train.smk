@@ -8,8 +8,14 @@ for framework in ("pytorch", "tensorflow"):
             dataset=rules.prepare_dataset.output[0],
         output:
             manifest=f"{RESULTS}/runs/{{run_id}}/manifest.json",
+        log:
+            f"{RESULTS}/logs/train/{{run_id}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/train/{{run_id}}.tsv"
         wildcard_constraints:
             run_id=rf"framework~{framework}/[^{{}}]+",
+        conda:
+            f"../../envs/{framework}.yaml"
         threads: lambda wildcards: point(wildcards).ranks
         resources:
             nodes=lambda wildcards: point(wildcards).nodes,
@@ -21,11 +27,5 @@ for framework in ("pytorch", "tensorflow"):
             mem_mb_per_cpu=2000,
         params:
             run_id=lambda wildcards: wildcards.run_id,
-        log:
-            f"{RESULTS}/logs/train/{{run_id}}.log",
-        benchmark:
-            f"{RESULTS}/benchmarks/train/{{run_id}}.tsv"
-        conda:
-            f"../../envs/{framework}.yaml"
         script:
             "../scripts/train.py"
