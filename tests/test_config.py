@@ -77,8 +77,14 @@ def test_yaml_errors_name_the_file(tmp_path):
 
 def test_sweep_expansion_paths_and_order():
     config = validate_config(
-        {"sweep": {"frameworks": ["pytorch", "tensorflow"], "nodes": [1, 2], "procs_per_node": [1, 4]},
-         "repeats": 2}
+        {
+            "sweep": {
+                "frameworks": ["pytorch", "tensorflow"],
+                "nodes": [1, 2],
+                "procs_per_node": [1, 4],
+            },
+            "repeats": 2,
+        }
     )
     points = expand_sweep(config)
     assert len(points) == 2 * 2 * 2 * 2
@@ -91,7 +97,9 @@ def test_sweep_expansion_paths_and_order():
 
 
 def test_swept_training_parameters_appear_in_the_path():
-    config = validate_config({"sweep": {"procs_per_node": [2], "batch_size": [32, 64], "tracers": ["none", "auto"]}})
+    config = validate_config(
+        {"sweep": {"procs_per_node": [2], "batch_size": [32, 64], "tracers": ["none", "auto"]}}
+    )
     ids = [p.run_id for p in expand_sweep(config)]
     assert "framework~pytorch/tracer~none/nodes~1/ppn~2/batch~32/rep~0" in ids
     assert len(ids) == 4

@@ -9,7 +9,9 @@ PROG = ["python", "-m", "iosweep.rank_wrapper", "--run-dir", "/r", "--", "python
 
 
 def spec(launcher, nodes=1, ppn=2, **kw):
-    return LaunchSpec(launcher=launcher, nodes=nodes, ppn=ppn, program=PROG, env_names=["PYTHONPATH"], **kw)
+    return LaunchSpec(
+        launcher=launcher, nodes=nodes, ppn=ppn, program=PROG, env_names=["PYTHONPATH"], **kw
+    )
 
 
 def test_mpirun_single_node():
@@ -17,7 +19,7 @@ def test_mpirun_single_node():
     assert cmd[:6] == ["mpirun", "-np", "4", "--map-by", "ppr:4:node", "--bind-to"]
     assert "--oversubscribe" in cmd and "--allow-run-as-root" in cmd
     assert cmd[cmd.index("-x") + 1] == "PYTHONPATH"
-    assert cmd[-len(PROG):] == PROG
+    assert cmd[-len(PROG) :] == PROG
 
 
 def test_mpirun_multi_node_needs_hosts_or_allocation():
@@ -35,7 +37,9 @@ def test_srun():
     cmd = build_command(spec("srun", nodes=2, ppn=3), env={"SLURM_JOB_ID": "7"})
     assert cmd[:4] == ["srun", "--nodes=2", "--ntasks=6", "--ntasks-per-node=3"]
     assert "--mpi=pmix" in cmd and "--export=ALL" in cmd
-    assert "--mpi=pmix" not in build_command(spec("srun", srun_mpi="none"), env={"SLURM_JOB_ID": "1"})
+    assert "--mpi=pmix" not in build_command(
+        spec("srun", srun_mpi="none"), env={"SLURM_JOB_ID": "1"}
+    )
 
 
 def test_mpich_and_horovodrun():
@@ -62,8 +66,18 @@ def test_choose_launcher():
 @pytest.mark.parametrize(
     "env, expected",
     [
-        ({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4"}, (3, 1, 4)),
-        ({"PMIX_RANK": "2", "SLURM_LOCALID": "0", "SLURM_NTASKS": "4", "SLURM_PROCID": "2"}, (2, 0, 4)),
+        (
+            {
+                "OMPI_COMM_WORLD_RANK": "3",
+                "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+                "OMPI_COMM_WORLD_SIZE": "4",
+            },
+            (3, 1, 4),
+        ),
+        (
+            {"PMIX_RANK": "2", "SLURM_LOCALID": "0", "SLURM_NTASKS": "4", "SLURM_PROCID": "2"},
+            (2, 0, 4),
+        ),
         ({"PMI_RANK": "1", "MPI_LOCALRANKID": "1", "PMI_SIZE": "2"}, (1, 1, 2)),
         ({"HOROVOD_RANK": "5", "HOROVOD_LOCAL_RANK": "1", "HOROVOD_SIZE": "8"}, (5, 1, 8)),
         ({"SLURM_PROCID": "1", "SLURM_LOCALID": "1", "SLURM_NTASKS": "2"}, (1, 1, 2)),

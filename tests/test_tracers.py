@@ -24,8 +24,12 @@ def test_darshan_requested_but_missing_names_where_it_looked(tmp_path, monkeypat
 
 def test_darshan_environment(tmp_path):
     lib = tmp_path / "libdarshan.so"
-    lib.write_bytes(b"\x7fELF")  # only its existence is checked here; the real library is preloaded in runs
-    spec = resolve_tracer("darshan", tmp_path, [tmp_path], darshan_lib=str(lib), exclude=["^/etc"], max_records=5000)
+    lib.write_bytes(
+        b"\x7fELF"
+    )  # only its existence is checked here; the real library is preloaded in runs
+    spec = resolve_tracer(
+        "darshan", tmp_path, [tmp_path], darshan_lib=str(lib), exclude=["^/etc"], max_records=5000
+    )
     assert spec.name == "darshan"
     env = rank_environment(spec, tmp_path / "traces" / "rank-3", {"LD_PRELOAD": "/other.so"})
     assert env["LD_PRELOAD"] == f"{lib}:/other.so"

@@ -23,7 +23,12 @@ def small_dataset(tmp_path_factory):
 def _config(**training):
     return validate_config(
         {
-            "sweep": {"procs_per_node": [2], "epochs": [1], "steps_per_epoch": [3], "tracers": ["dftracer"]},
+            "sweep": {
+                "procs_per_node": [2],
+                "epochs": [1],
+                "steps_per_epoch": [3],
+                "tracers": ["dftracer"],
+            },
             "dataset": {"train_size": 2048, "test_size": 256},
             "training": {"collect_wait": 20, "timeout": 600, **training},
         }
@@ -76,7 +81,9 @@ def test_failing_job_is_reported_and_does_not_raise(tmp_path):
     config = _config()
     point = expand_sweep(config)[0]
     # no dataset there: every rank fails while reading it
-    manifest = run_point(config, point, tmp_path / "run", tmp_path / "no-such-dataset", log=lambda m: None)
+    manifest = run_point(
+        config, point, tmp_path / "run", tmp_path / "no-such-dataset", log=lambda m: None
+    )
     assert manifest["status"] == "failed"
     assert manifest["exit_code"] != 0
     assert "exited with code" in manifest["reason"]
@@ -106,11 +113,15 @@ def test_untraced_baseline_runs_without_preload(tmp_path, small_dataset):
     manifest = run_point(config, point, tmp_path / "run", small_dataset, log=lambda m: None)
     assert manifest["status"] == "ok", manifest["log_tail"]
     assert manifest["tracer"]["name"] == "none"
-    assert not (tmp_path / "run" / "traces").exists() or not any((tmp_path / "run" / "traces").rglob("*.pfw*"))
+    assert not (tmp_path / "run" / "traces").exists() or not any(
+        (tmp_path / "run" / "traces").rglob("*.pfw*")
+    )
     assert isinstance(manifest["metrics"]["accuracy"], float)
 
 
-@pytest.mark.skipif(not Path(".venv-tf/bin/python").exists(), reason="TF stack not built (make setup-tf)")
+@pytest.mark.skipif(
+    not Path(".venv-tf/bin/python").exists(), reason="TF stack not built (make setup-tf)"
+)
 def test_tensorflow_two_ranks_file_per_process(tmp_path, small_dataset):
     if find_dftracer_lib() is None:
         pytest.skip("dftracer pip package not installed")

@@ -161,7 +161,9 @@ def prepare_dataset(
     if source == "synthetic":
         rng = np.random.default_rng(seed)
         templates = _class_templates(rng)
-        log(f"generating synthetic MNIST: {train_size} train + {test_size} test images, seed {seed}")
+        log(
+            f"generating synthetic MNIST: {train_size} train + {test_size} test images, seed {seed}"
+        )
         x_train, y_train = synthetic_mnist(train_size, seed + 1, templates)
         x_test, y_test = synthetic_mnist(test_size, seed + 2, templates)
         for key, arr in {
@@ -174,17 +176,25 @@ def prepare_dataset(
         verified = f"synthetic, seed {seed}"
     else:
         verified = _fetch_real(source, url, out, log)
-        x_train, y_train = read_idx(out / IDX_FILES["train_images"]), read_idx(out / IDX_FILES["train_labels"])
-        x_test, y_test = read_idx(out / IDX_FILES["test_images"]), read_idx(out / IDX_FILES["test_labels"])
-    np.savez_compressed(out / "mnist.npz", x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
+        x_train, y_train = (
+            read_idx(out / IDX_FILES["train_images"]),
+            read_idx(out / IDX_FILES["train_labels"]),
+        )
+        x_test, y_test = (
+            read_idx(out / IDX_FILES["test_images"]),
+            read_idx(out / IDX_FILES["test_labels"]),
+        )
+    np.savez_compressed(
+        out / "mnist.npz", x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test
+    )
     for r in range(npz_copies):
         shutil.copyfile(out / "mnist.npz", out / f"mnist-{r}.npz")
     files = sorted(p.name for p in out.iterdir() if p.name != "dataset.json")
     desc = {
         "source": source,
         "verified": verified,
-        "train_size": int(len(y_train)),
-        "test_size": int(len(y_test)),
+        "train_size": len(y_train),
+        "test_size": len(y_test),
         "files": {f: (out / f).stat().st_size for f in files},
         "md5": {f: _md5(out / f) for f in files if not f.startswith("mnist-")},
     }

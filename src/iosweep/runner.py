@@ -7,6 +7,7 @@ points of the sweep go on and the report can say what happened and why.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -66,7 +67,9 @@ def _probe_python(python: str, framework: str) -> tuple[dict[str, str] | None, s
     return json.loads(proc.stdout.strip().splitlines()[-1]), ""
 
 
-def resolve_python(framework: str, configured: str | None) -> tuple[str | None, dict[str, str], str]:
+def resolve_python(
+    framework: str, configured: str | None
+) -> tuple[str | None, dict[str, str], str]:
     """(interpreter, versions, reason-if-none) for ``framework``."""
     candidates = [Path(configured).expanduser()] if configured else DEFAULT_PYTHONS[framework]
     if not configured:
@@ -110,11 +113,15 @@ def _git_describe() -> str:
     try:
         rev = subprocess.run(
             ["git", "-C", str(REPO_DIR), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, timeout=10,
+            capture_output=True,
+            text=True,
+            timeout=10,
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "-C", str(REPO_DIR), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=10,
+            capture_output=True,
+            text=True,
+            timeout=10,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
@@ -139,7 +146,9 @@ def _trace_files(trace_dir: Path, tracer: str) -> tuple[list[Path], list[Path]]:
     return done, partial
 
 
-def wait_for_traces(run_dir: Path, tracer: str, ranks: list[int], timeout: float, log) -> dict[int, str]:
+def wait_for_traces(
+    run_dir: Path, tracer: str, ranks: list[int], timeout: float, log
+) -> dict[int, str]:
     """Wait until every rank has a finished log and sizes stop changing; returns {rank: problem}.
 
     Tracers write at process exit, which can be seconds after the launcher returns.
@@ -155,16 +164,16 @@ def wait_for_traces(run_dir: Path, tracer: str, ranks: list[int], timeout: float
             elif not done:
                 problems[r] = "no log written"
             for f in (*done, *partial):
-                try:
+                with contextlib.suppress(OSError):  # renamed .darshan_partial -> .darshan meanwhile
                     sizes[f] = f.stat().st_size
-                except OSError:
-                    pass
         stable = sizes == last_sizes
         if (not problems and stable) or time.monotonic() >= deadline:
             return problems
         if problems:
-            log(f"waiting for traces: {len(problems)} of {len(ranks)} ranks not finished "
-                f"({int(deadline - time.monotonic())} s left)")
+            log(
+                f"waiting for traces: {len(problems)} of {len(ranks)} ranks not finished "
+                f"({int(deadline - time.monotonic())} s left)"
+            )
         last_sizes = sizes
         time.sleep(1.0)
 
@@ -295,7 +304,9 @@ def run_point(
     manifest["start_time"] = time.time()
     timed_out = False
     with open(launcher_log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
         try:
             exit_code = proc.wait(timeout=training["timeout"])
         except subprocess.TimeoutExpired:
@@ -308,8 +319,10 @@ def run_point(
                 exit_code = proc.wait()
     manifest["end_time"] = time.time()
     manifest["exit_code"] = exit_code
-    log(f"{point.run_id}: launcher exited with {exit_code} after "
-        f"{manifest['end_time'] - manifest['start_time']:.1f} s")
+    log(
+        f"{point.run_id}: launcher exited with {exit_code} after "
+        f"{manifest['end_time'] - manifest['start_time']:.1f} s"
+    )
 
     ranks = _read_json_files(run_dir / "ranks", "rank-*.json")
     manifest["ranks"] = sorted(ranks, key=lambda r: r["rank"])
@@ -335,8 +348,11 @@ def run_point(
     if timed_out:
         return finish("failed", f"timed out after {training['timeout']} s (training.timeout)")
     if exit_code != 0:
-        return finish("failed", f"launcher exited with code {exit_code}; failed ranks: "
-                      f"{manifest['failed_ranks'] or 'unknown'}; see log_tail")
+        return finish(
+            "failed",
+            f"launcher exited with code {exit_code}; failed ranks: "
+            f"{manifest['failed_ranks'] or 'unknown'}; see log_tail",
+        )
     if manifest["failed_ranks"]:
         return finish("failed", f"ranks {manifest['failed_ranks']} did not finish")
     if trace_problems:

@@ -47,7 +47,18 @@ SEGMENTS = pa.schema(
 )
 
 #: Darshan's 10 access-size bins (SIZE_READ_0_100 ... SIZE_READ_1G_PLUS), lower bounds in bytes.
-SIZE_BINS = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS"]
+SIZE_BINS = [
+    "0_100",
+    "100_1K",
+    "1K_10K",
+    "10K_100K",
+    "100K_1M",
+    "1M_4M",
+    "4M_10M",
+    "10M_100M",
+    "100M_1G",
+    "1G_PLUS",
+]
 SIZE_BIN_LOWER = [0, 100, 1024, 10240, 102400, 1048576, 4194304, 10485760, 104857600, 1073741824]
 
 #: Per file, per process counters from Darshan's POSIX and STDIO modules.
@@ -161,7 +172,9 @@ class RunMeta:
 
     run_id: str
     clock_zero: float  # Unix epoch seconds that time 0.0 in every table stands for
-    params: dict[str, Any] = field(default_factory=dict)  # sweep point: framework, nodes, ppn, rep, ...
+    params: dict[str, Any] = field(
+        default_factory=dict
+    )  # sweep point: framework, nodes, ppn, rep, ...
     tracer: str = ""
     status: str = "ok"  # ok | failed | skipped | partial
     start: float | None = None  # run start/end, seconds from clock_zero

@@ -69,7 +69,7 @@ def darshan_version() -> str:
 def find_dftracer_lib() -> tuple[str, str] | None:
     """(path of libdftracer_preload.so, version) from the pip package `dftracer`, if installed."""
     try:
-        import dftracer  # noqa: PLC0415 - optional dependency
+        import dftracer
     except ImportError:
         return None
     root = Path(dftracer.__file__).parent

@@ -9,9 +9,14 @@ from iosweep.ingest import ingest  # noqa: E402
 
 smk = snakemake  # noqa: F821
 store = Path(smk.output[0]).parent
-if "manifest" in smk.input.keys():
+if hasattr(smk.input, "manifest"):  # Namedlist: `in` tests values, not names
     run_dir = Path(smk.input.manifest).parent
     ingest([run_dir], store, manifest=run_dir / "manifest.json", run_id=smk.wildcards.run_id)
 else:
     manifest = Path(smk.params.manifest) if smk.params.manifest else None
-    ingest([Path(p) for p in smk.params.logs], store, manifest=manifest, run_id=f"external~{smk.wildcards.name}")
+    ingest(
+        [Path(p) for p in smk.params.logs],
+        store,
+        manifest=manifest,
+        run_id=f"external~{smk.wildcards.name}",
+    )

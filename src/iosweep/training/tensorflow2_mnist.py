@@ -43,10 +43,10 @@ def main(argv=None) -> int:
     rank, size = hvd.rank(), hvd.size()
     progress = Progress(args.progress, rank)
 
-    with progress.phase("load-train"):
-        with np.load(os.path.join(args.data, f"mnist-{rank}.npz"), allow_pickle=True) as f:
-            x_train, y_train = f["x_train"], f["y_train"]
-            x_test, y_test = f["x_test"], f["y_test"]
+    npz = os.path.join(args.data, f"mnist-{rank}.npz")
+    with progress.phase("load-train"), np.load(npz, allow_pickle=True) as f:
+        x_train, y_train = f["x_train"], f["y_train"]
+        x_test, y_test = f["x_test"], f["y_test"]
     dataset = (
         tf.data.Dataset.from_tensor_slices(
             (tf.cast(x_train[..., tf.newaxis] / 255.0, tf.float32), tf.cast(y_train, tf.int64))
