@@ -8,7 +8,7 @@ rule ingest_run:
     benchmark:
         f"{RESULTS}/benchmarks/ingest/{{run_id}}.tsv"
     wildcard_constraints:
-        run_id=r"framework~[^{}]+",
+        run_id=r"framework~.+",
     conda:
         "../../envs/analysis.yaml"
     script:

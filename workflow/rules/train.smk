@@ -13,7 +13,7 @@ for framework in ("pytorch", "tensorflow"):
         benchmark:
             f"{RESULTS}/benchmarks/train/{{run_id}}.tsv"
         wildcard_constraints:
-            run_id=rf"framework~{framework}/[^{{}}]+",
+            run_id=rf"framework~{framework}/.+",
         conda:
             f"../../envs/{framework}.yaml"
         threads: lambda wildcards: point(wildcards).ranks

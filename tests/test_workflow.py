@@ -1,0 +1,57 @@
+"""The whole workflow, end to end, through Snakemake on the tiny test config."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).parent / "snakemake"
+
+pytestmark = pytest.mark.integration
+
+
+def snakemake(*args, cwd=REPO, check=True):
+    cmd = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(REPO), *args]
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=1800)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+def test_wrong_config_key_stops_with_the_key_named(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("sweep:\n  procs_per_nodes: [2]\n")
+    proc = snakemake("--configfile", str(bad), "-n", check=False)
+    assert proc.returncode != 0
+    assert "unknown config key 'sweep.procs_per_nodes'" in proc.stdout + proc.stderr
+
+
+def test_tiny_sweep_end_to_end(tmp_path):
+    results = tmp_path / "results"
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text((REPO / "tests" / "configs" / "tiny.yaml").read_text() + f"results: {results}\n")
+    snakemake("--cores", "2", "--configfile", str(cfg))
+
+    runs = sorted((results / "runs").glob("framework~pytorch/nodes~1/ppn~*/rep~0"))
+    assert [r.parent.name for r in runs] == ["ppn~1", "ppn~2"]
+    for run in runs:
+        manifest = json.loads((run / "manifest.json").read_text())
+        assert manifest["status"] == "ok", manifest["reason"]
+        ppn = manifest["params"]["ppn"]
+        assert len(manifest["ranks"]) == ppn
+        assert len(list((run / "traces").glob("rank-*"))) == ppn
+        meta = json.loads((run / "store" / "run.json").read_text())
+        assert sorted(r["rank"] for r in meta["ranks"]) == list(range(ppn))
+        assert (run / "analysis" / "summary.json").exists()
+    assert (results / "sweep" / "sweep.csv").exists()
+    report = results / "report" / "report.html"
+    assert report.exists() and report.stat().st_size > 10_000
+    # every rule left a benchmark file
+    assert list((results / "benchmarks").rglob("*.tsv"))
+    # a second run has nothing to do
+    proc = snakemake("--cores", "2", "--configfile", str(cfg), "-n")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
