@@ -43,6 +43,18 @@ def max_ranks(framework):
     )
 
 
+# SLURM resources of a training job, following the SLURM executor plugin's MPI rules:
+# a multi-rank job has `mpi` and exactly one of `tasks` / `tasks_per_node` (the latter
+# only when > 1); a one-rank job has no `mpi`. A resource set to None is left out.
 def slurm_mpi(wildcards):
-    # The SLURM plugin wants an `mpi` resource only for multi-rank jobs.
-    return "srun" if point(wildcards).ranks > 1 else ""
+    return "srun" if point(wildcards).ranks > 1 else None
+
+
+def slurm_tasks_per_node(wildcards):
+    p = point(wildcards)
+    return p.ppn if p.ranks > 1 and p.ppn > 1 else None
+
+
+def slurm_tasks(wildcards):
+    p = point(wildcards)
+    return None if p.ranks > 1 and p.ppn > 1 else p.ranks

@@ -1,9 +1,44 @@
+# The last rule: the HTML report, and its figures registered with Snakemake's own report
+# (`snakemake --report report.zip`). Captions: report/captions/; logic: iosweep.report.
+report: "../../report/workflow.rst"
+
+
+FIGURES = f"{RESULTS}/report/figures"
+
+
 rule report:
     input:
         sweep=rules.analyze_sweep.output[0],
         summaries=rules.analyze_sweep.input.summaries,
     output:
-        html=REPORT_HTML,
+        html=report(
+            REPORT_HTML,
+            caption="../../report/captions/report.rst",
+            category="1. Report",
+            labels={"file": "report.html"},
+        ),
+        sweep_figures=report(
+            directory(f"{FIGURES}/sweep"),
+            patterns=["{figure}.png"],
+            caption="../../report/captions/sweep.rst",
+            category="2. Sweep comparison",
+            labels={"figure": "{figure}"},
+        ),
+        framework_figures=report(
+            directory(f"{FIGURES}/frameworks"),
+            patterns=["{figure}.png"],
+            caption="../../report/captions/frameworks.rst",
+            category="3. Frameworks side by side",
+            labels={"figure": "{figure}"},
+        ),
+        run_figures=report(
+            directory(f"{FIGURES}/runs"),
+            patterns=["{run}/{figure}.png"],
+            caption="../../report/captions/run.rst",
+            category="4. Runs",
+            subcategory="{run}",
+            labels={"run": "{run}", "figure": "{figure}"},
+        ),
     log:
         f"{RESULTS}/logs/report.log",
     benchmark:

@@ -19,8 +19,8 @@ for framework in ("pytorch", "tensorflow"):
         threads: lambda wildcards: point(wildcards).ranks
         resources:
             nodes=lambda wildcards: point(wildcards).nodes,
-            tasks=lambda wildcards: point(wildcards).ranks,
-            tasks_per_node=lambda wildcards: point(wildcards).ppn,
+            tasks=slurm_tasks,
+            tasks_per_node=slurm_tasks_per_node,
             cpus_per_task=config["training"]["threads_per_rank"],
             mpi=slurm_mpi,
             runtime=max(1, config["training"]["timeout"] // 60 + 5),
