@@ -1,0 +1,169 @@
+"""The ``iosweep`` command line: one subcommand per workflow stage.
+
+Each subcommand is a :class:`Subcommand` in :data:`SUBCOMMANDS`: a help line, a function
+that adds its arguments to an ``argparse`` parser and a function that runs it and returns
+the exit status. Functions may be given as ``"module:function"`` strings: they are imported
+only when that subcommand is used, so ``iosweep ingest`` does not load the analysis stack.
+To add a subcommand, add an entry (``analyze``, ``report``, ``run-point`` ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+Fn = Callable | str
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    help: str
+    add_arguments: Fn  # (parser) -> None
+    run: Fn  # (args) -> exit status
+
+
+def _resolve(fn: Fn) -> Callable:
+    if callable(fn):
+        return fn
+    module, _, name = fn.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+# ----------------------------------------------------------------------------------------
+# iosweep ingest
+# ----------------------------------------------------------------------------------------
+
+
+def add_ingest_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "logdirs",
+        nargs="+",
+        type=Path,
+        metavar="LOGDIR",
+        help="directories (searched recursively) or files of Darshan logs (*.darshan) "
+        "or DFTracer traces (*.pfw, *.pfw.gz); a workflow run directory works too",
+    )
+    p.add_argument("-o", "--out", type=Path, required=True, metavar="STORE", help="trace store")
+    p.add_argument(
+        "--manifest",
+        type=Path,
+        metavar="FILE",
+        help="run manifest (ranks, start time, steps); default: manifest.json in a LOGDIR",
+    )
+    p.add_argument("--run-id", metavar="ID", help="run id (default: from the manifest)")
+    p.add_argument(
+        "--isolate",
+        action="store_true",
+        help="read each Darshan log in a child process (for logs from unknown sources)",
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="list every issue")
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    if not ranks:
+        return "none"
+    if ranks == list(range(ranks[0], ranks[-1] + 1)) and len(ranks) > 2:
+        return f"{ranks[0]}..{ranks[-1]}"
+    return ",".join(map(str, ranks))
+
+
+def run_ingest(args: argparse.Namespace) -> int:
+    from iosweep.ingest import ingest
+    from iosweep.store import open_store
+
+    try:
+        meta = ingest(
+            args.logdirs, args.out, manifest=args.manifest, run_id=args.run_id, isolate=args.isolate
+        )
+    except (FileNotFoundError, ValueError) as e:
+        print(f"iosweep ingest: {e}", file=sys.stderr)
+        return 2
+    store = open_store(args.out)
+    roles = Counter(p.role for p in meta.processes)
+    ranks = sorted({p.rank for p in meta.processes if p.role == "rank" and p.rank >= 0})
+    how = sorted({p.attributed_by for p in meta.processes if p.role == "rank"} - {""})
+    hosts = sorted({p.host for p in meta.processes if p.host})
+    sev = Counter(i.severity for i in meta.issues)
+    out = [
+        f"iosweep ingest: wrote {args.out} (run {meta.run_id}, status {meta.status}"
+        + (", INCOMPLETE" if meta.incomplete else "")
+        + ")",
+        f"  processes: {len(meta.processes)} ("
+        + ", ".join(f"{n} {r}" for r, n in sorted(roles.items()))
+        + f"), tracer {meta.tracer or '-'}",
+        f"  ranks: {_ranks_text(ranks)} (from {', '.join(how) or '-'}); "
+        f"hosts: {', '.join(hosts) or 'unknown'}",
+        "  rows: "
+        + ", ".join(f"{n} {store.table(n, columns=[]).num_rows}" for n in ("segments", "counters"))
+        + f", steps {store.steps.num_rows}, app_events {store.app_events.num_rows}",
+        f"  issues: {sev.get('error', 0)} errors, {sev.get('warning', 0)} warnings",
+    ]
+    shown = (
+        meta.issues
+        if args.verbose or not meta.processes
+        else [i for i in meta.issues if i.severity == "error"]
+    )
+    by_kind = Counter(i.kind for i in meta.issues if i not in shown)
+    for i in shown[:50]:
+        out.append(f"    {i.severity} [{i.kind}] {i.source}: {i.message}")
+    if len(shown) > 50:
+        out.append(f"    ... {len(shown) - 50} more (see run.json)")
+    if by_kind:
+        out.append(
+            "    also: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(by_kind.items()))
+            + " (-v lists them)"
+        )
+    print("\n".join(out))
+    if not meta.processes:
+        print("iosweep ingest: no log could be ingested", file=sys.stderr)
+        return 1
+    return 0
+
+
+SUBCOMMANDS: dict[str, Subcommand] = {
+    "ingest": Subcommand(
+        "build a run's trace store from its Darshan/DFTracer logs",
+        add_ingest_arguments,
+        run_ingest,
+    ),
+    "analyze": Subcommand(
+        "analyse trace stores and compare them across the sweep",
+        "iosweep.analysis.cli:add_arguments",
+        "iosweep.analysis.cli:run",
+    ),
+    "report": Subcommand(
+        "render the HTML report of run analyses and the sweep comparison",
+        "iosweep.report.cli:add_arguments",
+        "iosweep.report.cli:run",
+    ),
+}
+
+
+def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only the ``selected`` subcommand's arguments are loaded."""
+    p = argparse.ArgumentParser(
+        prog="iosweep", description="Sweep instrumented Horovod training and compare its I/O."
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, cmd in SUBCOMMANDS.items():
+        sp = sub.add_parser(name, help=cmd.help, description=cmd.help)
+        if name == selected:
+            _resolve(cmd.add_arguments)(sp)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    selected = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(selected if selected in SUBCOMMANDS else None).parse_args(argv)
+    return int(_resolve(SUBCOMMANDS[args.command].run)(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

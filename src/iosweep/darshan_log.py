@@ -1,0 +1,1017 @@
+"""Read one Darshan log into a :class:`~iosweep.logs.ProcessLog`, DXT segments in bulk.
+
+PyDarshan's own DXT path (``DarshanReport.mod_read_all_dxt_records``) builds a Python dict
+per segment, which is slow and large for millions of segments. Here each DXT record is
+fetched through PyDarshan's cffi binding of libdarshan-util (``darshan_log_get_record``)
+and its ``segment_info`` array goes to numpy/Arrow as one buffer: no Python per segment.
+
+libdarshan-util trusts the file. On a damaged log it can trip an ``assert`` (abort) while
+parsing name records, or scan past its buffer for the exe/mount text of the job record.
+So before any byte goes to C, :func:`check_log` validates the log in Python: the header,
+every region of its region map against the file size (overlap, truncation), and the small
+job and name-record regions, which it decompresses with Python's zlib/bz2. A module region
+cut off by truncation is never handed to C; it is reported as lost. The bulk module regions
+are left to C, whose record reader bounds every read by what the compressed stream yields
+and whose zlib stream checksums catch flipped bytes; its output is checked afterwards
+(counts, ranks, times). :func:`read_darshan_log_isolated` reads a log in a child process
+for callers that want the last guarantee too.
+"""
+
+from __future__ import annotations
+
+import bz2
+import itertools
+import multiprocessing as mp
+import re
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from iosweep.logs import LogError, ProcessLog
+from iosweep.schema import COUNTERS, SEGMENTS, SIZE_BINS, Issue
+
+DARSHAN_MAGIC = 6567223
+# Header layouts of the log format versions we read: format 3.10 (Darshan 3.1) to 3.41
+# (Darshan 3.4.x, 3.5.x). version: (module slots, partial_flag offset, its size, name_map off)
+_LAYOUTS = {
+    "3.10": (16, 20, 4, 24),
+    "3.20": (16, 20, 4, 24),
+    "3.21": (16, 20, 4, 24),
+    "3.41": (64, 24, 8, 32),
+}
+_MAX_HEADER = 48 + 64 * 20
+_COMP_ZLIB, _COMP_BZIP2, _COMP_NONE = 0, 1, 2
+_JOB_RECORD_SIZE = 4096  # DARSHAN_JOB_RECORD_SIZE: job struct + exe/mount text, uncompressed
+_JOB_STRUCT_SIZE = {"3.41": 1080}  # start/end gained a nsec field in 3.41; 1064 before
+
+#: numpy view of libdarshan-util's ``segment_info`` (darshan-dxt-log-format.h)
+SEGMENT_DTYPE = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
+_DXT_MODULES = {"DXT_POSIX": "POSIX", "DXT_MPIIO": "MPIIO"}
+# darshan-runtime names a log <user>_<exe>_id<jobid>-<pid>_<month>-<day>-<secs>-<hash>_<n>
+_PID_IN_NAME = re.compile(r"_id(\d+)-(\d+)_")
+# a DXT time this far outside the log's own run is garbage, not a late write (seconds)
+_TIME_SLACK = 86400.0
+
+
+@dataclass
+class LogLayout:
+    """What :func:`check_log` learnt from a log without calling libdarshan-util."""
+
+    version: str  # log format version, e.g. "3.41"
+    swap: bool  # written on a machine of the other byte order
+    comp_type: int
+    size: int  # file size in bytes
+    header_size: int
+    regions: dict[str, tuple[int, int]]  # "job", "names", "slot<i>": (offset, length)
+    mapped_end: int  # where the last mapped region ends (== size for an intact log)
+    lost_slots: list[int] = field(default_factory=list)  # module slots cut off by truncation
+    names: dict[int, str] = field(default_factory=dict)  # record id -> file path
+
+
+# ----------------------------------------------------------------------------------------
+# Python-side validation: nothing here calls into C
+# ----------------------------------------------------------------------------------------
+
+
+def _decompress(path: Path, what: str, data: bytes, comp_type: int) -> bytes:
+    """Inflate one region. MPI logs concatenate one stream per rank: loop over the streams."""
+    if comp_type == _COMP_NONE:
+        return data
+    out = []
+    rest = data
+    while rest:
+        d = zlib.decompressobj() if comp_type == _COMP_ZLIB else bz2.BZ2Decompressor()
+        try:
+            out.append(d.decompress(rest))
+        except (zlib.error, OSError, ValueError) as e:
+            raise LogError(path, "corrupt", f"cannot decompress the {what} ({e})") from None
+        if not d.eof:
+            raise LogError(path, "corrupt", f"the compressed stream of the {what} is cut short")
+        rest = d.unused_data
+    return b"".join(out)
+
+
+def _parse_names(path: Path, buf: bytes, swap: bool) -> dict[int, str]:
+    """Name records: (uint64 id, NUL-terminated path) repeated, exactly filling the region."""
+    names: dict[int, str] = {}
+    fmt = ">Q" if swap else "<Q"
+    pos, n = 0, len(buf)
+    while pos < n:
+        end = buf.find(b"\0", pos + 8)
+        if end < 0:
+            raise LogError(path, "corrupt", f"the file-name records are damaged at byte {pos}")
+        (rid,) = struct.unpack_from(fmt, buf, pos)
+        names[rid] = buf[pos + 8 : end].decode("utf-8", "replace")
+        pos = end + 1
+    return names
+
+
+def check_log(path: Path | str) -> LogLayout:
+    """Validate a Darshan log's structure in Python; raise :class:`LogError` if it is unusable.
+
+    Checks the magic number and format version, that the mapped regions lie inside the file
+    and do not overlap, and that the job record and file-name records decompress and parse.
+    A log cut short keeps the module regions before the cut (``lost_slots`` lists the rest).
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(_MAX_HEADER)
+    except OSError as e:
+        raise LogError(path, "unreadable", f"cannot read the file ({e.strerror})") from None
+    if size == 0:
+        raise LogError(path, "unreadable", "empty file (0 bytes), not a Darshan log")
+    if len(head) < 16:
+        raise LogError(path, "unreadable", f"only {size} bytes: too short to be a Darshan log")
+    if struct.unpack_from("<q", head, 8)[0] == DARSHAN_MAGIC:
+        swap, e = False, "<"
+    elif struct.unpack_from(">q", head, 8)[0] == DARSHAN_MAGIC:
+        swap, e = True, ">"
+    else:
+        raise LogError(path, "unreadable", "not a Darshan log (no Darshan magic number)")
+    version = head[:8].split(b"\0")[0].decode("ascii", "replace")
+    if version not in _LAYOUTS:
+        try:
+            older = float(version) < 3.10
+        except ValueError:
+            raise LogError(path, "corrupt", f"damaged format version {version!r}") from None
+        why = (
+            "older than 3.10 (Darshan 3.1), the oldest iosweep reads"
+            if older
+            else "newer than the bundled libdarshan-util 3.5 knows"
+        )
+        raise LogError(path, "unsupported", f"log format version {version} is {why}")
+    nslots, _pf_off, _pf_size, nm_off = _LAYOUTS[version]
+    map_off = nm_off + 16
+    header_size = map_off + 20 * nslots  # mod_map[n] (16 B each) then mod_ver[n] (4 B each)
+    if size < header_size:
+        raise LogError(
+            path, "truncated", f"file is {size} bytes, shorter than its {header_size}-byte header"
+        )
+    comp_type = head[16]
+    if comp_type not in (_COMP_ZLIB, _COMP_BZIP2, _COMP_NONE):
+        raise LogError(path, "corrupt", f"unknown compression type {comp_type} in the header")
+
+    mapped = {}
+    off, ln = struct.unpack_from(e + "QQ", head, nm_off)
+    if ln:
+        mapped["names"] = (off, ln)
+    for i in range(nslots):
+        off, ln = struct.unpack_from(e + "QQ", head, map_off + 16 * i)
+        if ln:
+            mapped[f"slot{i}"] = (off, ln)
+    for name, (off, ln) in mapped.items():
+        if off < header_size or off + ln > 1 << 48:
+            raise LogError(path, "corrupt", f"the header's region map is damaged ({name})")
+    # the job record runs from the header to the first mapped region (or to the end)
+    job_end = min((off for off, _ in mapped.values()), default=size)
+    regions = {"job": (header_size, job_end - header_size), **mapped}
+    spans = sorted((off, off + ln, name) for name, (off, ln) in regions.items())
+    for (_s0, e0, n0), (s1, _e1, n1) in itertools.pairwise(spans):
+        if s1 < e0:
+            raise LogError(path, "corrupt", f"the header's region map is damaged ({n0}, {n1})")
+    mapped_end = max(end for _, end, _ in spans)
+    lost = []
+    for _s, end, name in spans:
+        if end <= size:
+            continue
+        if not name.startswith("slot"):
+            what = "job record" if name == "job" else "file-name records"
+            raise LogError(
+                path,
+                "truncated",
+                f"file is {size} bytes but its header maps {mapped_end}: the {what} are cut off",
+            )
+        lost.append(int(name[4:]))
+    if regions["job"][1] <= 0:
+        raise LogError(path, "corrupt", "the header's region map leaves no job record")
+
+    layout = LogLayout(version, swap, comp_type, size, header_size, regions, mapped_end, lost)
+    with open(path, "rb") as f:
+        off, ln = regions["job"]
+        f.seek(off)
+        job = _decompress(path, "job record", f.read(ln), comp_type)
+        # libdarshan-util keeps the first 4096 bytes and scans the exe/mount text after the job
+        # struct for NUL-terminated lines: without a NUL in there it would read past its buffer
+        jsize = _JOB_STRUCT_SIZE.get(version, 1064)
+        if len(job) <= jsize or (len(job) >= _JOB_RECORD_SIZE and b"\0" not in job[jsize:4096]):
+            raise LogError(path, "corrupt", f"the job record is damaged ({len(job)} bytes)")
+        if "names" in regions:
+            off, ln = regions["names"]
+            f.seek(off)
+            raw = _decompress(path, "file-name records", f.read(ln), comp_type)
+            layout.names = _parse_names(path, raw, swap)
+    return layout
+
+
+# ----------------------------------------------------------------------------------------
+# C side: PyDarshan's cffi binding of libdarshan-util
+# ----------------------------------------------------------------------------------------
+
+
+def _backend():
+    # imported lazily: loading libdarshan-util and its cdef costs a few hundred ms
+    from darshan.backend import cffi_backend as cb
+
+    if cb.ffi.sizeof("segment_info") != SEGMENT_DTYPE.itemsize:
+        raise RuntimeError("libdarshan-util's segment_info differs from SEGMENT_DTYPE")
+    return cb
+
+
+class _RecordError(Exception):
+    """darshan_log_get_record returned an error in the middle of a module region."""
+
+
+class _Handle:
+    """An open libdarshan-util log handle."""
+
+    def __init__(self, path: Path):
+        self.cb = _backend()
+        self.ffi, self.lib = self.cb.ffi, self.cb.libdutil
+        self.path = path
+        self.h = self.lib.darshan_log_open(str(path).encode())
+        if self.h == self.ffi.NULL:
+            raise LogError(path, "corrupt", "libdarshan-util cannot open the log")
+
+    def close(self) -> None:
+        if self.h is not None:
+            self.lib.darshan_log_close(self.h)
+            self.h = None
+
+    def reopen(self) -> None:
+        self.close()
+        self.h = self.lib.darshan_log_open(str(self.path).encode())
+        if self.h == self.ffi.NULL:
+            self.h = None
+            raise LogError(self.path, "corrupt", "libdarshan-util cannot reopen the log")
+
+    def job(self) -> dict[str, Any]:
+        ffi, lib = self.ffi, self.lib
+        job = ffi.new("struct darshan_job *")
+        if lib.darshan_log_get_job(self.h, job) < 0:
+            raise LogError(self.path, "corrupt", "libdarshan-util cannot read the job record")
+        exe = ffi.new("char[]", _JOB_RECORD_SIZE)
+        lib.darshan_log_get_exe(self.h, exe)
+        meta = {}
+        for line in ffi.string(job.metadata, 1024).decode("utf-8", "replace").splitlines():
+            k, sep, v = line.partition("=")
+            if sep:
+                meta[k] = v
+        mounts = []
+        mnts = ffi.new("struct darshan_mnt_info **")
+        cnt = ffi.new("int *")
+        if lib.darshan_log_get_mounts(self.h, mnts, cnt) == 0 and cnt[0] > 0:
+            mounts = [
+                (
+                    ffi.string(mnts[0][i].mnt_path).decode("utf-8", "replace"),
+                    ffi.string(mnts[0][i].mnt_type).decode("utf-8", "replace"),
+                )
+                for i in range(cnt[0])
+            ]
+            lib.darshan_free(mnts[0])
+        return {
+            "uid": int(job.uid),
+            "start": int(job.start_time_sec) + int(job.start_time_nsec) * 1e-9,
+            "end": int(job.end_time_sec) + int(job.end_time_nsec) * 1e-9,
+            "nprocs": int(job.nprocs),
+            "jobid": int(job.jobid),
+            "exe": ffi.string(exe).decode("utf-8", "replace").strip(),
+            "metadata": meta,
+            "mounts": mounts,
+        }
+
+    def modules(self) -> dict[str, dict[str, Any]]:
+        """name -> {idx, len, ver, partial}, in libdarshan-util's module numbering."""
+        ffi = self.ffi
+        mods = ffi.new("struct darshan_mod_info **")
+        cnt = ffi.new("int *")
+        self.lib.darshan_log_get_modules(self.h, mods, cnt)
+        out = {}
+        for i in range(cnt[0]):
+            m = mods[0][i]
+            out[ffi.string(m.name).decode()] = {
+                "idx": int(m.idx),
+                "len": int(m.len),
+                "ver": int(m.ver),
+                "partial": bool(m.partial_flag),
+            }
+        if cnt[0]:
+            self.lib.darshan_free(mods[0])
+        return out
+
+    def records(self, idx: int, ctype: str):
+        """Yield each record of module ``idx`` as a ``ctype`` pointer, freed after use."""
+        buf = self.ffi.new("void **")
+        while True:
+            buf[0] = self.ffi.NULL
+            r = self.lib.darshan_log_get_record(self.h, idx, buf)
+            if r == 0:
+                return
+            if r < 0:
+                raise _RecordError
+            try:
+                yield self.ffi.cast(ctype, buf[0])
+            finally:
+                self.lib.darshan_free(buf[0])
+
+
+class _Dict:
+    """Values of one dictionary-encoded column, shared by every batch of a log."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, int] = {}
+
+    def __call__(self, value: str) -> int:
+        return self.values.setdefault(value, len(self.values))
+
+    def array(self) -> pa.Array:
+        return pa.array(list(self.values), pa.string())
+
+
+def _check_segments(seg: np.ndarray, duration: float) -> str:
+    """Why a segment array cannot be real data ('' if it looks sane)."""
+    start, end = seg["start"], seg["end"]
+    if not (np.isfinite(start).all() and np.isfinite(end).all()):
+        return "non-finite timestamps"
+    if (seg["length"] < 0).any() or (seg["offset"] < -1).any():
+        return "negative offsets or lengths"
+    lo, hi = float(min(start.min(), end.min())), float(max(start.max(), end.max()))
+    if lo < -_TIME_SLACK or hi > duration + _TIME_SLACK:
+        return f"timestamps outside the run ({lo:.4g} .. {hi:.4g} s)"
+    return ""
+
+
+@dataclass
+class _DxtPart:
+    """The segments of one DXT file record, copied out of C (the constant columns come later)."""
+
+    module: str
+    rank: int
+    host: str
+    rid: int
+    writes: int
+    offset: np.ndarray
+    length: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+def _read_dxt(h: _Handle, module: str, idx: int, duration: float) -> list[_DxtPart]:
+    ffi = h.ffi
+    head = ffi.sizeof("struct dxt_file_record")
+    parts: list[_DxtPart] = []
+    try:
+        for rec in h.records(idx, "struct dxt_file_record *"):
+            wc, rc = int(rec.write_count), int(rec.read_count)
+            rank, rid = int(rec.base_rec.rank), int(rec.base_rec.id)
+            if wc < 0 or rc < 0 or not -1 <= rank < 1 << 24:
+                raise LogError(
+                    h.path,
+                    "corrupt",
+                    f"{module} record {rid} is damaged (rank {rank}, {wc} writes, {rc} reads)",
+                )
+            n = wc + rc
+            if n == 0:
+                continue
+            # the segments follow the record header in the same malloc'd block: view them,
+            # then copy each field once into its own contiguous array (the final column)
+            seg = np.frombuffer(
+                ffi.buffer(ffi.cast("char *", rec) + head, n * SEGMENT_DTYPE.itemsize),
+                dtype=SEGMENT_DTYPE,
+            )
+            bad = _check_segments(seg, duration)
+            if bad:
+                raise LogError(h.path, "corrupt", f"{module} record {rid} is damaged: {bad}")
+            parts.append(
+                _DxtPart(
+                    module=_DXT_MODULES[module],
+                    rank=rank,
+                    host=ffi.string(rec.hostname, 64).decode("utf-8", "replace"),
+                    rid=rid,
+                    writes=wc,
+                    offset=seg["offset"].copy(),
+                    length=seg["length"].copy(),
+                    start=seg["start"].copy(),
+                    end=seg["end"].copy(),
+                )
+            )
+    except _RecordError:
+        raise LogError(
+            h.path,
+            "corrupt",
+            f"the {module} data are damaged (libdarshan-util failed after {len(parts)} records)",
+        ) from None
+    return parts
+
+
+class _Consts:
+    """Constant columns as slices of one shared buffer per (type, value).
+
+    Most columns of a DXT record batch hold one value (rank, host, pid, file, module, log).
+    Materialising each would cost as much memory as the segments themselves; slices of a
+    shared array cost nothing per batch.
+    """
+
+    def __init__(self) -> None:
+        self._arrays: dict[tuple, pa.Array] = {}
+
+    def __call__(self, value: Any, n: int, type_: pa.DataType) -> pa.Array:
+        key = (str(type_), value)
+        a = self._arrays.get(key)
+        if a is None or len(a) < n:
+            if value is None:
+                a = pa.nulls(n, type_)
+            else:
+                a = pa.array(np.full(n, value, type_.to_pandas_dtype()))
+            self._arrays[key] = a
+        return a.slice(0, n)
+
+
+def _segments_table(
+    parts: list[_DxtPart], names: dict[int, str], source: str, pid_of_rank: dict[int, int]
+) -> pa.Table:
+    """SEGMENTS from the DXT parts (consumed: each part is dropped once it is in a batch).
+
+    A large record becomes one record batch whose numeric columns are the part's arrays
+    (zero-copy) and whose constant columns share buffers (see :class:`_Consts`); small
+    records are grouped so a log of many files does not make many tiny batches. All
+    batches share the log's dictionaries.
+    """
+    if not parts:
+        return SEGMENTS.empty_table()
+    hosts, paths, modules, ops, sources = _Dict(), _Dict(), _Dict(), _Dict(), _Dict()
+    w, r, src = ops("write"), ops("read"), sources(source)
+    keys = [
+        (hosts(p.host), paths(names.get(p.rid, f"<unknown record {p.rid}>")), modules(p.module))
+        for p in parts
+    ]
+    d_host, d_path, d_mod, d_op, d_src = (x.array() for x in (hosts, paths, modules, ops, sources))
+    consts = _Consts()
+    i32, i64 = pa.int32(), pa.int64()
+
+    batches = []
+    i = 0
+    while i < len(parts):
+        j, rows = i, 0
+        while j < len(parts) and (rows == 0 or rows + len(parts[j].offset) <= 1 << 16):
+            rows += len(parts[j].offset)
+            j += 1
+        group, gkeys = parts[i:j], keys[i:j]
+        if len(group) == 1:
+            p, (hi, pi, mi) = group[0], gkeys[0]
+            n = rows
+            if p.writes in (0, n):
+                op = consts(w if p.writes else r, n, i32)
+            else:
+                op = np.full(n, r, np.int32)
+                op[: p.writes] = w
+            cols = [
+                consts(p.rank, n, i32),
+                consts(hi, n, i32),
+                consts(pid_of_rank.get(p.rank), n, i64),
+                consts(p.rid, n, pa.uint64()),
+                consts(pi, n, i32),
+                consts(mi, n, i32),
+                op,
+                p.offset,
+                p.length,
+                p.start,
+                p.end,
+            ]
+        else:
+            sizes = np.array([len(p.offset) for p in group])
+
+            def rep(vals: list, dtype, sizes=sizes) -> np.ndarray:
+                return np.repeat(np.asarray(vals, dtype), sizes)
+
+            op = np.full(rows, r, np.int32)
+            pos = 0
+            for p, n in zip(group, sizes, strict=True):
+                op[pos : pos + p.writes] = w
+                pos += n
+            pids = [pid_of_rank.get(p.rank) for p in group]
+            cols = [
+                rep([p.rank for p in group], np.int32),
+                rep([k[0] for k in gkeys], np.int32),
+                pa.array(
+                    rep([q or 0 for q in pids], np.int64),
+                    mask=rep([q is None for q in pids], bool) if None in pids else None,
+                ),
+                rep([p.rid for p in group], np.uint64),
+                rep([k[1] for k in gkeys], np.int32),
+                rep([k[2] for k in gkeys], np.int32),
+                op,
+                *(np.concatenate([getattr(p, f) for p in group]) for f in SEGMENT_DTYPE.names),
+            ]
+        rank, hi, pid, rid, pi, mi, op, *seg = cols
+        dict_col = pa.DictionaryArray.from_arrays
+        batch = [
+            pa.array(rank),  # no copy: an Arrow array stays itself, numpy is wrapped
+            dict_col(hi, d_host),
+            pid,
+            consts(None, rows, i64),  # DXT does not record threads
+            pa.array(rid),
+            dict_col(pi, d_path),
+            dict_col(mi, d_mod),
+            dict_col(op, d_op),
+            *(pa.array(x) for x in seg),
+            dict_col(consts(src, rows, i32), d_src),
+        ]
+        batches.append(pa.RecordBatch.from_arrays(batch, schema=SEGMENTS))
+        parts[i:j] = [None] * (j - i)  # let the copies go once they are in a batch
+        i = j
+    return pa.Table.from_batches(batches, schema=SEGMENTS)
+
+
+# COUNTERS columns from each module's counter names (libdarshan-util upgrades old records
+# to the current layout, so the current names index records of every format version)
+_POSIX_MAP = {
+    "opens": ("POSIX_OPENS",),
+    "stats": ("POSIX_STATS",),
+    "seeks": ("POSIX_SEEKS",),
+    "fsyncs": ("POSIX_FSYNCS", "POSIX_FDSYNCS"),
+    "reads": ("POSIX_READS",),
+    "writes": ("POSIX_WRITES",),
+    "bytes_read": ("POSIX_BYTES_READ",),
+    "bytes_written": ("POSIX_BYTES_WRITTEN",),
+    "max_byte_read": ("POSIX_MAX_BYTE_READ",),
+    "max_byte_written": ("POSIX_MAX_BYTE_WRITTEN",),
+    **{f"size_read_{b}": (f"POSIX_SIZE_READ_{b.upper()}",) for b in SIZE_BINS},
+    **{f"size_write_{b}": (f"POSIX_SIZE_WRITE_{b.upper()}",) for b in SIZE_BINS},
+}
+_STDIO_MAP = {
+    "opens": ("STDIO_OPENS", "STDIO_FDOPENS"),
+    "seeks": ("STDIO_SEEKS",),
+    "fsyncs": ("STDIO_FLUSHES",),
+    "reads": ("STDIO_READS",),
+    "writes": ("STDIO_WRITES",),
+    "bytes_read": ("STDIO_BYTES_READ",),
+    "bytes_written": ("STDIO_BYTES_WRITTEN",),
+    "max_byte_read": ("STDIO_MAX_BYTE_READ",),
+    "max_byte_written": ("STDIO_MAX_BYTE_WRITTEN",),
+}
+_FCOUNTERS = {
+    "read_time": "F_READ_TIME",
+    "write_time": "F_WRITE_TIME",
+    "meta_time": "F_META_TIME",
+    "open_start": "F_OPEN_START_TIMESTAMP",
+    "close_end": "F_CLOSE_END_TIMESTAMP",
+}
+_ID_COLUMNS = ("rank", "host", "pid", "file_id", "path", "module", "source")
+_COUNTER_SPECS = {
+    "POSIX": ("struct darshan_posix_file *", _POSIX_MAP),
+    "STDIO": ("struct darshan_stdio_file *", _STDIO_MAP),
+}
+
+
+def _read_counters(h: _Handle, module: str, idx: int) -> dict[str, np.ndarray] | None:
+    """Per-record counters of POSIX or STDIO as columns (None if the module has no records)."""
+    ctype, cmap = _COUNTER_SPECS[module]
+    cnames = {n: i for i, n in enumerate(h.cb.counter_names(module))}
+    fnames = {n: i for i, n in enumerate(h.cb.fcounter_names(module))}
+    ids, ranks, ints, floats = [], [], [], []
+    try:
+        for rec in h.records(idx, ctype):
+            ids.append(int(rec.base_rec.id))
+            ranks.append(int(rec.base_rec.rank))
+            ints.append(np.frombuffer(h.ffi.buffer(rec.counters), np.int64).copy())
+            floats.append(np.frombuffer(h.ffi.buffer(rec.fcounters), np.float64).copy())
+    except _RecordError:
+        raise LogError(
+            h.path,
+            "corrupt",
+            f"the {module} data are damaged (libdarshan-util failed after {len(ids)} records)",
+        ) from None
+    if not ids:
+        return None
+    c, f = np.vstack(ints), np.vstack(floats)
+    cols: dict[str, np.ndarray] = {
+        "file_id": np.array(ids, np.uint64),
+        "rank": np.array(ranks, np.int64),
+    }
+    for col, srcs in cmap.items():
+        vals = [c[:, cnames[s]] for s in srcs if s in cnames]
+        # Darshan writes -1 for a counter an older runtime did not collect
+        v = np.sum([np.where(x < 0, 0, x) for x in vals], axis=0)
+        known = np.any([x >= 0 for x in vals[:1]], axis=0)
+        cols[col] = np.ma.masked_array(v, mask=~known)
+    for col, suffix in _FCOUNTERS.items():
+        v = f[:, fnames[f"{module}_{suffix}"]]
+        cols[col] = np.ma.masked_array(v, mask=v < 0)
+    # never opened (only stat'ed, say) leaves the open timestamp at 0: unknown, not time 0
+    cols["open_start"].mask |= cols["opens"].filled(0) == 0
+    cols["close_end"].mask |= cols["close_end"].filled(0) <= 0
+    for f in COUNTERS:  # what this module does not count (STDIO: stats, size bins) is null
+        if f.name not in cols and f.name not in _ID_COLUMNS:
+            dtype = np.float64 if pa.types.is_floating(f.type) else np.int64
+            cols[f.name] = np.ma.masked_all(len(ids), dtype)
+    cols["module"] = np.array([module] * len(ids), object)
+    return cols
+
+
+def _counters_table(
+    parts: list[dict[str, np.ndarray]],
+    names: dict[int, str],
+    source: str,
+    host_of_rank: dict[int, str],
+    pid_of_rank: dict[int, int],
+) -> pa.Table | None:
+    if not parts:
+        return None
+    cols = {k: np.ma.concatenate([p[k] for p in parts]) for k in parts[0] if k != "module"}
+    module = np.concatenate([p["module"] for p in parts])
+    rank = cols.pop("rank").filled(-1).astype(np.int64)
+    ids = cols.pop("file_id").filled(0).astype(np.uint64)
+    out: dict[str, pa.Array] = {
+        "rank": pa.array(rank.astype(np.int32)),
+        "host": pa.array([host_of_rank.get(int(r)) for r in rank], pa.string()),
+        "pid": pa.array([pid_of_rank.get(int(r)) for r in rank], pa.int64()),
+        "file_id": pa.array(ids),
+        "path": pa.array([names.get(int(i), f"<unknown record {i}>") for i in ids], pa.string()),
+        "module": pa.array(module.tolist(), pa.string()),
+        "source": pa.array([source] * len(ids), pa.string()),
+    }
+    for k, v in cols.items():
+        out[k] = pa.array(v.data, mask=np.ma.getmaskarray(v))
+    for f in COUNTERS:
+        if f.name not in out:
+            out[f.name] = pa.nulls(len(ids), f.type)
+    t = pa.table({f.name: out[f.name] for f in COUNTERS})
+    return t.cast(COUNTERS)
+
+
+def _issue(path: Path, kind: str, message: str, severity: str = "error") -> Issue:
+    return Issue(source=str(path), kind=kind, message=message, severity=severity)
+
+
+def read_darshan_log(path: Path | str) -> ProcessLog:
+    """Decode one Darshan log (any format version from 3.10 on) into a :class:`ProcessLog`.
+
+    Segments carry times in seconds from the log's own start (``ProcessLog.start``); ``rank``
+    is the rank the log records (0 for every non-MPI log), ``pid`` the process id where the
+    log knows it. Raises :class:`LogError` when nothing usable can be read (kinds
+    ``unreadable``, ``unsupported``, ``truncated``, ``corrupt``, ``empty``); damage confined
+    to some modules keeps the rest and is reported in ``ProcessLog.issues`` (kinds
+    ``truncated``, ``corrupt``, ``partial-dxt``, ``partial-counters``, ``no-dxt``) with the
+    affected modules in ``ProcessLog.incomplete``.
+    """
+    path = Path(path)
+    layout = check_log(path)
+    if not any(k.startswith("slot") for k in layout.regions):
+        raise LogError(path, "empty", "no I/O recorded: the log holds job metadata only")
+    h = _Handle(path)
+    try:
+        return _read(path, layout, h)
+    finally:
+        h.close()
+
+
+def _read(path: Path, layout: LogLayout, h: _Handle) -> ProcessLog:
+    job = h.job()
+    mods = h.modules()
+    # libdarshan-util renumbers the slots of older formats (modules were added over time)
+    # but keeps their order, so the i-th mapped header slot is the i-th module it lists
+    slots = sorted(int(k[4:]) for k in layout.regions if k.startswith("slot"))
+    by_idx = sorted(mods, key=lambda m: mods[m]["idx"])
+    slot_name = dict(zip(slots, by_idx, strict=False)) if len(slots) == len(by_idx) else {}
+    lost = [slot_name.get(s, f"slot {s}") for s in layout.lost_slots]
+    issues: list[Issue] = []
+    incomplete: list[str] = []
+    if lost:
+        if not slot_name:  # cannot tell which modules survived: trust none of them
+            raise LogError(
+                path,
+                "truncated",
+                f"file is {layout.size} bytes but its header maps {layout.mapped_end}",
+            )
+        issues.append(
+            _issue(
+                path,
+                "truncated",
+                f"file is {layout.size} bytes but its header maps {layout.mapped_end}: "
+                f"the {', '.join(lost)} data are cut off",
+            )
+        )
+        incomplete.extend(lost)
+
+    duration = max(job["end"] - job["start"], 0.0)
+    dxt_parts: list[_DxtPart] = []
+    counter_parts: list[dict[str, np.ndarray]] = []
+    read_ok: list[str] = []
+    for name in by_idx:
+        m = mods[name]
+        if name in lost or (name not in _DXT_MODULES and name not in _COUNTER_SPECS):
+            continue
+        try:
+            if name in _DXT_MODULES:
+                dxt_parts.extend(_read_dxt(h, name, m["idx"], duration))
+            else:
+                part = _read_counters(h, name, m["idx"])
+                if part is not None:
+                    counter_parts.append(part)
+            read_ok.append(name)
+        except LogError as e:
+            issues.append(e.as_issue())
+            incomplete.append(name)
+            # libdarshan-util's inflate stream stays broken after an error; a fresh handle
+            # lets the next module's region be read
+            h.reopen()
+            continue
+        if m["partial"]:
+            dxt = name in _DXT_MODULES
+            issues.append(
+                _issue(
+                    path,
+                    "partial-dxt" if dxt else "partial-counters",
+                    f"the {name} module ran out of memory while tracing: "
+                    + (
+                        "the trace lacks the operations after that point"
+                        if dxt
+                        else "files opened after that point have no counters"
+                    ),
+                )
+            )
+            incomplete.append(name)
+    if not read_ok and incomplete:
+        # nothing usable: report the first problem as the log's error
+        first = next(i for i in issues if i.kind in ("corrupt", "truncated"))
+        raise LogError(path, first.kind, first.message)
+
+    # reads or writes that DXT would have traced (a process that only stat'ed or opened
+    # files, like a short-lived `uname`, has no DXT records even with tracing on)
+    rw = {
+        p["module"][0]: int(p["reads"].filled(0).sum() + p["writes"].filled(0).sum())
+        for p in counter_parts
+    }
+    traced = rw.get("POSIX", 0) > 0 or "MPI-IO" in mods
+    if (traced or rw.get("STDIO", 0) > 0) and not any(n in mods for n in _DXT_MODULES):
+        why = (
+            "DXT tracing was off (DXT_ENABLE_IO_TRACE=1 turns it on)"
+            if traced
+            else "its reads and writes are STDIO, which DXT does not trace"
+        )
+        issues.append(
+            _issue(
+                path,
+                "no-dxt",
+                f"no DXT trace in this log ({why}): counters only, no per-operation segments",
+                "warning",
+            )
+        )
+
+    pid = _pid_of(path, job["jobid"])
+    nprocs = job["nprocs"]
+    mpi = nprocs > 1
+    host_of_rank: dict[int, str] = {}
+    for p in dxt_parts:
+        host_of_rank.setdefault(p.rank, p.host)
+    # a per-process log is rank 0 of itself; in an MPI log only rank 0's pid is known
+    pid_of_rank = {0: pid}
+    source = path.name
+    segments = _segments_table(dxt_parts, layout.names, source, pid_of_rank)
+    counters = _counters_table(counter_parts, layout.names, source, host_of_rank, pid_of_rank)
+    fork_parent = job["metadata"].get("fork_parent")
+    return ProcessLog(
+        source=path,
+        tracer="darshan",
+        pid=pid,
+        exe=job["exe"],
+        start=job["start"],
+        end=job["end"],
+        segments=segments,
+        host=host_of_rank.get(0) or next(iter(host_of_rank.values()), None),
+        jobid=job["jobid"],
+        nprocs=nprocs,
+        mpi=mpi,
+        version=layout.version,
+        counters=counters,
+        incomplete=incomplete,
+        issues=issues,
+        ppid=int(fork_parent) if fork_parent and fork_parent.isdigit() else None,
+        header={
+            "uid": job["uid"],
+            "lib_ver": job["metadata"].get("lib_ver", ""),
+            "metadata": job["metadata"],
+            "mounts": job["mounts"],
+            "modules": {k: {"ver": v["ver"], "partial": v["partial"]} for k, v in mods.items()},
+        },
+    )
+
+
+def _pid_of(path: Path, jobid: int) -> int:
+    """The pid from the log's file name; without one, the job id (the pid in non-MPI mode)."""
+    m = _PID_IN_NAME.search(path.name)
+    return int(m.group(2)) if m else int(jobid)
+
+
+def _child(path: str, conn) -> None:
+    try:
+        conn.send(("ok", read_darshan_log(path)))
+    except LogError as e:
+        conn.send(("err", (e.path, e.kind, e.message)))
+    except Exception as e:  # report, do not hide: the parent turns it into a LogError
+        conn.send(("exc", f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
+def read_darshan_log_isolated(path: Path | str, timeout: float = 600.0) -> ProcessLog:
+    """:func:`read_darshan_log` in a child process, so that even a crash in C is a LogError."""
+    path = Path(path)
+    ctx = mp.get_context("spawn")  # no fork: the parent may hold threads (Arrow's pools)
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(str(path), send), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        if not recv.poll(timeout):
+            proc.kill()
+            raise LogError(path, "unreadable", f"reading the log took more than {timeout:.0f} s")
+        status, payload = recv.recv()
+    except EOFError:
+        proc.join()
+        raise LogError(
+            path,
+            "corrupt",
+            f"libdarshan-util crashed on this log (reader exit code {proc.exitcode})",
+        ) from None
+    finally:
+        recv.close()
+        proc.join(5)
+    if status == "ok":
+        return payload
+    if status == "err":
+        raise LogError(*payload)
+    raise LogError(path, "corrupt", f"reading the log failed: {payload}")
+
+
+# ----------------------------------------------------------------------------------------
+# Writing: real-format logs through libdarshan-util's writer (benchmarks, tests)
+# ----------------------------------------------------------------------------------------
+
+# The writer side of libdarshan-util 3.5 (darshan-logutils.h, darshan-log-format.h,
+# darshan-dxt-log-format.h, uthash.h); PyDarshan's cdef declares only the reader side.
+_WRITER_CDEF = """
+struct darshan_job {
+    int64_t uid; int64_t start_time_sec; int64_t start_time_nsec;
+    int64_t end_time_sec; int64_t end_time_nsec; int64_t nprocs; int64_t jobid;
+    char metadata[1024];
+};
+struct darshan_mnt_info { char mnt_type[3015]; char mnt_path[3015]; };
+typedef struct UT_hash_handle {
+    void *tbl; void *prev; void *next; void *hh_prev; void *hh_next;
+    void *key; unsigned keylen; unsigned hashv;
+} UT_hash_handle;
+struct darshan_name_record_ref { void *name_record; UT_hash_handle hlink; };
+struct darshan_base_record { uint64_t id; int64_t rank; };
+struct dxt_file_record {
+    struct darshan_base_record base_rec; int64_t shared_record; char hostname[64];
+    int64_t write_count; int64_t read_count;
+};
+struct darshan_posix_file {
+    struct darshan_base_record base_rec; int64_t counters[69]; double fcounters[17];
+};
+/* only the leading members are used; the rest of each module's table is not touched */
+struct darshan_mod_logutil_funcs {
+    int (*log_get_record)(void *fd, void **buf);
+    int (*log_put_record)(void *fd, void *buf);
+};
+extern struct darshan_mod_logutil_funcs posix_logutils;
+extern struct darshan_mod_logutil_funcs dxt_posix_logutils;
+void *darshan_log_create(const char *name, int comp_type, int partial_flag);
+int darshan_log_put_job(void *fd, struct darshan_job *job);
+int darshan_log_put_exe(void *fd, char *buf);
+int darshan_log_put_mounts(void *fd, struct darshan_mnt_info *mnt_data_array, int count);
+int darshan_log_put_namehash(void *fd, struct darshan_name_record_ref *hash);
+void darshan_log_close(void *fd);
+"""
+_writer = None
+
+
+def _writer_lib():
+    global _writer
+    if _writer is None:
+        import glob
+
+        import cffi
+        from darshan.discover_darshan import discover_darshan_wheel
+
+        found = glob.glob(f"{discover_darshan_wheel()}/libdarshan-util*.so*")
+        if not found:
+            raise RuntimeError("PyDarshan's bundled libdarshan-util was not found")
+        ffi = cffi.FFI()
+        ffi.cdef(_WRITER_CDEF)
+        _writer = (ffi, ffi.dlopen(found[0]))
+    return _writer
+
+
+@dataclass
+class DxtFile:
+    """One file's trace for :func:`write_darshan_log`: its writes first, then its reads."""
+
+    path: str
+    segments: np.ndarray  # SEGMENT_DTYPE, times in seconds from the log's start
+    writes: int = 0  # how many of the segments (the leading ones) are writes
+    rank: int = 0
+    host: str = "localhost"
+
+
+def write_darshan_log(
+    path: Path | str,
+    files: list[DxtFile],
+    *,
+    start: float,
+    end: float,
+    exe: str,
+    jobid: int,
+    nprocs: int = 1,
+    uid: int = 0,
+    metadata: dict[str, str] | None = None,
+) -> Path:
+    """Write a format-3.41 log (as darshan-runtime 3.5 does) with libdarshan-util's writer.
+
+    The log holds the name records, one POSIX counter record (opens, reads, writes, bytes,
+    timestamps, derived from the segments) and one DXT_POSIX record per file and rank.
+    This is for benchmarks and tests: darshan-runtime, which writes logs for real, needs
+    an instrumented process.
+    """
+    ffi, lib = _writer_lib()
+    cb = _backend()  # counter names of the same library
+    path = Path(path)
+    path.unlink(missing_ok=True)
+    fd = lib.darshan_log_create(str(path).encode(), 0, 0)  # zlib, as the runtime writes
+    if fd == ffi.NULL:
+        raise OSError(f"{path}: darshan_log_create failed")
+    keep = []  # C keeps pointers into these until the log is closed
+    ok = True
+    try:
+        job = ffi.new("struct darshan_job *")
+        job.uid, job.nprocs, job.jobid = uid, nprocs, jobid
+        job.start_time_sec, job.start_time_nsec = int(start), int(start % 1 * 1e9)
+        job.end_time_sec, job.end_time_nsec = int(end), int(end % 1 * 1e9)
+        meta = {"lib_ver": "3.5.0", **(metadata or {})}
+        job.metadata = "".join(f"{k}={v}\n" for k, v in meta.items()).encode()[:1023]
+        ok &= lib.darshan_log_put_job(fd, job) == 0
+        ok &= lib.darshan_log_put_exe(fd, exe.encode()) == 0
+        mnt = ffi.new("struct darshan_mnt_info[1]")
+        mnt[0].mnt_type, mnt[0].mnt_path = b"ext4", b"/"
+        ok &= lib.darshan_log_put_mounts(fd, mnt, 1) == 0
+        # put_namehash walks the uthash table with HASH_ITER, which follows hlink.next only:
+        # a linked list of refs is all the writer needs
+        ids = {f.path: zlib.crc32(f.path.encode()) + (1 << 40) for f in files}
+        uniq = list(ids)
+        refs = ffi.new("struct darshan_name_record_ref[]", max(len(uniq), 1))
+        for i, p in enumerate(uniq):
+            rec = ffi.new("char[]", 8 + len(p.encode()) + 1)
+            ffi.cast("uint64_t *", rec)[0] = ids[p]
+            ffi.memmove(rec + 8, p.encode(), len(p.encode()))
+            keep.append(rec)
+            refs[i].name_record = rec
+            refs[i].hlink.next = ffi.addressof(refs[i + 1]) if i + 1 < len(uniq) else ffi.NULL
+        if uniq:
+            ok &= lib.darshan_log_put_namehash(fd, refs) == 0
+        # modules in increasing id order: POSIX (1) before DXT_POSIX (10)
+        cn = {n: i for i, n in enumerate(cb.counter_names("POSIX"))}
+        fn = {n: i for i, n in enumerate(cb.fcounter_names("POSIX"))}
+        for f in files:
+            seg, w = f.segments, f.writes
+            rec = ffi.new("struct darshan_posix_file *")
+            rec.base_rec.id, rec.base_rec.rank = ids[f.path], f.rank
+            c = np.frombuffer(ffi.buffer(rec.counters), np.int64)
+            fc = np.frombuffer(ffi.buffer(rec.fcounters), np.float64)
+            c[cn["POSIX_OPENS"]] = 1
+            c[cn["POSIX_READS"]], c[cn["POSIX_WRITES"]] = len(seg) - w, w
+            c[cn["POSIX_BYTES_READ"]] = int(seg["length"][w:].sum())
+            c[cn["POSIX_BYTES_WRITTEN"]] = int(seg["length"][:w].sum())
+            if len(seg):
+                ends = seg["offset"] + seg["length"]
+                c[cn["POSIX_MAX_BYTE_READ"]] = int(ends[w:].max() - 1) if len(seg) > w else 0
+                c[cn["POSIX_MAX_BYTE_WRITTEN"]] = int(ends[:w].max() - 1) if w else 0
+                fc[fn["POSIX_F_OPEN_START_TIMESTAMP"]] = float(seg["start"].min())
+                fc[fn["POSIX_F_CLOSE_END_TIMESTAMP"]] = float(seg["end"].max())
+            dur = seg["end"] - seg["start"]
+            fc[fn["POSIX_F_READ_TIME"]] = float(dur[w:].sum())
+            fc[fn["POSIX_F_WRITE_TIME"]] = float(dur[:w].sum())
+            ok &= lib.posix_logutils.log_put_record(fd, rec) == 0
+        head = ffi.sizeof("struct dxt_file_record")
+        for f in files:
+            n = len(f.segments)
+            buf = ffi.new("char[]", head + n * SEGMENT_DTYPE.itemsize)
+            rec = ffi.cast("struct dxt_file_record *", buf)
+            rec.base_rec.id, rec.base_rec.rank = ids[f.path], f.rank
+            rec.hostname = f.host.encode()[:63]
+            rec.write_count, rec.read_count = f.writes, n - f.writes
+            seg = np.frombuffer(ffi.buffer(buf + head, n * SEGMENT_DTYPE.itemsize), SEGMENT_DTYPE)
+            seg[:] = f.segments
+            ok &= lib.dxt_posix_logutils.log_put_record(fd, buf) == 0
+    finally:
+        lib.darshan_log_close(fd)  # writes the header (region map, module versions)
+    if not ok or not path.exists():
+        raise OSError(f"{path}: libdarshan-util's writer reported an error (see stderr)")
+    return path

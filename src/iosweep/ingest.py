@@ -1,0 +1,707 @@
+"""Turn a run's per-process trace logs into one trace store (issue 3: ingest and merge).
+
+:func:`ingest` finds the logs under the given paths (both the workflow's run layout and a
+plain directory of logs), reads each in isolation (a bad log becomes an :class:`Issue`, the
+others go on), ties every log to a rank and host, puts all times on one clock and writes
+the store with :func:`iosweep.store.write_store`. How ranks, hosts and the clock are
+recovered, and what the optional ``merged.darshan`` loses, is in ``docs/data-model.md``
+("Ingest and merge").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from iosweep.logs import LogError, ProcessLog
+from iosweep.schema import (
+    STEPS,
+    Issue,
+    ProcessInfo,
+    RankInfo,
+    RunMeta,
+    conform,
+    empty_table,
+)
+from iosweep.store import write_store
+
+DARSHAN_SUFFIXES = (".darshan",)
+DFTRACER_SUFFIXES = (".pfw", ".pfw.gz")
+# darshan-runtime writes <name>.darshan_partial and renames it when the log is complete
+UNFINISHED_SUFFIX = ".darshan_partial"
+_RANK_DIR = re.compile(r"^rank-(\d+)$")
+_RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
+MERGED_DARSHAN = "merged.darshan"
+
+
+@dataclass
+class _Log:
+    """One discovered log file and what became of it."""
+
+    path: Path
+    tracer: str  # darshan | dftracer
+    dir_rank: int | None = None  # R when the log lies under a traces/rank-R/ directory
+    log: ProcessLog | None = None
+    # attribution
+    rank: int = -1
+    role: str = "unknown"
+    host: str = ""
+    attributed_by: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------------------
+# discovery
+# ----------------------------------------------------------------------------------------
+
+
+def _tracer_of(path: Path) -> str | None:
+    name = path.name
+    if name.endswith(DARSHAN_SUFFIXES):
+        return "darshan"
+    if name.endswith(DFTRACER_SUFFIXES):
+        return "dftracer"
+    return None
+
+
+def _dir_rank(path: Path, root: Path) -> int | None:
+    """R if ``path`` lies under a ``rank-R`` directory below ``root`` (traces/rank-R/...)."""
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return None
+    for part in reversed(rel.parts[:-1]):
+        m = _RANK_DIR.match(part)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def discover(inputs: list[Path]) -> tuple[list[_Log], list[Path]]:
+    """Logs under ``inputs`` (files or directories, searched recursively), and unfinished ones.
+
+    Files that are not logs (``*.dxt``, ``*.csv``, the store's parquet files ...) are ignored.
+    """
+    logs: dict[Path, _Log] = {}
+    unfinished: list[Path] = []
+    for root in inputs:
+        root = Path(root)
+        if root.is_file():
+            candidates, base = [root], root.parent
+        elif root.is_dir():
+            candidates, base = sorted(p for p in root.rglob("*") if p.is_file()), root
+        else:
+            raise FileNotFoundError(f"{root}: no such file or directory")
+        for p in candidates:
+            key = p.resolve()
+            if key in logs:
+                continue
+            tracer = _tracer_of(p)
+            if tracer:
+                logs[key] = _Log(path=p, tracer=tracer, dir_rank=_dir_rank(p, base))
+            elif p.name.endswith(UNFINISHED_SUFFIX):
+                unfinished.append(p)
+    return list(logs.values()), unfinished
+
+
+# ----------------------------------------------------------------------------------------
+# run context: manifest and rank files
+# ----------------------------------------------------------------------------------------
+
+
+def _load_manifest(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: manifest not found") from None
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: manifest is not readable JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: manifest is not a JSON object")
+    return data
+
+
+def _rank_info(d: Any, source: str, issues: list[Issue]) -> RankInfo | None:
+    try:
+        info = RankInfo(
+            rank=int(d["rank"]),
+            local_rank=int(d.get("local_rank", -1)),
+            size=int(d.get("size", -1)),
+            pid=int(d["pid"]),
+            host=str(d.get("host") or ""),
+        )
+    except (TypeError, KeyError, ValueError) as e:
+        issues.append(
+            Issue(source, "bad-rank-file", f"not a rank record ({type(e).__name__}: {e})")
+        )
+        return None
+    if info.rank < 0 or info.pid <= 0:
+        issues.append(Issue(source, "bad-rank-file", f"invalid rank {info.rank} or pid {info.pid}"))
+        return None
+    return info
+
+
+def _rank_files(inputs: list[Path]) -> list[Path]:
+    """ranks/rank-R.json beside or above each input directory (run dir, or run/logs)."""
+    found: dict[Path, Path] = {}
+    for root in inputs:
+        root = Path(root)
+        d = root if root.is_dir() else root.parent
+        for cand in (d / "ranks", d.parent / "ranks"):
+            if cand.is_dir():
+                for f in sorted(cand.iterdir()):
+                    if _RANK_FILE.match(f.name):
+                        found.setdefault(f.resolve(), f)
+                break
+    return list(found.values())
+
+
+def _collect_ranks(
+    manifest: dict[str, Any], rank_files: list[Path], issues: list[Issue]
+) -> tuple[list[RankInfo], str]:
+    """Ranks from the manifest, completed by rank files; and where they came from."""
+    ranks: dict[int, RankInfo] = {}
+    source = ""
+    for i, d in enumerate(manifest.get("ranks") or []):
+        info = _rank_info(d, f"manifest ranks[{i}]", issues)
+        if info:
+            ranks.setdefault(info.rank, info)
+            source = "manifest"
+    for f in rank_files:
+        try:
+            d = json.loads(f.read_text())
+        except (OSError, ValueError) as e:
+            issues.append(Issue(str(f), "bad-rank-file", f"not readable JSON ({e})"))
+            continue
+        info = _rank_info(d, str(f), issues)
+        if info is None:
+            continue
+        known = ranks.get(info.rank)
+        if known and (known.pid, known.host) != (info.pid, info.host):
+            issues.append(
+                Issue(
+                    str(f),
+                    "bad-rank-file",
+                    f"rank {info.rank} is pid {info.pid} on {info.host!r} here but pid "
+                    f"{known.pid} on {known.host!r} in the {source or 'other rank files'}",
+                )
+            )
+            continue
+        ranks.setdefault(info.rank, info)
+        source = source or "rank-file"
+    return [ranks[r] for r in sorted(ranks)], source
+
+
+# ----------------------------------------------------------------------------------------
+# reading
+# ----------------------------------------------------------------------------------------
+
+
+def _read(entry: _Log, isolate: bool) -> ProcessLog:
+    if entry.tracer == "darshan":
+        from iosweep.darshan_log import read_darshan_log, read_darshan_log_isolated
+
+        return (read_darshan_log_isolated if isolate else read_darshan_log)(entry.path)
+    try:
+        from iosweep.dftracer_log import read_dftracer_trace
+    except ImportError as e:
+        raise LogError(
+            entry.path, "unreadable", f"the DFTracer reader is not available ({e})"
+        ) from None
+    return read_dftracer_trace(entry.path)
+
+
+# ----------------------------------------------------------------------------------------
+# attribution: which rank (and host) each process belongs to
+# ----------------------------------------------------------------------------------------
+
+
+def _attribute(entries: list[_Log], ranks: list[RankInfo], rank_source: str) -> list[Issue]:
+    """Set rank/role/host/attributed_by on every read log; return the warnings."""
+    issues: list[Issue] = []
+    by_hostpid = {(r.host, r.pid): r for r in ranks}
+    by_pid: dict[int, list[RankInfo]] = {}
+    for r in ranks:
+        by_pid.setdefault(r.pid, []).append(r)
+    by_rank = {r.rank: r for r in ranks}
+    read = [e for e in entries if e.log is not None]
+
+    def rank_for(pid: int | None, host: str | None) -> RankInfo | None:
+        if pid is None:
+            return None
+        if host and (host, pid) in by_hostpid:
+            return by_hostpid[(host, pid)]
+        cands = by_pid.get(pid, [])
+        # a log without a host record (no DXT) matches by pid when that is unambiguous
+        if len(cands) == 1 and (not host or not cands[0].host):
+            return cands[0]
+        return None
+
+    for e in read:
+        L = e.log
+        if L.mpi:
+            e.rank, e.role, e.attributed_by = -1, "rank", "mpi"  # ranks are inside the log
+            e.host = L.host or ""
+            continue
+        r = rank_for(L.pid, L.host)
+        if r is not None:
+            e.rank, e.role, e.host, e.attributed_by = r.rank, "rank", L.host or r.host, rank_source
+            continue
+        # a forked worker: Darshan records the parent (fork_parent) and keeps the parent's
+        # pid as job id; DFTracer records ppid
+        parent = rank_for(L.ppid, L.host) or (
+            rank_for(L.jobid, L.host) if L.jobid != L.pid else None
+        )
+        if parent is not None:
+            e.rank, e.role, e.host = parent.rank, "worker", L.host or parent.host
+            e.attributed_by = "parent-pid"
+            continue
+        if e.dir_rank is not None and e.dir_rank in by_rank:
+            owner = by_rank.get(e.dir_rank)
+            same_exe = any(
+                o.log.exe == L.exe and o.role == "rank" and o.rank == e.dir_rank
+                for o in read
+                if o is not e and o.log is not None
+            )
+            e.rank, e.attributed_by = e.dir_rank, "log-dir"
+            e.host = L.host or (owner.host if owner else "")
+            e.role = "worker" if same_exe else "child"
+            if e.role == "child":
+                issues.append(
+                    Issue(
+                        str(e.path),
+                        "child-process",
+                        f"pid {L.pid} ({_short(L.exe)}) is a child process of rank "
+                        f"{e.dir_rank} (found in its trace directory), not the rank itself: "
+                        "its I/O is kept under that rank with role 'child'",
+                        "warning",
+                    )
+                )
+            continue
+        e.host = L.host or ""
+
+    pending = [e for e in read if not e.log.mpi and not e.attributed_by]
+    if not pending:
+        return issues
+    if ranks:
+        for e in pending:
+            e.rank, e.role = -1, "child"
+            issues.append(
+                Issue(
+                    str(e.path),
+                    "unattributed",
+                    f"pid {e.log.pid} ({_short(e.log.exe)}) is not a rank and was not forked "
+                    "by one (a child such as TensorFlow's uname, or a rank missing from the "
+                    "rank files): kept as rank -1, role 'child'",
+                    "warning",
+                )
+            )
+        return issues
+
+    # no rank information at all: forked children follow their parent log, the other
+    # processes are numbered in start order
+    by_key = {(e.log.host, e.log.pid): e for e in pending}
+    by_pid_log: dict[int, list[_Log]] = {}
+    for e in pending:
+        by_pid_log.setdefault(e.log.pid, []).append(e)
+
+    def parent_log(e: _Log) -> _Log | None:
+        for pid in (e.log.ppid, e.log.jobid if e.log.jobid != e.log.pid else None):
+            if pid is None:
+                continue
+            p = by_key.get((e.log.host, pid))
+            if p is None and len(by_pid_log.get(pid, [])) == 1:
+                p = by_pid_log[pid][0]
+            if p is not None and p is not e:
+                return p
+        return None
+
+    roots = [e for e in pending if parent_log(e) is None]
+    roots.sort(key=lambda e: (e.log.start, e.log.pid, str(e.path)))
+    # the run layout's traces/rank-R/ directories name ranks even without rank files: the
+    # first process started there is the rank, later unrelated ones are its children
+    in_dirs = [e for e in roots if e.dir_rank is not None]
+    for e in in_dirs:
+        first = next(o for o in in_dirs if o.dir_rank == e.dir_rank)
+        e.rank, e.attributed_by = e.dir_rank, "log-dir"
+        e.role = "rank" if e is first else "child"
+    roots = [e for e in roots if e.dir_rank is None]
+    base = max((e.rank for e in in_dirs), default=-1) + 1
+    for i, e in enumerate(roots):
+        e.rank, e.role, e.attributed_by = base + i, "rank", "numbered"
+    for e in pending:
+        if e.attributed_by:
+            continue
+        p, seen = parent_log(e), set()
+        while p is not None and not p.attributed_by and id(p) not in seen:
+            seen.add(id(p))
+            p = parent_log(p)
+        if p is not None and p.attributed_by:
+            e.rank, e.role, e.attributed_by = p.rank, "worker", "parent-pid"
+            e.host = e.host or p.host
+    if roots:
+        issues.append(
+            Issue(
+                "ranks",
+                "numbered-ranks",
+                f"no rank information (no manifest ranks, no ranks/rank-R.json files): "
+                f"{len(roots)} processes numbered {base}..{base + len(roots) - 1} in order of "
+                "start time; these are not Horovod/MPI ranks. Map: "
+                + ", ".join(f"{e.rank}=pid {e.log.pid}" for e in roots),
+                "warning",
+            )
+        )
+    return issues
+
+
+def _mpi_hosts(log: ProcessLog) -> dict[int, str]:
+    """rank -> host as the DXT records of an MPI log name them."""
+    seg = log.segments
+    if not seg.num_rows:
+        return {}
+    pairs = seg.select(["rank", "host"]).group_by(["rank", "host"]).aggregate([])
+    return {
+        int(r): str(h)
+        for r, h in zip(
+            pairs.column("rank").to_pylist(), pairs.column("host").to_pylist(), strict=True
+        )
+        if h is not None
+    }
+
+
+def _short(exe: str, n: int = 60) -> str:
+    exe = " ".join(exe.split())
+    return exe if len(exe) <= n else exe[: n - 1] + "…"
+
+
+# ----------------------------------------------------------------------------------------
+# tables on one clock
+# ----------------------------------------------------------------------------------------
+
+
+def _fill_dict_column(col: pa.ChunkedArray, value: str) -> pa.ChunkedArray:
+    """Nulls of a dictionary<string> column replaced by ``value``."""
+    if col.null_count == 0:
+        return col
+    filled = pc.fill_null(col.cast(pa.string()), value)
+    return filled.cast(col.type)
+
+
+def _place(table: pa.Table, e: _Log, delta: float, time_cols: tuple[str, ...]) -> pa.Table:
+    """One log's table with the attributed rank/host/pid and times shifted by ``delta``."""
+    L = e.log
+    n = table.num_rows
+    if n == 0:
+        return table
+    if not L.mpi:
+        table = table.set_column(
+            table.schema.get_field_index("rank"),
+            "rank",
+            pa.array(np.full(n, e.rank, np.int32)),
+        )
+        if "pid" in table.column_names:
+            i = table.schema.get_field_index("pid")
+            table = table.set_column(i, "pid", pc.fill_null(table.column(i), L.pid))
+        if "host" in table.column_names and e.host:
+            i = table.schema.get_field_index("host")
+            table = table.set_column(i, "host", _fill_dict_column(table.column(i), e.host))
+    for c in time_cols:
+        if c in table.column_names:
+            i = table.schema.get_field_index(c)
+            table = table.set_column(i, c, pc.add(table.column(i), delta))
+    return table
+
+
+def _concat(name: str, parts: list[pa.Table]) -> pa.Table:
+    parts = [conform(t, name) for t in parts if t is not None and t.num_rows]
+    if not parts:
+        return empty_table(name)
+    # one dictionary per column for the whole run, so readers see plain categories
+    return pa.concat_tables(parts).unify_dictionaries()
+
+
+def _steps_table(manifest: dict[str, Any], clock_zero: float, issues: list[Issue]) -> pa.Table:
+    rows = []
+    for i, s in enumerate(manifest.get("steps") or []):
+        try:
+            rows.append(
+                (
+                    int(s["rank"]),
+                    int(s.get("epoch", -1)),
+                    int(s.get("step", -1)),
+                    float(s["start"]) - clock_zero,
+                    float(s["end"]) - clock_zero,
+                )
+            )
+        except (TypeError, KeyError, ValueError) as e:
+            issues.append(
+                Issue(f"manifest steps[{i}]", "bad-step", f"not a step record ({e})", "warning")
+            )
+    if not rows:
+        return empty_table("steps")
+    cols = list(zip(*rows, strict=True))
+    return pa.Table.from_arrays(
+        [pa.array(c, f.type) for c, f in zip(cols, STEPS, strict=True)], schema=STEPS
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# darshan-merge
+# ----------------------------------------------------------------------------------------
+
+
+def write_merged_darshan(logs: list[Path], out: Path, timeout: float = 600) -> Issue | None:
+    """``darshan-merge --output OUT LOG...`` where darshan-merge is on PATH.
+
+    Returns None on success (or when darshan-merge is absent), else a warning Issue.
+    """
+    exe = shutil.which("darshan-merge")
+    if not exe or not logs:
+        return None
+    out.unlink(missing_ok=True)
+    try:
+        res = subprocess.run(
+            [exe, "--output", str(out), *map(str, logs)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        return Issue(str(out), "merge-failed", f"darshan-merge did not run: {e}", "warning")
+    if res.returncode != 0 or not out.exists():
+        tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
+        return Issue(
+            str(out),
+            "merge-failed",
+            f"darshan-merge exited with {res.returncode}: {' / '.join(tail)}",
+            "warning",
+        )
+    return None
+
+
+# ----------------------------------------------------------------------------------------
+# the entry point
+# ----------------------------------------------------------------------------------------
+
+
+def ingest(
+    inputs: list[Path],
+    out: Path,
+    manifest: Path | None = None,
+    run_id: str | None = None,
+    *,
+    isolate: bool = False,
+) -> RunMeta:
+    """Build the trace store ``out`` from the logs under ``inputs``; return its metadata.
+
+    ``inputs`` are log files or directories (searched recursively for ``*.darshan``,
+    ``*.pfw``, ``*.pfw.gz``): a workflow run directory, or any directory of logs. ``manifest``
+    is the run manifest; without one, ``manifest.json`` in an input directory is used if
+    present. Ranks come from the manifest's ``ranks`` and ``ranks/rank-R.json`` files beside
+    (or one level above) an input directory. ``isolate`` reads each Darshan log in a child
+    process. Problems with the input become ``RunMeta.issues``; the store is written even
+    when no log could be read (``RunMeta.processes`` is then empty).
+    """
+    inputs = [Path(p) for p in inputs]
+    out = Path(out)
+    issues: list[Issue] = []
+    if manifest is None:
+        found = [p / "manifest.json" for p in inputs if (p / "manifest.json").is_file()]
+        manifest = found[0] if found else None
+    man = _load_manifest(manifest) if manifest is not None else {}
+
+    entries, unfinished = discover(inputs)
+    out_resolved = out.resolve()
+    entries = [e for e in entries if out_resolved not in e.path.resolve().parents]
+    for p in unfinished:
+        issues.append(
+            Issue(
+                str(p),
+                "truncated",
+                "unfinished Darshan log (.darshan_partial): the process was still writing it "
+                "or died while writing it; collect logs only after every process has exited",
+            )
+        )
+    ranks, rank_source = _collect_ranks(man, _rank_files(inputs), issues)
+
+    for e in entries:
+        try:
+            e.log = _read(e, isolate)
+        except LogError as err:
+            issues.append(
+                Issue(
+                    err.path,
+                    err.kind,
+                    err.message,
+                    "warning" if err.kind == "empty" else "error",
+                )
+            )
+        except Exception as err:  # one broken reader must not stop the other logs
+            issues.append(
+                Issue(str(e.path), "unreadable", f"reader failed: {type(err).__name__}: {err}")
+            )
+        else:
+            issues.extend(e.log.issues)
+    read = [e for e in entries if e.log is not None]
+
+    mpi_jobs = {e.log.jobid for e in read if e.log.mpi and e.log.tracer == "darshan"}
+    if len(mpi_jobs) > 1:
+        issues.append(
+            Issue(
+                "logs",
+                "mixed-jobs",
+                f"logs of {len(mpi_jobs)} different MPI jobs ({sorted(mpi_jobs)}) in one run: "
+                "their ranks overlap",
+                "warning",
+            )
+        )
+    issues.extend(_attribute(entries, ranks, rank_source))
+
+    # one clock: the manifest's start time, else the earliest log start
+    if isinstance(man.get("start_time"), (int, float)):
+        clock_zero = float(man["start_time"])
+    elif read:
+        clock_zero = min(e.log.start for e in read)
+    else:
+        clock_zero = 0.0
+
+    # an MPI log holds its ranks itself; DXT records name each rank's host
+    mpi_hosts = {id(e): _mpi_hosts(e.log) for e in read if e.log.mpi}
+    if not ranks:  # no manifest/rank files: the ranks are those the logs know
+        seen: dict[int, RankInfo] = {}
+        for e in read:
+            if e.log.mpi:
+                for r in range(e.log.nprocs):
+                    host = mpi_hosts[id(e)].get(r, e.log.host or "")
+                    pid = e.log.pid if r == 0 else -1
+                    seen.setdefault(r, RankInfo(r, -1, e.log.nprocs, pid, host))
+            elif e.role == "rank":
+                seen.setdefault(e.rank, RankInfo(e.rank, -1, -1, e.log.pid, e.host))
+        ranks = [seen[r] for r in sorted(seen)]
+
+    # every rank the manifest or rank files name should have left a log
+    tracer = man.get("tracer")
+    tracer_name = str(tracer.get("name", "") if isinstance(tracer, dict) else tracer or "")
+    if tracer_name != "none" and (rank_source or man):
+        have = {e.rank for e in read if e.role == "rank"}
+        have |= {r for e in read if e.log.mpi for r in range(e.log.nprocs)}
+        have |= {e.rank for e in entries if e.log is None and e.rank >= 0}
+        failed_logs = {str(e.path) for e in entries if e.log is None}
+        for r in ranks:
+            if r.rank in have:
+                continue
+            issues.append(
+                Issue(
+                    f"rank {r.rank}",
+                    "missing-log",
+                    f"rank {r.rank} (pid {r.pid} on {r.host or 'unknown host'}) has no readable "
+                    "trace log"
+                    + (
+                        f" ({len(failed_logs)} log(s) could not be read)"
+                        if failed_logs
+                        else "; Darshan writes a log only when the process exits"
+                    ),
+                )
+            )
+    dup = Counter(e.rank for e in read if e.role == "rank" and not e.log.mpi)
+    for r, n in dup.items():
+        if n > 1:
+            issues.append(
+                Issue(
+                    f"rank {r}",
+                    "duplicate-rank",
+                    f"{n} logs claim to be rank {r}: their I/O is all counted under rank {r}",
+                    "warning",
+                )
+            )
+
+    darshan_read = [e.path for e in read if e.tracer == "darshan"]
+    seg_parts, ctr_parts, app_parts = [], [], []
+    processes: list[ProcessInfo] = []
+    for e in read:
+        L = e.log
+        delta = L.start - clock_zero
+        seg_parts.append(_place(L.segments, e, delta, ("start", "end")))
+        if L.counters is not None:
+            ctr_parts.append(_place(L.counters, e, delta, ("open_start", "close_end")))
+        if L.app_events is not None:
+            app_parts.append(_place(L.app_events, e, delta, ("start", "end")))
+        # an MPI log is one process per rank; only rank 0's pid is known
+        members = (
+            [(r, L.pid if r == 0 else -1, mpi_hosts[id(e)].get(r, e.host)) for r in range(L.nprocs)]
+            if L.mpi
+            else [(e.rank, L.pid, e.host)]
+        )
+        for rank, pid, host in members:
+            processes.append(
+                ProcessInfo(
+                    source=L.source.name,
+                    pid=pid,
+                    host=host,
+                    rank=rank,
+                    role=e.role,
+                    exe=L.exe,
+                    start=L.start - clock_zero,
+                    end=L.end - clock_zero,
+                    tracer=L.tracer,
+                    log_version=L.version,
+                    incomplete=list(L.incomplete),
+                    attributed_by=e.attributed_by,
+                )
+            )
+        e.log = None  # its tables now live in the parts; let the rest go
+    role_order = {"rank": 0, "worker": 1, "child": 2, "unknown": 3}
+    processes.sort(key=lambda p: (p.rank < 0, p.rank, role_order.get(p.role, 9), p.start or 0))
+
+    tables = {
+        "segments": _concat("segments", seg_parts),
+        "counters": _concat("counters", ctr_parts),
+        "app_events": _concat("app_events", app_parts),
+        "steps": _steps_table(man, clock_zero, issues),
+    }
+
+    incomplete = any(i.severity == "error" for i in issues)
+    status = str(man.get("status") or "ok")
+    if incomplete and status == "ok":
+        status = "partial"
+    if not run_id:
+        run_id = str(man.get("run_id") or (inputs[0].name if inputs else "run"))
+    tracers = sorted({p.tracer for p in processes})
+    start = man.get("start_time")
+    end = man.get("end_time")
+    meta = RunMeta(
+        run_id=run_id,
+        clock_zero=clock_zero,
+        params=dict(man.get("params") or {}),
+        tracer=tracer_name or "+".join(tracers),
+        status=status,
+        start=float(start) - clock_zero
+        if isinstance(start, (int, float))
+        else min((p.start for p in processes if p.start is not None), default=None),
+        end=float(end) - clock_zero
+        if isinstance(end, (int, float))
+        else max((p.end for p in processes if p.end is not None), default=None),
+        ranks=ranks,
+        processes=processes,
+        issues=issues,
+        incomplete=incomplete,
+        versions={str(k): str(v) for k, v in (man.get("versions") or {}).items()},
+        command=[str(c) for c in man.get("command") or []],
+        manifest=man,
+    )
+    write_store(out, meta, tables)
+    problem = write_merged_darshan(darshan_read, out / MERGED_DARSHAN)
+    if problem is not None:
+        meta.issues.append(problem)
+        meta.write(out / "run.json")
+    return meta

@@ -1,0 +1,371 @@
+"""Darshan reader: the real logs in ../shared, byte-level damage, and the log writer."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from iosweep.darshan_log import (
+    SEGMENT_DTYPE,
+    DxtFile,
+    check_log,
+    read_darshan_log,
+    read_darshan_log_isolated,
+    write_darshan_log,
+)
+from iosweep.logs import LogError
+
+PT_NP1 = "horovod-pytorch-mnist/darshan-np1/logs/0_python_id10942-10942_11-21-60800-16751588966123711645_4.darshan"
+IDX_SIZES = {  # the synthetic MNIST in IDX format that every rank reads whole
+    "train-images-idx3-ubyte": 47040016,
+    "train-labels-idx1-ubyte": 60008,
+    "t10k-images-idx3-ubyte": 7840016,
+    "t10k-labels-idx1-ubyte": 10008,
+}
+
+
+def _kinds(log) -> list[str]:
+    return [i.kind for i in log.issues]
+
+
+# ---------------------------------------------------------------------------------------
+# every log of the public darshan-logs collection: read, or a clear and expected error
+# ---------------------------------------------------------------------------------------
+
+
+def test_release_logs_every_format_version(shared_data: Path):
+    """mpi-io-test as written by Darshan 3.1.8 ... 3.5.0 (formats 3.10, 3.21, 3.41)."""
+    versions = {}
+    for f in sorted((shared_data / "darshan-logs/release_logs").glob("*.darshan")):
+        log = read_darshan_log(f)
+        versions[f.name] = log.version
+        assert log.mpi and log.nprocs == 4
+        assert log.exe.startswith("/") and "mpi-io-test" in log.exe
+        c = log.counters.to_pandas()
+        posix = c[c.module == "POSIX"]
+        # mpi-io-test: 4 ranks write then read 16 MiB blocks of one shared file
+        assert (posix.bytes_written > 0).any() and (posix.bytes_read > 0).any()
+        assert posix.path.str.endswith("mpi-io-test.tmp.dat").any()
+        assert _kinds(log) == ["no-dxt"]  # these logs were written without DXT
+        assert log.end >= log.start > 1.5e9
+    assert set(versions.values()) == {"3.10", "3.21", "3.41"}, versions
+
+
+def test_mpi_log_with_dxt_keeps_real_ranks_and_hosts(shared_data: Path):
+    log = read_darshan_log(
+        next((shared_data / "darshan-logs/mpi_io_test_with_dxt").glob("*.darshan"))
+    )
+    seg = log.segments.to_pandas()
+    assert log.mpi and log.nprocs == 32 and log.version == "3.21"
+    assert sorted(seg["rank"].unique()) == list(range(32))
+    assert set(seg["host"].astype(str)) == {"sn362.localdomain"}
+    assert set(seg["module"].astype(str)) == {"POSIX", "MPIIO"}
+    # one shared file; every rank wrote and read 16 MiB blocks of it
+    shared = seg[seg.path.astype(str) == "/yellow/users/treddy/mpi_io_rough_work/test.out"]
+    big = shared[(shared.module == "MPIIO") & (shared.length == 16777216)]
+    assert big.groupby("op", observed=True)["rank"].nunique().to_dict() == {"read": 32, "write": 32}
+    assert not log.issues
+
+
+def test_matches_pydarshan_segment_for_segment(shared_data: Path):
+    darshan = pytest.importorskip("darshan")
+    for rel in ("darshan-logs/nonmpi_dxt_anonymized/nonmpi_dxt_anonymized.darshan", PT_NP1):
+        path = shared_data / rel
+        ours = read_darshan_log(path).segments.to_pandas()
+        rep = darshan.DarshanReport(str(path), read_all=False)
+        rep.mod_read_all_dxt_records("DXT_POSIX", dtype="pandas")
+        expected = []
+        for rec in rep.records["DXT_POSIX"]:
+            for op in ("write", "read"):
+                for s in rec[f"{op}_segments"].itertuples():
+                    name = rep.name_records[rec["id"]]
+                    expected.append((name, op, s.offset, s.length, s.start_time, s.end_time))
+        got = list(
+            zip(
+                ours.path.astype(str),
+                ours.op.astype(str),
+                ours.offset,
+                ours.length,
+                ours.start,
+                ours.end,
+                strict=True,
+            )
+        )
+        assert got == expected, rel
+
+
+def test_partial_dxt_is_kept_and_flagged(shared_data: Path):
+    log = read_darshan_log(shared_data / "darshan-logs/partial_data_dxt/partial_data_dxt.darshan")
+    assert log.segments.num_rows > 100_000  # what DXT held before its buffer ran out
+    assert sorted(log.incomplete) == ["DXT_MPIIO", "DXT_POSIX"]
+    partial = [i for i in log.issues if i.kind == "partial-dxt"]
+    assert len(partial) == 2 and all(i.severity == "error" for i in partial)
+    assert "ran out of memory" in partial[0].message
+
+
+def test_partial_stdio_counters_are_kept_and_flagged(shared_data: Path):
+    log = read_darshan_log(
+        shared_data / "darshan-logs/partial_data_stdio/partial_data_stdio.darshan"
+    )
+    c = log.counters.to_pandas()
+    assert (c.module == "STDIO").sum() > 1000  # ~1024 files fopen'ed before the limit
+    assert log.incomplete == ["STDIO"]
+    assert "partial-counters" in _kinds(log)
+
+
+def test_stdio_only_log(shared_data: Path):
+    log = read_darshan_log(next((shared_data / "darshan-logs/stdio_no_posix").glob("*.darshan")))
+    assert set(log.counters.column("module").to_pylist()) == {"STDIO"}
+    assert log.segments.num_rows == 0
+    (issue,) = log.issues
+    assert issue.kind == "no-dxt" and issue.severity == "warning" and "STDIO" in issue.message
+
+
+def test_empty_log_says_no_io_recorded(shared_data: Path):
+    path = shared_data / "darshan-logs/empty_log/empty_log.darshan"
+    with pytest.raises(LogError) as e:
+        read_darshan_log(path)
+    assert e.value.kind == "empty" and "no I/O recorded" in e.value.message
+    assert e.value.path == str(path)
+
+
+def test_dlio_logs_are_non_mpi_processes_without_dxt(shared_data: Path):
+    logs = [
+        read_darshan_log(f)
+        for f in sorted((shared_data / "darshan-logs/dlio_logs").glob("*.darshan"))
+    ]
+    assert len(logs) == 24
+    assert all(not log.mpi and log.nprocs == 1 for log in logs)
+    assert len({log.pid for log in logs}) == 24  # the pid comes from the log's file name
+    assert {log.jobid for log in logs} == {3116902}  # the Slurm job, not the process
+    assert all(_kinds(log) == ["no-dxt"] for log in logs)
+    assert all(log.counters.num_rows > 0 for log in logs)
+
+
+# ---------------------------------------------------------------------------------------
+# the Horovod fixtures: the expected facts of shared/README.md
+# ---------------------------------------------------------------------------------------
+
+
+def test_pytorch_log_reads_each_idx_file_whole(shared_data: Path):
+    log = read_darshan_log(shared_data / PT_NP1)
+    assert (log.pid, log.host, log.mpi, log.version) == (10942, "vm", False, "3.41")
+    assert log.start == pytest.approx(1795280000, abs=1e5)  # ns precision kept
+    assert log.start % 1 != 0
+    seg = log.segments.to_pandas()
+    seg["name"] = seg.path.astype(str).str.rsplit("/", n=1).str[-1]
+    for name, size in IDX_SIZES.items():
+        reads = seg[(seg.name == name) & (seg.op == "read")].sort_values("start")
+        assert list(zip(reads.offset, reads.length, strict=True)) == [(0, size), (size, 0)], name
+    # rank 0 writes two checkpoints of about 60 KB
+    ckpt = seg[seg.name.str.startswith("checkpoint-") & (seg.op == "write")]
+    per_file = ckpt.groupby("name")["length"].sum()
+    assert len(per_file) == 2 and per_file.between(55_000, 65_000).all()
+    assert (seg.start >= 0).all() and (seg.end >= seg.start).all()
+    assert seg.end.max() <= log.end - log.start + 1
+    c = log.counters.to_pandas()
+    imgs = c[c.path.astype(str).str.endswith("train-images-idx3-ubyte") & (c.module == "POSIX")]
+    assert imgs.bytes_read.tolist() == [IDX_SIZES["train-images-idx3-ubyte"]]
+
+
+def test_two_node_logs_name_their_hosts(shared_data: Path):
+    d = shared_data / "horovod-pytorch-mnist/darshan-2nodes-np4"
+    ranks = [json.loads(f.read_text()) for f in sorted((d / "ranks").glob("rank-*.json"))]
+    host_of_pid = {r["pid"]: r["host"] for r in ranks}
+    for f in sorted((d / "logs").glob("*.darshan")):
+        log = read_darshan_log(f)
+        assert log.host == host_of_pid[log.pid]
+        assert set(log.segments.column("host").to_pylist()) == {log.host}
+
+
+# ---------------------------------------------------------------------------------------
+# damaged logs: byte-level corruptions of a real log
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def real_log(shared_data: Path) -> bytes:
+    return (shared_data / PT_NP1).read_bytes()
+
+
+def _write(tmp_path: Path, data: bytes, name: str = "damaged.darshan") -> Path:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+def _error(path: Path) -> LogError:
+    with pytest.raises(LogError) as e:
+        read_darshan_log(path)
+    assert e.value.path == str(path)  # every error names the culprit file
+    return e.value
+
+
+def test_zero_length_file(tmp_path: Path):
+    e = _error(_write(tmp_path, b""))
+    assert e.kind == "unreadable" and "0 bytes" in e.message
+
+
+def test_not_a_darshan_log(tmp_path: Path, real_log: bytes):
+    e = _error(_write(tmp_path, b"# a DXT text dump, not a log\n" * 40))
+    assert e.kind == "unreadable" and "not a Darshan log" in e.message
+    flipped = bytearray(real_log)
+    flipped[8] ^= 0xFF  # the magic number
+    assert _error(_write(tmp_path, bytes(flipped))).kind == "unreadable"
+
+
+def test_unsupported_versions(tmp_path: Path, real_log: bytes):
+    for version, word in ((b"3.00", "older"), (b"9.99", "newer")):
+        e = _error(_write(tmp_path, version + real_log[4:]))
+        assert e.kind == "unsupported" and word in e.message and version.decode() in e.message
+
+
+def test_truncated_inside_header(tmp_path: Path, real_log: bytes):
+    e = _error(_write(tmp_path, real_log[:100]))
+    assert e.kind == "truncated" and "header" in e.message
+
+
+def test_truncated_in_the_name_records(tmp_path: Path, real_log: bytes):
+    off, _ = check_log(_write(tmp_path, real_log, "ok.darshan")).regions["names"]
+    e = _error(_write(tmp_path, real_log[: off + 50]))
+    assert e.kind == "truncated" and "file-name records are cut off" in e.message
+
+
+def test_truncated_in_dxt_keeps_counters_and_flags_the_loss(tmp_path: Path, real_log: bytes):
+    layout = check_log(_write(tmp_path, real_log, "ok.darshan"))
+    off, ln = layout.regions["slot10"]  # DXT_POSIX in format 3.41
+    log = read_darshan_log(_write(tmp_path, real_log[: off + ln // 2]))
+    assert log.segments.num_rows == 0
+    assert log.counters.num_rows == read_darshan_log(tmp_path / "ok.darshan").counters.num_rows
+    assert "DXT_POSIX" in log.incomplete
+    (issue,) = [i for i in log.issues if i.kind == "truncated"]
+    assert issue.severity == "error" and "DXT_POSIX" in issue.message
+    assert f"file is {off + ln // 2} bytes" in issue.message
+
+
+def test_flipped_bytes_in_dxt_drop_the_module_and_keep_the_rest(tmp_path: Path, real_log: bytes):
+    off, ln = check_log(_write(tmp_path, real_log, "ok.darshan")).regions["slot10"]
+    data = bytearray(real_log)
+    data[off + ln // 2 : off + ln // 2 + 16] = b"\xff" * 16
+    log = read_darshan_log(_write(tmp_path, bytes(data)))
+    assert log.segments.num_rows == 0 and log.counters.num_rows > 0
+    assert log.incomplete == ["DXT_POSIX"]
+    assert [(i.kind, i.severity) for i in log.issues] == [("corrupt", "error")]
+
+
+def test_flipped_bytes_in_posix_keep_the_other_modules(tmp_path: Path, real_log: bytes):
+    off, ln = check_log(_write(tmp_path, real_log, "ok.darshan")).regions["slot1"]
+    data = bytearray(real_log)
+    data[off + ln // 2 : off + ln // 2 + 16] = b"\x00" * 16
+    log = read_darshan_log(_write(tmp_path, bytes(data)))
+    assert log.incomplete == ["POSIX"]
+    assert log.segments.num_rows == 17  # DXT, read after the damaged POSIX region
+    assert set(log.counters.column("module").to_pylist()) == {"STDIO"}
+
+
+def test_flipped_bytes_in_job_and_names(tmp_path: Path, real_log: bytes):
+    layout = check_log(_write(tmp_path, real_log, "ok.darshan"))
+    for region in ("job", "names"):
+        off, ln = layout.regions[region]
+        data = bytearray(real_log)
+        data[off + ln // 2 : off + ln // 2 + 16] = b"\xaa" * 16
+        e = _error(_write(tmp_path, bytes(data)))
+        assert e.kind == "corrupt" and "decompress" in e.message, region
+
+
+def test_damaged_region_map(tmp_path: Path, real_log: bytes):
+    data = bytearray(real_log)
+    struct.pack_into("<Q", data, 48 + 16 * 1, 1500)  # POSIX offset inside the name records
+    e = _error(_write(tmp_path, bytes(data)))
+    assert e.kind == "corrupt" and "region map" in e.message
+
+
+def test_no_corruption_crashes_the_process(tmp_path: Path, real_log: bytes):
+    """Random truncations and byte runs, read in one child: it must survive them all.
+
+    Unvalidated, libdarshan-util segfaults or aborts on some of these (PyDarshan's
+    DarshanReport(read_all=True) crashed on ~3% of such cases here).
+    """
+    rng = np.random.default_rng(7)
+    n = len(real_log)
+    cases = []
+    for i in range(40):
+        cases.append(_write(tmp_path, real_log[: int(rng.integers(0, n))], f"cut{i}.darshan"))
+    for i in range(80):
+        data = bytearray(real_log)
+        pos, k = int(rng.integers(0, n)), int(rng.choice([1, 4, 16]))
+        data[pos : pos + k] = rng.integers(0, 256, min(k, n - pos), dtype=np.uint8).tobytes()
+        cases.append(_write(tmp_path, bytes(data), f"flip{i}.darshan"))
+    code = (
+        "import sys\n"
+        "from iosweep.darshan_log import read_darshan_log\n"
+        "from iosweep.logs import LogError\n"
+        "for p in sys.argv[1:]:\n"
+        "    try:\n"
+        "        log = read_darshan_log(p)\n"
+        "        print(p, 'read', len(log.issues), flush=True)\n"
+        "    except LogError as e:\n"
+        "        print(p, e.kind, flush=True)\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code, *map(str, cases)], capture_output=True, text=True
+    )
+    done = res.stdout.splitlines()
+    assert res.returncode == 0, f"reader died (code {res.returncode}) on {cases[len(done)]}"
+    assert len(done) == len(cases)
+    kinds = {line.split()[1] for line in done}
+    assert kinds <= {"read", "unreadable", "truncated", "corrupt", "unsupported", "empty"}
+    # every truncation is caught: a cut log never reads as complete
+    for line in done[:40]:
+        path, kind, *rest = line.split()
+        if kind == "read" and Path(path).stat().st_size < n:
+            assert int(rest[0]) > 0, line
+
+
+def test_isolated_reader_gives_the_same_answer(tmp_path: Path, shared_data: Path):
+    path = shared_data / PT_NP1
+    assert read_darshan_log_isolated(path).segments.equals(read_darshan_log(path).segments)
+    with pytest.raises(LogError) as e:
+        read_darshan_log_isolated(_write(tmp_path, b""))
+    assert e.value.kind == "unreadable"
+
+
+# ---------------------------------------------------------------------------------------
+# the writer (benchmark logs, synthetic test runs)
+# ---------------------------------------------------------------------------------------
+
+
+def test_written_log_reads_back_in_pydarshan_and_here(tmp_path: Path):
+    darshan = pytest.importorskip("darshan")
+    seg = np.zeros(5, SEGMENT_DTYPE)
+    seg["offset"] = np.arange(5) * 4096
+    seg["length"] = 4096
+    seg["start"] = np.linspace(0.5, 2.5, 5)
+    seg["end"] = seg["start"] + 0.001
+    path = write_darshan_log(
+        tmp_path / "w.darshan",
+        [DxtFile("/data/x.bin", seg, writes=2, host="node7"), DxtFile("/data/y", seg[:1])],
+        start=1_700_000_000.125,
+        end=1_700_000_003.5,
+        exe="python train.py",
+        jobid=4321,
+        metadata={"fork_parent": "4321"},
+    )
+    log = read_darshan_log(path)
+    assert (log.jobid, log.ppid, log.exe) == (4321, 4321, "python train.py")
+    assert log.start == pytest.approx(1_700_000_000.125, abs=1e-6)
+    t = log.segments.to_pandas()
+    assert t.op.astype(str).tolist() == ["write", "write", "read", "read", "read", "read"]
+    assert t.offset.tolist()[:5] == seg["offset"].tolist()
+    rep = darshan.DarshanReport(str(path), read_all=True)
+    recs = {rep.name_records[r["id"]]: r for r in rep.records["DXT_POSIX"].to_df()}
+    assert recs["/data/x.bin"]["write_segments"]["offset"].tolist() == [0, 4096]
+    assert recs["/data/x.bin"]["hostname"] == "node7"
+    posix = rep.records["POSIX"].to_df()["counters"]
+    assert sorted(posix["POSIX_READS"].tolist()) == [1, 3]

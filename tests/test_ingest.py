@@ -1,0 +1,426 @@
+"""Ingest and merge: real fixture runs, the workflow's run layout, attribution, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from iosweep.cli import main as cli_main
+from iosweep.darshan_log import SEGMENT_DTYPE, DxtFile, read_darshan_log, write_darshan_log
+from iosweep.ingest import MERGED_DARSHAN, ingest, write_merged_darshan
+from iosweep.store import open_store
+
+IDX_SIZES = {
+    "train-images-idx3-ubyte": 47040016,
+    "train-labels-idx1-ubyte": 60008,
+    "t10k-images-idx3-ubyte": 7840016,
+    "t10k-labels-idx1-ubyte": 10008,
+}
+
+
+def _segments(store_dir: Path) -> pd.DataFrame:
+    seg = open_store(store_dir).segments.to_pandas()
+    for c in ("path", "op", "host", "module", "source"):
+        seg[c] = seg[c].astype(str)
+    seg["name"] = seg.path.str.rsplit("/", n=1).str[-1]
+    return seg
+
+
+def _kinds(meta) -> list[str]:
+    return sorted(i.kind for i in meta.issues)
+
+
+# ---------------------------------------------------------------------------------------
+# the shared Horovod fixtures (flat layout: <run>/logs/*.darshan + <run>/ranks/rank-R.json)
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_pytorch_runs_recover_ranks_and_whole_file_reads(shared_data: Path, tmp_path: Path, n):
+    run = shared_data / f"horovod-pytorch-mnist/darshan-np{n}"
+    meta = ingest([run], tmp_path / "store")
+    ranks = {
+        json.loads(f.read_text())["pid"]: json.loads(f.read_text())["rank"]
+        for f in (run / "ranks").glob("rank-*.json")
+    }
+    assert [r.rank for r in meta.ranks] == list(range(n))
+    assert [(p.rank, p.role, p.attributed_by) for p in meta.processes] == [
+        (r, "rank", "rank-file") for r in range(n)
+    ]
+    assert all(ranks[p.pid] == p.rank for p in meta.processes)
+    assert not meta.issues and not meta.incomplete and meta.status == "ok"
+    seg = _segments(tmp_path / "store")
+    for r in range(n):
+        mine = seg[seg["rank"] == r]
+        for name, size in IDX_SIZES.items():
+            reads = mine[(mine.name == name) & (mine.op == "read")].sort_values("start")
+            assert list(zip(reads.offset, reads.length, strict=True)) == [(0, size), (size, 0)]
+    writes = seg[(seg.op == "write") & seg.name.str.startswith("checkpoint-")]
+    assert set(writes["rank"]) == {0}
+    assert writes.groupby("name")["length"].sum().between(55_000, 65_000).all()
+    assert writes.name.nunique() == 2
+    # one clock: the earliest log starts at 0, every time is on the run's clock
+    starts = [p.start for p in meta.processes]
+    assert min(starts) == 0.0 and meta.clock_zero > 1.7e9
+    assert (seg.start >= 0).all() and (seg.end >= seg.start).all()
+
+
+def test_np4_stray_files_are_ignored(shared_data: Path, tmp_path: Path):
+    run = shared_data / "horovod-pytorch-mnist/darshan-np4"
+    assert list((run / "logs").glob("*.dxt"))  # the stray DXT text dumps are there ...
+    meta = ingest([run / "logs"], tmp_path / "store")  # ranks/ one level up is found
+    assert len(meta.processes) == 4 and not meta.issues  # ... and neither read nor fatal
+
+
+def test_times_are_each_logs_times_shifted_to_the_run_clock(shared_data: Path, tmp_path: Path):
+    run = shared_data / "horovod-pytorch-mnist/darshan-np2"
+    meta = ingest([run], tmp_path / "store")
+    seg = _segments(tmp_path / "store")
+    for f in (run / "logs").glob("*.darshan"):
+        log = read_darshan_log(f)
+        own = log.segments.to_pandas()
+        mine = seg[seg.source == f.name]
+        shift = log.start - meta.clock_zero
+        assert np.allclose(mine.start.to_numpy(), own.start.to_numpy() + shift, atol=1e-9)
+        assert np.allclose(mine.end.to_numpy(), own.end.to_numpy() + shift, atol=1e-9)
+        assert set(mine.pid) == {log.pid}
+
+
+def test_two_nodes_every_rank_on_its_host(shared_data: Path, tmp_path: Path):
+    run = shared_data / "horovod-pytorch-mnist/darshan-2nodes-np4"
+    meta = ingest([run], tmp_path / "store")
+    expected = {0: "simnode1", 1: "simnode1", 2: "simnode2", 3: "simnode2"}
+    assert {r.rank: r.host for r in meta.ranks} == expected
+    assert {p.rank: p.host for p in meta.processes} == expected
+    seg = _segments(tmp_path / "store")
+    assert seg.groupby("rank")["host"].unique().map(list).to_dict() == {
+        r: [h] for r, h in expected.items()
+    }
+
+
+def test_tf2_uname_children_and_file_per_process(shared_data: Path, tmp_path: Path):
+    run = shared_data / "horovod-tf2-mnist/darshan-np4"
+    meta = ingest([run], tmp_path / "store")
+    roles = [(p.rank, p.role) for p in meta.processes]
+    assert roles[:4] == [(r, "rank") for r in range(4)]
+    children = [p for p in meta.processes if p.role == "child"]
+    assert len(children) == 4 and all(p.rank == -1 and "uname" in p.exe for p in children)
+    warned = {Path(i.source).name for i in meta.issues if i.kind == "unattributed"}
+    assert warned == {p.source for p in children}
+    assert all(i.severity == "warning" for i in meta.issues) and not meta.incomplete
+    seg = _segments(tmp_path / "store")
+    npz = seg[seg.name.str.endswith(".npz")]
+    assert npz.groupby("rank")["name"].unique().map(list).to_dict() == {
+        r: [f"mnist-{r}.npz"] for r in range(4)
+    }
+
+
+def test_dlio_processes_are_numbered_with_a_warning(shared_data: Path, tmp_path: Path):
+    meta = ingest([shared_data / "darshan-logs/dlio_logs"], tmp_path / "store")
+    assert [p.rank for p in meta.processes] == list(range(24))
+    assert {p.attributed_by for p in meta.processes} == {"numbered"}
+    starts = [p.start for p in meta.processes]
+    assert starts == sorted(starts)
+    (numbered,) = [i for i in meta.issues if i.kind == "numbered-ranks"]
+    assert numbered.severity == "warning" and "24 processes" in numbered.message
+    assert open_store(tmp_path / "store").counters.num_rows > 0
+
+
+def test_every_collection_log_ingests_or_says_why(shared_data: Path, tmp_path: Path):
+    expected_errors = {
+        "empty_log.darshan": ("empty", "no I/O recorded"),
+    }
+    expected_kinds = {
+        "partial_data_dxt.darshan": {"partial-dxt"},
+        "partial_data_stdio.darshan": {"partial-counters", "no-dxt"},
+    }
+    logs = sorted((shared_data / "darshan-logs").rglob("*.darshan"))
+    assert len(logs) >= 35
+    for i, f in enumerate(logs):
+        meta = ingest([f], tmp_path / f"s{i}")
+        kinds = {x.kind for x in meta.issues} - {"numbered-ranks", "no-dxt"}
+        if f.name in expected_errors:
+            kind, text = expected_errors[f.name]
+            (issue,) = meta.issues
+            assert (issue.kind, issue.source) == (kind, str(f)) and text in issue.message
+            assert not meta.processes
+            continue
+        assert meta.processes, f
+        assert kinds == expected_kinds.get(f.name, set()) - {"no-dxt"}, f
+        assert meta.incomplete == bool(kinds), f
+
+
+def test_mpi_log_keeps_its_ranks(shared_data: Path, tmp_path: Path):
+    meta = ingest([shared_data / "darshan-logs/mpi_io_test_with_dxt"], tmp_path / "store")
+    assert [r.rank for r in meta.ranks] == list(range(32))
+    assert {p.attributed_by for p in meta.processes} == {"mpi"} and len(meta.processes) == 32
+    assert sorted(_segments(tmp_path / "store")["rank"].unique()) == list(range(32))
+
+
+def test_one_bad_log_does_not_stop_the_others(shared_data: Path, tmp_path: Path):
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    src = shared_data / "horovod-pytorch-mnist/darshan-np2"
+    (run / "ranks").symlink_to(src / "ranks")
+    logs = sorted((src / "logs").glob("*.darshan"))
+    (run / "logs" / logs[0].name).symlink_to(logs[0])
+    bad = run / "logs" / logs[1].name
+    bad.write_bytes(logs[1].read_bytes()[:2000])  # rank 1's log, cut short
+    meta = ingest([run], tmp_path / "store")
+    assert [(p.rank, p.role) for p in meta.processes] == [(0, "rank")]
+    kinds = {i.kind: i for i in meta.issues}
+    assert kinds["truncated"].source == str(bad) and kinds["truncated"].severity == "error"
+    assert "rank 1" in kinds["missing-log"].source
+    assert meta.incomplete and meta.status == "partial"
+
+
+# ---------------------------------------------------------------------------------------
+# the workflow's run layout, with forked workers, children and unfinished logs
+# ---------------------------------------------------------------------------------------
+
+
+def _synthetic(
+    path: Path,
+    *,
+    pid: int,
+    jobid: int,
+    start: float,
+    host: str,
+    exe: str,
+    reads: int = 3,
+    fork_parent: int | None = None,
+) -> Path:
+    seg = np.zeros(reads, SEGMENT_DTYPE)
+    seg["offset"] = np.arange(reads) * 4096
+    seg["length"] = 4096
+    seg["start"] = 0.5 + np.arange(reads) * 0.1
+    seg["end"] = seg["start"] + 0.01
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_darshan_log(
+        path.parent / f"0_python_id{jobid}-{pid}_11-21-1-1_1.darshan",
+        [DxtFile("/data/shard.bin", seg, host=host)],
+        start=start,
+        end=start + 2,
+        exe=exe,
+        jobid=jobid,
+        metadata={"fork_parent": str(fork_parent)} if fork_parent else None,
+    )
+
+
+def test_workflow_run_layout(shared_data: Path, tmp_path: Path):
+    src = shared_data / "horovod-pytorch-mnist/darshan-np2"
+    ranks = [json.loads(f.read_text()) for f in sorted((src / "ranks").glob("rank-*.json"))]
+    run = tmp_path / "results/runs/framework~pytorch/nodes~1/ppn~2/rep~0"
+    logs = {read_darshan_log(f).pid: f for f in (src / "logs").glob("*.darshan")}
+    t0 = min(read_darshan_log(f).start for f in logs.values()) - 3.0
+    for r in ranks:  # Darshan writes to LOGPATH/YYYY/M/D/
+        d = run / "traces" / f"rank-{r['rank']}" / "2026/11/21"
+        d.mkdir(parents=True)
+        (d / logs[r["pid"]].name).symlink_to(logs[r["pid"]])
+    rank1 = ranks[1]
+    # a DataLoader worker forked by rank 1: Darshan keeps the parent's pid as job id
+    worker = _synthetic(
+        run / "traces/rank-1/2026/11/21/x",
+        pid=rank1["pid"] + 50,
+        jobid=rank1["pid"],
+        start=t0 + 10,
+        host="vm",
+        exe="python train_pt.py",
+        fork_parent=rank1["pid"],
+    )
+    # a child of rank 0 running another program
+    child = _synthetic(
+        run / "traces/rank-0/2026/11/21/x",
+        pid=99999,
+        jobid=99999,
+        start=t0 + 20,
+        host="vm",
+        exe="/usr/bin/uname -p",
+    )
+    (run / "traces/rank-0/2026/11/21/0_python_id1-1_x.darshan_partial").write_bytes(b"\0" * 64)
+    manifest = {
+        "run_id": "framework~pytorch/nodes~1/ppn~2/rep~0",
+        "params": {"framework": "pytorch", "nodes": 1, "ppn": 2, "rep": 0},
+        "status": "ok",
+        "start_time": t0,
+        "end_time": t0 + 100,
+        "tracer": {"name": "darshan"},
+        "ranks": [*ranks, {"rank": 2, "local_rank": 2, "size": 3, "pid": 4242, "host": "vm"}],
+        "steps": [{"rank": 0, "epoch": 0, "step": -1, "start": t0 + 5, "end": t0 + 25}],
+        "versions": {"horovod": "0.28.1"},
+        "command": ["mpirun", "-np", "2"],
+    }
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    store = run / "store"
+    meta = ingest([run], store, manifest=run / "manifest.json", run_id="r1")
+
+    assert meta.run_id == "r1" and meta.clock_zero == t0
+    assert meta.params["ppn"] == 2 and meta.versions == {"horovod": "0.28.1"}
+    by_source = {p.source: p for p in meta.processes}
+    w = by_source[worker.name]
+    assert (w.rank, w.role, w.attributed_by, w.pid) == (
+        1,
+        "worker",
+        "parent-pid",
+        rank1["pid"] + 50,
+    )
+    c = by_source[child.name]
+    assert (c.rank, c.role, c.attributed_by) == (0, "child", "log-dir")
+    assert [p.rank for p in meta.processes if p.role == "rank"] == [0, 1]
+    kinds = {i.kind for i in meta.issues}
+    assert {"missing-log", "truncated", "child-process"} <= kinds
+    (missing,) = [i for i in meta.issues if i.kind == "missing-log"]
+    assert missing.source == "rank 2" and "pid 4242" in missing.message
+    assert meta.incomplete and meta.status == "partial"
+
+    seg = _segments(store)
+    wseg = seg[seg.source == worker.name]
+    assert set(wseg["rank"]) == {1} and set(wseg.pid) == {rank1["pid"] + 50}
+    assert np.allclose(wseg.start.sort_values().to_numpy(), 10 + 0.5 + np.arange(3) * 0.1)
+    steps = open_store(store).steps.to_pandas()
+    assert steps[["rank", "epoch", "step", "start", "end"]].values.tolist() == [
+        [0, 0, -1, 5.0, 25.0]
+    ]
+    # merged.darshan only where darshan-merge is installed (it is not, here)
+    assert (store / MERGED_DARSHAN).exists() == bool(shutil.which("darshan-merge"))
+
+
+def test_forked_worker_follows_its_parent_without_rank_info(tmp_path: Path):
+    d = tmp_path / "logs"
+    parent = _synthetic(d / "a", pid=100, jobid=100, start=1e9, host="n1", exe="python t.py")
+    worker = _synthetic(
+        d / "b", pid=101, jobid=100, start=1e9 + 1, host="n1", exe="python t.py", fork_parent=100
+    )
+    other = _synthetic(d / "c", pid=200, jobid=200, start=1e9 + 0.5, host="n1", exe="python t.py")
+    meta = ingest([d], tmp_path / "store")
+    got = {p.source: (p.rank, p.role, p.attributed_by) for p in meta.processes}
+    assert got == {
+        parent.name: (0, "rank", "numbered"),
+        other.name: (1, "rank", "numbered"),
+        worker.name: (0, "worker", "parent-pid"),
+    }
+
+
+def test_same_pid_on_two_hosts_is_told_apart_by_host(tmp_path: Path):
+    d = tmp_path / "run"
+    a = _synthetic(d / "logs/a/x", pid=500, jobid=500, start=1e9, host="nodeA", exe="python t.py")
+    _synthetic(
+        d / "logs/b/x", pid=500, jobid=500, start=1e9, host="nodeB", exe="python t.py", reads=5
+    )
+    (d / "ranks").mkdir()
+    for rank, host in ((0, "nodeB"), (1, "nodeA")):
+        (d / "ranks" / f"rank-{rank}.json").write_text(
+            json.dumps({"rank": rank, "local_rank": 0, "size": 2, "pid": 500, "host": host})
+        )
+    meta = ingest([d], tmp_path / "store")
+    got = {p.source: (p.rank, p.host) for p in meta.processes if p.source in (a.name,)}
+    assert got == {a.name: (1, "nodeA")}
+    seg = _segments(tmp_path / "store")
+    assert seg.groupby("rank").size().to_dict() == {0: 5, 1: 3}  # nodeB's log has 5 reads
+    assert not meta.issues
+
+
+def test_bad_rank_file_and_bad_manifest(tmp_path: Path, shared_data: Path):
+    d = tmp_path / "run"
+    _synthetic(d / "logs/x", pid=300, jobid=300, start=1e9, host="n", exe="python t.py")
+    (d / "ranks").mkdir()
+    (d / "ranks/rank-0.json").write_text("{not json")
+    meta = ingest([d], tmp_path / "s1")
+    (bad,) = [i for i in meta.issues if i.kind == "bad-rank-file"]
+    assert bad.source.endswith("rank-0.json")
+    assert [p.attributed_by for p in meta.processes] == ["numbered"]
+    (d / "m.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match=r"m\.json"):
+        ingest([d], tmp_path / "s2", manifest=d / "m.json")
+    with pytest.raises(FileNotFoundError, match="nope"):
+        ingest([d / "nope"], tmp_path / "s3")
+
+
+def test_merged_darshan_command_line(tmp_path: Path, monkeypatch, shared_data: Path):
+    """darshan-merge is not installable here; this checks the command we give it.
+
+    A stand-in on PATH records its arguments and writes the output file, as darshan-merge
+    does; the merging itself is darshan-util's and not tested here.
+    """
+    logs = sorted((shared_data / "horovod-pytorch-mnist/darshan-np2/logs").glob("*.darshan"))
+    if shutil.which("darshan-merge") is None:  # absent: nothing written, nothing to report
+        assert write_merged_darshan(logs, tmp_path / "m.darshan") is None
+        assert not (tmp_path / "m.darshan").exists()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    stub = bindir / "darshan-merge"
+    stub.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" > {tmp_path}/args\n'
+        'while [ "$1" != "--output" ]; do shift; done; : > "$2"\n'
+    )
+    stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    meta = ingest([shared_data / "horovod-pytorch-mnist/darshan-np2"], tmp_path / "store")
+    assert (tmp_path / "store" / MERGED_DARSHAN).exists() and not meta.issues
+    args = (tmp_path / "args").read_text().split()
+    assert args[:2] == ["--output", str(tmp_path / "store" / MERGED_DARSHAN)]
+    assert sorted(Path(a).name for a in args[2:]) == [f.name for f in logs]
+    stub.write_text("#!/bin/sh\necho 'Error: unable to open input log' >&2\nexit 1\n")
+    meta = ingest([shared_data / "horovod-pytorch-mnist/darshan-np2"], tmp_path / "store2")
+    (issue,) = meta.issues
+    assert issue.kind == "merge-failed" and "unable to open" in issue.message
+    assert issue.severity == "warning" and not meta.incomplete
+
+
+# ---------------------------------------------------------------------------------------
+# the command line
+# ---------------------------------------------------------------------------------------
+
+
+def test_cli_ingest(shared_data: Path, tmp_path: Path, capsys):
+    run = shared_data / "horovod-tf2-mnist/darshan-np2"
+    assert cli_main(["ingest", str(run), "-o", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr().out
+    assert "processes: 4 (2 child, 2 rank)" in out and "ranks: 0,1 (from rank-file)" in out
+    assert "2 unattributed" in out
+    empty = shared_data / "darshan-logs/empty_log"
+    assert cli_main(["ingest", str(empty), "-o", str(tmp_path / "e")]) == 1
+    captured = capsys.readouterr()
+    assert "no I/O recorded" in captured.out and "no log could be ingested" in captured.err
+    assert cli_main(["ingest", str(tmp_path / "missing"), "-o", str(tmp_path / "x")]) == 2
+
+
+def test_rank_directories_name_ranks_without_rank_files(shared_data: Path, tmp_path: Path):
+    src = shared_data / "horovod-pytorch-mnist/darshan-np2"
+    ranks = {
+        json.loads(f.read_text())["pid"]: json.loads(f.read_text())["rank"]
+        for f in (src / "ranks").glob("rank-*.json")
+    }
+    run = tmp_path / "run"
+    for f in (src / "logs").glob("*.darshan"):
+        pid = read_darshan_log(f).pid
+        d = run / "traces" / f"rank-{ranks[pid]}"
+        d.mkdir(parents=True)
+        (d / f.name).symlink_to(f)
+    rank0 = next(p for p, r in ranks.items() if r == 0)
+    start = read_darshan_log(next((run / "traces/rank-0").iterdir())).start
+    worker = _synthetic(
+        run / "traces/rank-0/x",
+        pid=rank0 + 7,
+        jobid=rank0,
+        start=start + 5,
+        host="vm",
+        exe="python train_pt.py",
+        fork_parent=rank0,
+    )
+    meta = ingest([run], tmp_path / "store")
+    got = {(p.pid, p.rank, p.role, p.attributed_by) for p in meta.processes}
+    assert got == {
+        *((pid, r, "rank", "log-dir") for pid, r in ranks.items()),
+        (rank0 + 7, 0, "worker", "parent-pid"),
+    }
+    assert worker.name in {p.source for p in meta.processes}
+    assert not [i for i in meta.issues if i.kind == "numbered-ranks"]
