@@ -227,6 +227,7 @@ def run_point(
         "command": [],
         "log_tail": "",
         "dataset": str(dataset_dir),
+        "outputs": [],
         "slurm_job_id": os.environ.get("SLURM_JOB_ID", ""),
     }
 
@@ -343,6 +344,13 @@ def run_point(
             run_dir, tracer.name, [r["rank"] for r in ranks], training["collect_wait"], log
         )
     manifest["trace_problems"] = {str(k): v for k, v in trace_problems.items()}
+    # What the job wrote, as on disk: lets the analysis notice writes a tracer missed
+    # (DFTracer does not see torch.save's checkpoint writes).
+    manifest["outputs"] = [
+        {"path": str(f), "size": f.stat().st_size}
+        for f in sorted((run_dir / "checkpoints").rglob("*"))
+        if f.is_file()
+    ]
     manifest["log_tail"] = _tail(launcher_log)
 
     if timed_out:
