@@ -1,0 +1,129 @@
+"""Access strategy per file class and direction, with the evidence that decided it.
+
+Each file first gets a category from who touched it (``files.parquet``, ``read_strategy`` /
+``write_strategy``): ``exclusive`` (one rank), ``shared-whole`` (2+ ranks, each covering the
+whole file), ``shared-disjoint`` (2+ ranks, bytes touched by 2+ ranks at most
+``disjoint_overlap_max`` of the bytes touched), ``shared-overlapping``, or ``shared-unknown``
+(2+ ranks, no offsets: counters only). A class then gets the category of the files that carry
+``strategy_dominance`` of its bytes (else ``mixed``), spelled out for readers:
+
+=====================  ==========================================================================
+strategy               meaning
+=====================  ==========================================================================
+single-rank            one rank does all of this class's I/O in this direction
+file-per-process       unshared files, at most ``fpp_max_files_per_rank`` per rank
+partitioned            unshared files, more per rank: the file set is split between ranks
+shared-whole           shared files, every rank reads (or writes) each whole
+shared-disjoint        shared files, ranks on disjoint parts
+shared-overlapping     shared files, ranks on overlapping parts
+shared                 shared files, parts unknown (no offsets traced)
+mixed                  no category carries ``strategy_dominance`` of the bytes
+=====================  ==========================================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from iosweep.analysis.data import WHO
+from iosweep.analysis.settings import AnalysisSettings
+
+_NAMES = {
+    "exclusive": "file-per-process",  # refined to partitioned below
+    "shared-whole": "shared-whole",
+    "shared-disjoint": "shared-disjoint",
+    "shared-overlapping": "shared-overlapping",
+    "shared-unknown": "shared",
+}
+
+
+def _stats(v: pd.Series | np.ndarray) -> dict[str, float] | None:
+    v = np.asarray(v, dtype=np.float64)
+    if len(v) == 0:
+        return None
+    return {"min": float(v.min()), "median": float(np.median(v)), "max": float(v.max())}
+
+
+def class_strategy(
+    files: pd.DataFrame,
+    file_rank: pd.DataFrame,
+    cls: str,
+    direction: str,
+    n_ranks: int,
+    s: AnalysisSettings,
+) -> dict[str, Any] | None:
+    """Strategy and evidence for the files of class ``cls`` in ``direction`` (read|write)."""
+    col_ops = "reads" if direction == "read" else "writes"
+    col_bytes = f"bytes_{'read' if direction == 'read' else 'written'}"
+    f = files[(files["class"] == cls) & (files[f"{direction}_strategy"] != "")]
+    if f.empty:
+        return None
+    fr = file_rank[
+        (file_rank["actor"] >= 0) & file_rank["file"].isin(f["file"]) & (file_rank[col_ops] > 0)
+    ]
+    actors = np.sort(fr["actor"].unique())
+    weights = f[col_bytes].to_numpy(np.float64)
+    if weights.sum() == 0:
+        weights = np.ones(len(f))  # zero-byte accesses: weigh files equally
+    by_cat = pd.Series(weights).groupby(f[f"{direction}_strategy"].to_numpy()).sum() / weights.sum()
+    files_per_rank = fr.groupby("actor")["file"].nunique()
+    ranks_per_file = f[f"n_{WHO[direction]}"]
+    bytes_per_rank_file = fr[col_bytes]
+    whole = fr[f"{direction}_whole"]
+    union = f[f"{direction}_union"].sum()
+    shared = f[f"{direction}_shared"].sum()
+    n_all = int(
+        (
+            (f[f"n_{WHO[direction]}"] >= max(n_ranks, 2))
+            & (f[f"{direction}_strategy"] == "shared-whole")
+        ).sum()
+    )
+    evidence: dict[str, Any] = {
+        "files": len(f),
+        "ranks": len(actors),
+        "ranks_of_run": n_ranks,
+        "rank_list": actors.tolist() if len(actors) <= 64 else None,
+        "bytes": int(f[col_bytes].sum()),
+        "ops": int(f[col_ops].sum()),
+        "ranks_per_file": _stats(ranks_per_file),
+        "files_per_rank": _stats(files_per_rank),
+        "bytes_per_rank_per_file": _stats(bytes_per_rank_file),
+        "bytes_per_rank": _stats(fr.groupby("actor")[col_bytes].sum()),
+        "whole_file_share": float(whole.mean()) if len(whole) else None,
+        "files_whole_by_every_rank": n_all,
+        "offset_union_bytes": int(union),
+        "offset_shared_bytes": int(shared),
+        "offset_overlap": float(shared / union) if union > 0 else None,
+        "offsets_known": bool((f["coverage_source"] == "segments").all()),
+        "category_share": {k: round(float(v), 6) for k, v in by_cat.items()},
+        "examples": [
+            {
+                "path": r.path,
+                "size": int(r.size),
+                "ranks": int(getattr(r, f"n_{WHO[direction]}")),
+                "bytes": int(getattr(r, col_bytes)),
+                "whole_by": int(getattr(r, f"whole_{WHO[direction]}")),
+                "overlap": round(float(getattr(r, f"{direction}_overlap")), 6),
+                "category": getattr(r, f"{direction}_strategy"),
+            }
+            for r in f.sort_values(col_bytes, ascending=False).head(5).itertuples()
+        ],
+    }
+    if len(actors) == 1:
+        strategy = "single-rank"
+    else:
+        top = str(by_cat.idxmax())
+        if by_cat[top] < s.strategy_dominance:
+            strategy = "mixed"
+        elif top == "exclusive":
+            ex = fr[fr["file"].isin(f.loc[f[f"{direction}_strategy"] == "exclusive", "file"])]
+            per_rank = ex.groupby("actor")["file"].nunique()
+            strategy = (
+                "file-per-process" if per_rank.max() <= s.fpp_max_files_per_rank else "partitioned"
+            )
+        else:
+            strategy = _NAMES[top]
+    return {"strategy": strategy, "evidence": evidence}

@@ -1,0 +1,134 @@
+"""Checkpoints: which ranks write them, how much, how long, how often.
+
+A checkpoint *event* is a burst of writes to checkpoint-class files: per-file write windows
+(from segments, or Darshan's open/close times for files known only from counters, e.g. TF's
+STDIO writes) merged when they lie within ``phase_gap_s`` of each other. TF writes several
+files per checkpoint (.index, .data-*, the ``checkpoint`` list); they make one event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from iosweep.analysis.data import WRITE, RunData
+
+CLASS = "checkpoint"
+
+
+def analyze_checkpoints(
+    rd: RunData, file_rank: pd.DataFrame, windows: pd.DataFrame
+) -> dict[str, Any]:
+    if CLASS not in rd.class_names:
+        return {"available": False, "reason": f"no file class named {CLASS!r} in the settings"}
+    ci = rd.class_names.index(CLASS)
+    fr = file_rank[(file_rank["class"] == ci) & (file_rank["actor"] >= 0)]
+    w = fr[fr["bytes_written"] > 0]
+    writers = sorted(int(a) for a in w["actor"].unique())
+    out: dict[str, Any] = {
+        "available": True,
+        "writers": writers,
+        "n_writers": len(writers),
+        "ranks_of_run": rd.n_ranks,
+        "only_one_rank_writes": len(writers) == 1 and rd.n_ranks > 1,
+        "files_written": int(w["file"].nunique()),
+        "bytes_written": int(w["bytes_written"].sum()),
+        "bytes_written_per_writer": {
+            str(a): int(v) for a, v in w.groupby("actor")["bytes_written"].sum().items()
+        },
+        "write_ops": int(w["writes"].sum()),
+        "write_time": float(w["write_time"].sum()),
+        "bytes_read": int(fr["bytes_read"].sum()),
+        "readers": sorted(int(a) for a in fr.loc[fr["bytes_read"] > 0, "actor"].unique()),
+    }
+    # Per-file write windows.
+    ops = rd.ops
+    m = (ops.op == WRITE) & (rd.file_class[ops.file] == ci) & (ops.actor >= 0)
+    parts = []
+    if m.any():
+        seg = pd.DataFrame(
+            {
+                "file": ops.file[m],
+                "actor": ops.actor[m],
+                "start": ops.start[m],
+                "end": ops.end[m],
+                "bytes": ops.length[m],
+            }
+        )
+        parts.append(
+            seg.groupby("file")
+            .agg(
+                start=("start", "min"),
+                end=("end", "max"),
+                bytes=("bytes", "sum"),
+                ranks=("actor", "nunique"),
+            )
+            .reset_index()
+        )
+    c = rd.counters
+    co_files = set(w.loc[w["source"] == "counters", "file"])
+    if co_files and len(c):
+        cc = c[c["file"].isin(co_files) & (c["bytes_written"] > 0) & (c["actor"] >= 0)]
+        cc = cc.dropna(subset=["open_start", "close_end"])
+        if len(cc):
+            parts.append(
+                cc.groupby("file")
+                .agg(
+                    start=("open_start", "min"),
+                    end=("close_end", "max"),
+                    bytes=("bytes_written", "sum"),
+                    ranks=("actor", "nunique"),
+                )
+                .reset_index()
+            )
+    if not parts:
+        out |= {"n_checkpoints": 0, "events": []}
+        return out
+    pf = pd.concat(parts, ignore_index=True).sort_values("start").reset_index(drop=True)
+    en = np.maximum.accumulate(pf["end"].to_numpy())
+    st = pf["start"].to_numpy()
+    new = np.r_[True, st[1:] > en[:-1] + rd.settings.phase_gap_s]
+    pf["event"] = np.cumsum(new) - 1
+    ev = pf.groupby("event").agg(
+        start=("start", "min"),
+        end=("end", "max"),
+        bytes=("bytes", "sum"),
+        files=("file", "nunique"),
+        ranks=("ranks", "max"),
+    )
+    ev["duration"] = ev["end"] - ev["start"]
+    ep = windows[windows["step"] < 0].sort_values("start") if len(windows) else windows
+    events = []
+    for r in ev.itertuples():
+        events.append(
+            {
+                "start": float(r.start),
+                "end": float(r.end),
+                "duration": float(r.duration),
+                "bytes": int(r.bytes),
+                "files": int(r.files),
+                "ranks": int(r.ranks),
+                "after_epoch": _after_epoch(r.start, ep),
+            }
+        )
+    starts = ev["start"].to_numpy()
+    out |= {
+        "n_checkpoints": len(events),
+        "bytes_per_checkpoint_mean": float(ev["bytes"].mean()),
+        "duration_mean": float(ev["duration"].mean()),
+        "duration_max": float(ev["duration"].max()),
+        "interval_mean": float(np.diff(starts).mean()) if len(starts) > 1 else None,
+        "time_share_of_run": float(ev["duration"].sum() / rd.run_time) if rd.run_time > 0 else None,
+        "events": events[:200],
+    }
+    return out
+
+
+def _after_epoch(t: float, ep: pd.DataFrame) -> int | None:
+    """The last epoch that ended at or before t (checkpoints usually follow an epoch)."""
+    if ep is None or len(ep) == 0:
+        return None
+    done = ep[ep["end"] <= t + 1e-6]
+    return int(done["epoch"].max()) if len(done) else None

@@ -1,0 +1,133 @@
+"""``iosweep analyze INPUT... -o OUTDIR``: analyse trace stores, and compare them across the sweep.
+
+An INPUT is a trace store (a directory with ``run.json``) or an existing run analysis (a
+directory with ``summary.json``, or the file itself). With a single store and no ``--sweep``,
+the run's analysis goes to OUTDIR. Otherwise every store is analysed into
+``OUTDIR/runs/<run id>/`` and the sweep files (sweep.csv, scaling.json, ...) go to OUTDIR.
+One bad input never stops the others; the exit status is 1 if any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from iosweep.analysis.run import analyze_run
+from iosweep.analysis.settings import AnalysisSettings
+from iosweep.analysis.sweep import analyze_sweep, load_summary
+from iosweep.store import open_store
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "inputs", nargs="+", type=Path, metavar="INPUT", help="trace store(s) or run analyses"
+    )
+    p.add_argument("-o", "--out", type=Path, required=True, help="output directory")
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="YAML: the workflow config (its analysis: section is used) or a mapping of analysis settings",
+    )
+    p.add_argument(
+        "--sweep", action="store_true", help="write the sweep comparison even for one input"
+    )
+
+
+def load_settings(path: Path | None) -> AnalysisSettings:
+    if path is None:
+        return AnalysisSettings()
+    try:
+        d = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise SystemExit(f"iosweep analyze: cannot read config {path}: {e}") from e
+    if not isinstance(d, dict):
+        raise SystemExit(f"iosweep analyze: {path}: the config must be a mapping")
+    # A workflow config carries the settings under analysis:; a settings file is the mapping.
+    if "analysis" in d or "sweep" in d:
+        d = d.get("analysis") or {}
+    try:
+        return AnalysisSettings.from_dict(d)
+    except (KeyError, TypeError, ValueError) as e:
+        raise SystemExit(f"iosweep analyze: {path}: {e.args[0] if e.args else e}") from e
+
+
+def _safe_name(run_id: str, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9._~=-]+", "_", run_id.strip("/")) or "run"
+    name, i = base, 1
+    while name in taken:
+        i += 1
+        name = f"{base}-{i}"
+    taken.add(name)
+    return name
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config)
+    out: Path = args.out
+    stores, analyses, failed = [], [], 0
+    for p in args.inputs:
+        if (p / "run.json").is_file():
+            stores.append(p)
+        elif (p.is_dir() and (p / "summary.json").is_file()) or (
+            p.is_file() and p.name.endswith(".json")
+        ):
+            analyses.append(p)
+        else:
+            print(
+                f"iosweep analyze: {p}: neither a trace store (run.json) nor a run analysis (summary.json)",
+                file=sys.stderr,
+            )
+            failed += 1
+
+    if len(stores) == 1 and not analyses and not args.sweep:
+        try:
+            sm = analyze_run(stores[0], out, settings)
+        except Exception as e:  # report the culprit store and fail
+            print(f"iosweep analyze: {stores[0]}: {e}", file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
+            return 1
+        print(f"{stores[0]}: {sm['analysis_status']}, {len(sm['insights'])} insights -> {out}")
+        return 1 if failed else 0
+
+    summaries: list[dict[str, Any]] = []
+    taken: set[str] = set()
+    for st in stores:
+        try:
+            meta = open_store(st).meta
+            run_out = out / "runs" / _safe_name(meta.run_id or st.name, taken)
+            sm = analyze_run(st, run_out, settings)
+            sm["_path"] = str(run_out / "summary.json")
+            summaries.append(sm)
+            print(f"{st}: {sm['analysis_status']}, {len(sm['insights'])} insights -> {run_out}")
+        except Exception as e:  # one bad store never stops the others
+            failed += 1
+            print(f"iosweep analyze: {st}: {e}", file=sys.stderr)
+            summaries.append(
+                {"run_id": str(st), "error": f"{type(e).__name__}: {e}", "analysis_status": "error"}
+            )
+    for a in analyses:
+        try:
+            summaries.append(load_summary(a))
+        except (OSError, ValueError) as e:
+            failed += 1
+            print(f"iosweep analyze: {a}: {e}", file=sys.stderr)
+    if summaries:
+        res = analyze_sweep(summaries, out, settings)
+        print(f"sweep: {res['runs']} runs -> {out}")
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="iosweep analyze", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,400 @@
+"""Load a trace store into compact numpy columns for the analysis.
+
+Only the needed columns are read; strings (paths, hosts, modules, ops) become integer codes
+into small lookup lists, so ten million segments stay a few hundred MB.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from iosweep.analysis.classify import classify_paths
+from iosweep.analysis.intervals import merge
+from iosweep.analysis.settings import AnalysisSettings
+from iosweep.schema import SIZE_BINS, Issue, RunMeta
+from iosweep.store import open_store
+
+READ, WRITE = 0, 1
+OPS = ("read", "write")
+WHO = {"read": "readers", "write": "writers"}  # column names: n_readers, whole_writers, ...
+
+COUNTER_COLUMNS = [
+    "rank",
+    "pid",
+    "host",
+    "path",
+    "module",
+    "opens",
+    "stats",
+    "seeks",
+    "fsyncs",
+    "reads",
+    "writes",
+    "bytes_read",
+    "bytes_written",
+    "max_byte_read",
+    "max_byte_written",
+    "read_time",
+    "write_time",
+    "meta_time",
+    "open_start",
+    "close_end",
+    *[f"size_read_{b}" for b in SIZE_BINS],
+    *[f"size_write_{b}" for b in SIZE_BINS],
+]
+
+
+class StringCodes:
+    """A growing list of distinct strings; ``codes`` maps Arrow string columns onto it."""
+
+    def __init__(self) -> None:
+        self.values: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def code(self, s: str) -> int:
+        i = self._index.get(s)
+        if i is None:
+            i = self._index[s] = len(self.values)
+            self.values.append(s)
+        return i
+
+    def codes(self, col: pa.ChunkedArray, null: str) -> np.ndarray:
+        """int32 codes of a (dictionary or plain) string column; nulls get the code of ``null``."""
+        out = []
+        for chunk in col.chunks:
+            if not pa.types.is_dictionary(chunk.type):
+                chunk = chunk.dictionary_encode()
+            # Map the chunk's (small) dictionary once, then gather: no per-row Python.
+            lut = np.array([self.code(s) for s in chunk.dictionary.to_pylist()] + [self.code(null)])
+            idx = pc.fill_null(chunk.indices, len(lut) - 1).to_numpy(zero_copy_only=False)
+            out.append(lut[idx].astype(np.int32, copy=False))
+        return np.concatenate(out) if out else np.empty(0, np.int32)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def _num(col: pa.ChunkedArray, dtype, fill) -> np.ndarray:
+    if col.null_count:
+        col = pc.fill_null(col, fill)
+    a = col.to_numpy()
+    return a.astype(dtype, copy=False)
+
+
+@dataclass
+class Ops:
+    """The analysed segments (one per traced read/write), as parallel numpy arrays.
+
+    ``pid``, ``host`` and ``module`` are released (set to None) once the volume tables are
+    built: later steps do not need them and they weigh ~20 bytes per segment.
+    """
+
+    actor: np.ndarray  # int32: rank, or process ordinal when no rank is known
+    pid: np.ndarray  # int64
+    host: np.ndarray  # int32 code into RunData.hosts
+    file: np.ndarray  # int32 code into RunData.paths
+    op: np.ndarray  # int8: READ | WRITE
+    module: np.ndarray  # int32 code into RunData.modules
+    offset: np.ndarray  # int64, -1 where unknown
+    length: np.ndarray  # int64
+    start: np.ndarray  # float64 seconds from run start
+    end: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.actor)
+
+    def take(self, idx: np.ndarray) -> Ops:
+        return Ops(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
+
+
+@dataclass
+class RunData:
+    """Everything the analysis reads from one trace store."""
+
+    store: Path
+    meta: RunMeta
+    settings: AnalysisSettings
+    paths: list[str]
+    file_class: np.ndarray  # int8 class code per path (index into settings.class_names)
+    hosts: list[str]
+    modules: list[str]
+    ops: Ops
+    counters: pd.DataFrame  # per (actor, file, module), numeric columns, one row per record
+    app_events: pd.DataFrame  # actor, cat, name, start, end (small; DFTracer only)
+    steps: pd.DataFrame  # actor, epoch, step, start, end
+    actor_kind: str  # "rank" | "process"
+    actor_host: dict[int, str]  # host of each actor
+    n_ranks: int  # ranks of the run (from the rank files / manifest, else actors seen)
+    run_start: float
+    run_end: float
+    excluded_ops: int  # segments dropped by exclude_pattern / modules
+    unattributed: dict[str, float]  # I/O by processes not tied to any rank
+    issues: list[Issue] = field(default_factory=list)  # found while loading
+    cache: dict = field(default_factory=dict, repr=False)  # sorts and unions several steps reuse
+
+    @property
+    def class_names(self) -> list[str]:
+        return self.settings.class_names
+
+    def time_order(self) -> np.ndarray:
+        """Indices of the operations by start time."""
+        if "time_order" not in self.cache:
+            self.cache["time_order"] = np.argsort(self.ops.start, kind="stable")
+        return self.cache["time_order"]
+
+    def time_rank(self) -> np.ndarray:
+        """Each operation's position in start-time order (a sort key for order_by)."""
+        if "time_rank" not in self.cache:
+            r = np.empty(len(self.ops), np.int64)
+            r[self.time_order()] = np.arange(len(self.ops))
+            self.cache["time_rank"] = r
+        return self.cache["time_rank"]
+
+    def actor_time_order(self) -> np.ndarray:
+        """Indices of the ranks' operations (actor >= 0) by (actor, start time)."""
+        if "actor_time_order" not in self.cache:
+            to = self.time_order()
+            to = to[self.ops.actor[to] >= 0]
+            a = self.ops.actor[to]
+            # A stable sort by rank keeps the time order within each rank (radix sort for
+            # 16-bit keys: fast, unlike a two-key lexsort).
+            a = a.astype(np.int16) if len(a) and a.max() < 1 << 15 else a
+            self.cache["actor_time_order"] = to[np.argsort(a, kind="stable")]
+        return self.cache["actor_time_order"]
+
+    def io_spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per rank (actor >= 0), the union in time of its operations: (actor, lo, hi)."""
+        if "io_spans" not in self.cache:
+            o = self.actor_time_order()
+            self.cache["io_spans"] = merge(
+                self.ops.actor[o].astype(np.int64), self.ops.start[o], self.ops.end[o]
+            )
+        return self.cache["io_spans"]
+
+    @property
+    def run_time(self) -> float:
+        return max(0.0, self.run_end - self.run_start)
+
+
+def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
+    store = open_store(store_path)
+    meta = store.meta
+    issues: list[Issue] = []
+    paths = StringCodes()
+    hosts = StringCodes()
+    modules = StringCodes()
+    exclude = re.compile(settings.exclude_pattern) if settings.exclude_pattern else None
+
+    # One column at a time: the Arrow copy of a column is freed before the next is read.
+    def seg(name: str) -> pa.ChunkedArray:
+        return store.table("segments", columns=[name])[name]
+
+    rank = _num(seg("rank"), np.int32, -1)
+    n_total = len(rank)
+    pid = _num(seg("pid"), np.int64, -1)
+    host = hosts.codes(seg("host"), "")
+    path = paths.codes(seg("path"), "<unknown>")
+    module = modules.codes(seg("module"), "")
+    op_codes = StringCodes()
+    op_raw = op_codes.codes(seg("op"), "")
+    op_lut = np.array(
+        [READ if v == "read" else WRITE if v == "write" else -1 for v in op_codes.values], np.int8
+    )
+    op = op_lut[op_raw] if len(op_raw) else np.empty(0, np.int8)
+    del op_raw
+    offset = _num(seg("offset"), np.int64, -1)
+    length = _num(seg("length"), np.int64, 0)
+    start = _num(seg("start"), np.float64, np.nan)
+    end = _num(seg("end"), np.float64, np.nan)
+
+    counters = store.table("counters", columns=COUNTER_COLUMNS)
+    c_rank = _num(counters["rank"], np.int32, -1)
+    c_pid = _num(counters["pid"], np.int64, -1)
+    c_host = hosts.codes(counters["host"], "")
+    c_path = paths.codes(counters["path"], "<unknown>")
+    c_module = modules.codes(counters["module"], "")
+    cdf = pd.DataFrame(
+        {
+            c: _num(
+                counters[c],
+                np.float64 if c.endswith(("_time", "_start", "_end")) else np.int64,
+                np.nan if c.endswith(("_time", "_start", "_end")) else 0,
+            )
+            for c in COUNTER_COLUMNS[5:]
+        }
+    )
+    del counters
+
+    # Path-level decisions on the dictionaries only (thousands of strings, not millions of rows).
+    keep_module = np.array([m in settings.modules for m in modules.values], bool)
+    keep_path = np.array([not (exclude and exclude.search(p)) for p in paths.values], bool)
+    file_class = classify_paths(paths.values, settings)
+
+    keep = keep_module[module] & keep_path[path] & (op >= 0) if n_total else np.zeros(0, bool)
+    bad_time = ~(np.isfinite(start) & np.isfinite(end))
+    if bad_time.any():
+        issues.append(
+            Issue(
+                "segments.parquet",
+                "corrupt",
+                f"{int(bad_time.sum())} segments without start/end times were left out",
+                "warning",
+            )
+        )
+        keep &= ~bad_time
+    excluded_ops = int(n_total - keep.sum())
+
+    # Actors: ranks when the store knows them; otherwise each process is its own actor.
+    c_keep = keep_module[c_module] & keep_path[c_path] if len(c_rank) else np.zeros(0, bool)
+    known_rank = (rank[keep] >= 0).any() or (c_rank[c_keep] >= 0).any() or bool(meta.ranks)
+    if known_rank:
+        actor_kind = "rank"
+        actor, c_actor = rank, c_rank
+    else:
+        actor_kind = "process"
+        all_pids = np.unique(np.concatenate([pid[keep], c_pid[c_keep]]))
+        actor = np.searchsorted(all_pids, pid).astype(np.int32)
+        c_actor = np.searchsorted(all_pids, c_pid).astype(np.int32)
+
+    unattributed = {"ops": 0, "bytes": 0, "records": 0}
+    if actor_kind == "rank":
+        ua = keep & (actor < 0)
+        unattributed["ops"] = int(ua.sum())
+        unattributed["bytes"] = int(length[ua].sum())
+        unattributed["records"] = int((c_keep & (c_actor < 0)).sum())
+        if unattributed["ops"] or unattributed["records"]:
+            issues.append(
+                Issue(
+                    "segments.parquet",
+                    "unattributed",
+                    f"{unattributed['ops']} operations ({unattributed['bytes']} bytes) and "
+                    f"{unattributed['records']} counter records belong to processes not tied to "
+                    "a rank; they count in totals but not in per-rank figures",
+                    "warning",
+                )
+            )
+    cols = {
+        "actor": actor,
+        "pid": pid,
+        "host": host,
+        "file": path,
+        "op": op,
+        "module": module,
+        "offset": offset,
+        "length": length,
+        "start": start,
+        "end": end,
+    }
+    del actor, pid, host, path, module, op, offset, length, start, end
+    if not keep.all():
+        # Filter one column at a time so only one column is ever held twice.
+        idx = np.flatnonzero(keep)
+        for k in cols:
+            cols[k] = cols[k][idx]
+        del idx
+    ops = Ops(**cols)
+    del cols
+    del rank, keep
+
+    cdf["actor"] = c_actor
+    cdf["pid"] = c_pid
+    cdf["host"] = c_host
+    cdf["file"] = c_path
+    cdf["module"] = c_module
+    cdf = cdf[c_keep].reset_index(drop=True)
+
+    app = _load_app_events(store, meta, actor_kind)
+    steps = store.table("steps").to_pandas()
+    steps = (
+        steps.rename(columns={"rank": "actor"})
+        if actor_kind == "rank"
+        else steps.iloc[0:0].rename(columns={"rank": "actor"})
+    )
+
+    actor_host = _actor_hosts(meta, ops, cdf, hosts.values, actor_kind)
+    n_ranks = len(meta.ranks) or len(actor_host)
+    run_start, run_end = _run_span(meta, ops, cdf)
+    return RunData(
+        store=Path(store_path),
+        meta=meta,
+        settings=settings,
+        paths=paths.values,
+        file_class=file_class,
+        hosts=hosts.values,
+        modules=modules.values,
+        ops=ops,
+        counters=cdf,
+        app_events=app,
+        steps=steps,
+        actor_kind=actor_kind,
+        actor_host=actor_host,
+        n_ranks=n_ranks,
+        run_start=run_start,
+        run_end=run_end,
+        excluded_ops=excluded_ops,
+        unattributed=unattributed,
+        issues=issues,
+    )
+
+
+def _load_app_events(store, meta: RunMeta, actor_kind: str) -> pd.DataFrame:
+    t = store.table("app_events", columns=["rank", "pid", "cat", "name", "start", "end"])
+    df = pd.DataFrame(
+        {
+            "actor": _num(t["rank"], np.int32, -1),
+            "pid": _num(t["pid"], np.int64, -1),
+            "cat": pd.Categorical(t["cat"].to_pylist()) if t.num_rows else pd.Categorical([]),
+            "name": pd.Categorical(t["name"].to_pylist()) if t.num_rows else pd.Categorical([]),
+            "start": _num(t["start"], np.float64, np.nan),
+            "end": _num(t["end"], np.float64, np.nan),
+        }
+    )
+    if actor_kind == "process":
+        df["actor"] = -1  # without ranks, app events cannot be tied to the process actors reliably
+    return df
+
+
+def _actor_hosts(
+    meta: RunMeta, ops: Ops, cdf: pd.DataFrame, hosts: list[str], kind: str
+) -> dict[int, str]:
+    out: dict[int, str] = {}
+    if kind == "rank":
+        out = {r.rank: r.host for r in meta.ranks}
+    seen = pd.DataFrame({"actor": ops.actor, "host": ops.host})
+    if len(cdf):
+        seen = pd.concat([seen, cdf[["actor", "host"]]], ignore_index=True)
+    seen = seen[seen["actor"] >= 0].drop_duplicates("actor")
+    for a, h in zip(seen["actor"].to_numpy(), seen["host"].to_numpy(), strict=True):
+        out.setdefault(int(a), hosts[h] if h < len(hosts) else "")
+    return dict(sorted(out.items()))
+
+
+def _run_span(meta: RunMeta, ops: Ops, cdf: pd.DataFrame) -> tuple[float, float]:
+    """Run start/end (s from clock zero): the manifest's, else the processes', else the I/O's."""
+    cands_s = [meta.start] if meta.start is not None else []
+    cands_e = [meta.end] if meta.end is not None else []
+    if not cands_s:
+        cands_s = [p.start for p in meta.processes if p.start is not None]
+    if not cands_e:
+        cands_e = [p.end for p in meta.processes if p.end is not None]
+    if len(ops):
+        cands_s.append(float(np.min(ops.start)))
+        cands_e.append(float(np.max(ops.end)))
+    if len(cdf):
+        for col, lst in (("open_start", cands_s), ("close_end", cands_e)):
+            v = cdf[col].to_numpy()
+            v = v[np.isfinite(v)]
+            if len(v):
+                lst.append(float(v.min() if col == "open_start" else v.max()))
+    if meta.start is not None and meta.end is not None:
+        return float(meta.start), float(meta.end)
+    s = min(cands_s) if cands_s else 0.0
+    e = max(cands_e) if cands_e else s
+    return float(s), float(max(e, s))

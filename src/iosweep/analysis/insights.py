@@ -1,0 +1,357 @@
+"""Insights: rules in the spirit of Drishti, each reporting the numbers that fired it.
+
+Every insight is ``{id, severity, title, message, numbers, recommendation, class}``;
+severity is ``high`` (data lost or a likely bottleneck), ``warn`` or ``info``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from iosweep.analysis.settings import AnalysisSettings
+from iosweep.analysis.temporal import human_bytes
+
+
+def _mk(
+    id_: str,
+    severity: str,
+    title: str,
+    message: str,
+    numbers: dict,
+    recommendation: str,
+    cls: str | None = None,
+):
+    return {
+        "id": id_,
+        "severity": severity,
+        "title": title,
+        "message": message,
+        "numbers": numbers,
+        "recommendation": recommendation,
+        "class": cls,
+    }
+
+
+def _span(v: pd.Series) -> str:
+    lo, hi = int(v.min()), int(v.max())
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+def run_insights(
+    summary: dict[str, Any], files: pd.DataFrame, ranks: pd.DataFrame, s: AnalysisSettings
+) -> list[dict]:
+    out: list[dict] = []
+    n_ranks = summary["ranks"]["count"]
+    who = summary["ranks"].get("kind", "rank")  # "process" when the store knows no ranks
+    whos = {"rank": "ranks", "process": "processes"}.get(who, who + "s")
+
+    # Nothing recorded at all; else truncated / incomplete trace.
+    trace = summary["trace"]
+    errors = [i for i in summary["issues"] if i.get("severity", "error") == "error"]
+    comp = trace.get("completeness")
+    if summary.get("analysis_status") == "empty":
+        out.append(
+            _mk(
+                "no_io_recorded",
+                "high",
+                "No I/O was recorded",
+                "The trace store holds no operations and no counters: the tracer saw nothing, "
+                "or its logs are missing",
+                {
+                    "segments": trace["segments"],
+                    "counter_records": trace["counter_records"],
+                    "issues": len(summary["issues"]),
+                },
+                "Check that the tracer was preloaded into the training processes (LD_PRELOAD "
+                "reached every rank), that NAME_EXCLUDE does not hide the data, and that the "
+                "logs were collected after the processes exited.",
+            )
+        )
+    elif summary["incomplete"] or errors or (comp is not None and comp < s.trace_completeness_min):
+        out.append(
+            _mk(
+                "truncated_trace",
+                "high",
+                "The trace is incomplete",
+                "Some traces are missing, truncated or partial, so every figure here is a lower bound"
+                + (
+                    f"; DXT holds {comp:.1%} of the operations the counters saw"
+                    if comp is not None
+                    else ""
+                ),
+                {
+                    "completeness": comp,
+                    "threshold": s.trace_completeness_min,
+                    "issues": len(summary["issues"]),
+                    "error_issues": len(errors),
+                    "kinds": sorted({i["kind"] for i in summary["issues"]}),
+                },
+                "Raise Darshan's memory limits (DARSHAN_MODMEM / DXT buffer, MAX_RECORDS in the "
+                "Darshan config), exclude irrelevant paths (NAME_EXCLUDE), and collect logs only "
+                "after every traced process has exited.",
+            )
+        )
+
+    # Small requests (Drishti: < 1 MiB, > 10 % and > 1000 requests).
+    for op in ("read", "write"):
+        d = summary["sizes"]["by_class"].get("all", {}).get(op)
+        if not d:
+            continue
+        if d["small_share"] > s.small_requests_share and d["small"] >= s.small_requests_min_count:
+            worst = max(
+                (
+                    (c, v[op])
+                    for c, v in summary["sizes"]["by_class"].items()
+                    if c != "all" and op in v
+                ),
+                key=lambda cv: cv[1]["small"],
+                default=(None, None),
+            )
+            out.append(
+                _mk(
+                    "small_requests",
+                    "warn",
+                    f"Many small {op} requests",
+                    f"{d['small']} of {d['ops']} {op} requests ({d['small_share']:.1%}) are smaller than "
+                    f"{human_bytes(s.small_request_bytes)}"
+                    + (f"; most go to {worst[0]} files" if worst[0] else ""),
+                    {
+                        "op": op,
+                        "small": d["small"],
+                        "ops": d["ops"],
+                        "share": d["small_share"],
+                        "threshold_bytes": s.small_request_bytes,
+                        "threshold_share": s.small_requests_share,
+                        "median_size": d.get("median"),
+                    },
+                    "Issue fewer, larger requests: read whole samples or shards at once, raise the "
+                    "reader's buffer size, or pack small samples into larger record files "
+                    "(TFRecord, WebDataset tar, HDF5).",
+                    worst[0],
+                )
+            )
+
+    # Random access.
+    sp = summary["spatial"]
+    if sp.get("ops", 0):
+        rnd = sp["ops_by_category"].get("random", 0)
+        share = rnd / sp["ops"]
+        if share > s.random_ops_share and rnd >= s.random_ops_min_count:
+            out.append(
+                _mk(
+                    "random_access",
+                    "warn",
+                    "Random access",
+                    f"{rnd} of {sp['ops']} operations ({share:.1%}) jump backwards within their file",
+                    {
+                        "random": rnd,
+                        "ops": sp["ops"],
+                        "share": share,
+                        "threshold_share": s.random_ops_share,
+                    },
+                    "Read files sequentially and shuffle in memory (shuffle the order of shards, not "
+                    "of samples inside a file), or enable read-ahead/prefetching in the data loader.",
+                )
+            )
+
+    # Metadata heavy.
+    md = summary["metadata"]
+    if md.get("meta_time_share") is not None and (
+        md["meta_time_share"] > s.metadata_time_share
+        and md["max_rank_meta_time"] >= s.metadata_min_time_s
+    ):
+        out.append(
+            _mk(
+                "metadata_heavy",
+                "warn",
+                "Metadata-heavy I/O",
+                f"{md['meta_time_share']:.1%} of I/O time is metadata (open, stat, seek, sync); the "
+                f"busiest rank spends {md['max_rank_meta_time']:.2f} s on it",
+                {
+                    "meta_time_share": md["meta_time_share"],
+                    "max_rank_meta_time": md["max_rank_meta_time"],
+                    "opens": md["totals"]["opens"],
+                    "stats": md["totals"]["stats"],
+                    "seeks": md["totals"]["seeks"],
+                    "threshold_share": s.metadata_time_share,
+                },
+                "Open each file once and keep it open, pack many small files into few large ones, "
+                "and avoid repeated stat/exists checks in the data loader.",
+            )
+        )
+
+    # The same bytes read by many ranks.
+    if len(files):
+        red = files[
+            (files["n_readers"] >= max(s.redundant_read_min_ranks, 2)) & (files["read_union"] > 0)
+        ]
+        if red.empty:  # counters only: whole-file reads by several ranks say the same
+            red = files[
+                (files["n_readers"] >= max(s.redundant_read_min_ranks, 2))
+                & (files["whole_readers"] >= 2)
+            ]
+            uni = red["size"]
+        else:
+            uni = red["read_union"]
+        redundant = int((red["bytes_read"] - uni).clip(lower=0).sum())
+        if len(red) and redundant >= s.redundant_read_min_bytes:
+            nodes = summary.get("nodes", [])
+            once = sorted({n["read_once_per"] for n in nodes if n.get("read_once_per")})
+            out.append(
+                _mk(
+                    "redundant_reads",
+                    "warn",
+                    "The same bytes are read by many ranks",
+                    f"{len(red)} files are read by {_span(red['n_readers'])} {whos} each; {human_bytes(redundant)} of the {human_bytes(int(red['bytes_read'].sum()))} "
+                    "read from them are repeats of bytes another rank (or read) already moved"
+                    + (f"; data is read once per {', '.join(once)}" if once else ""),
+                    {
+                        "files": len(red),
+                        "ranks_per_file_max": int(red["n_readers"].max()),
+                        "bytes_read": int(red["bytes_read"].sum()),
+                        "unique_bytes": int(uni.sum()),
+                        "redundant_bytes": redundant,
+                        "read_once_per": once,
+                        "classes": sorted(red["class"].unique().tolist()),
+                    },
+                    "Shard the input by file across ranks, or read the data once per node into "
+                    "shared memory / a node-local cache; a sampler that splits indices does not "
+                    "split the bytes each rank reads.",
+                    red["class"].mode().iloc[0] if len(red) else None,
+                )
+            )
+
+    # File per process at scale.
+    for cls, acc in summary["classes"].items():
+        for d in ("read", "write"):
+            a = acc.get("access", {}).get(d)
+            if a and a["strategy"] == "file-per-process" and n_ranks >= s.fpp_min_ranks:
+                out.append(
+                    _mk(
+                        "file_per_process_at_scale",
+                        "warn",
+                        f"File-per-process {cls} {d}s at {n_ranks} ranks",
+                        f"{a['evidence']['files']} {cls} files, one set per rank, opened by {n_ranks} ranks",
+                        {
+                            "ranks": n_ranks,
+                            "files": a["evidence"]["files"],
+                            "op": d,
+                            "threshold_ranks": s.fpp_min_ranks,
+                        },
+                        "Many ranks opening their own files load the metadata servers together; use "
+                        "fewer, shared files (collective or aggregated I/O) or stagger the opens.",
+                        cls,
+                    )
+                )
+
+    # One rank writes every checkpoint.
+    ck = summary.get("checkpoints", {})
+    if (
+        ck.get("available")
+        and ck.get("n_writers") == 1
+        and n_ranks >= max(s.rank0_checkpoint_min_ranks, 2)
+    ):
+        w = ck["writers"][0]
+        out.append(
+            _mk(
+                "single_rank_checkpoint",
+                "info",
+                f"Only {who} {w} writes checkpoints",
+                f"{who.capitalize()} {w} writes all {human_bytes(ck['bytes_written'])} of checkpoints"
+                + (
+                    f" in {ck['n_checkpoints']} bursts of {ck['duration_mean']:.3f} s on average"
+                    if ck.get("n_checkpoints")
+                    else ""
+                )
+                + f" while the other {n_ranks - 1} {whos} write none",
+                {
+                    "writer": w,
+                    "ranks": n_ranks,
+                    "bytes_written": ck["bytes_written"],
+                    "checkpoints": ck.get("n_checkpoints"),
+                    "duration_mean": ck.get("duration_mean"),
+                    "interval_mean": ck.get("interval_mean"),
+                },
+                "Fine for small models; for large ones the other ranks wait at the next collective "
+                "while one rank writes: use asynchronous or sharded (per-rank) checkpointing.",
+                "checkpoint",
+            )
+        )
+
+    # Imbalance and stragglers.
+    imb = summary.get("imbalance", {})
+    if n_ranks > 1 and imb:
+        fired = {}
+        if imb.get("bytes") is not None and imb["bytes"] > s.imbalance_share:
+            fired["bytes"] = imb["bytes"]
+        if (
+            imb.get("io_time") is not None
+            and imb["io_time"] > s.imbalance_share
+            and imb.get("io_time_max", 0) >= s.imbalance_min_io_time_s
+        ):
+            fired["io_time"] = imb["io_time"]
+        if fired or imb.get("stragglers"):
+            out.append(
+                _mk(
+                    "imbalance",
+                    "warn",
+                    "I/O imbalance across ranks",
+                    "; ".join(
+                        f"(max - min) / max of {k.replace('_', ' ')} per rank is {v:.1%}"
+                        for k, v in fired.items()
+                    )
+                    + (f"; stragglers: ranks {imb['stragglers']}" if imb.get("stragglers") else ""),
+                    {
+                        **fired,
+                        "stragglers": imb.get("stragglers", []),
+                        "threshold_share": s.imbalance_share,
+                    },
+                    "Balance the data each rank reads (equal shard sizes), and look at the "
+                    "stragglers' nodes (storage path, local contention).",
+                )
+            )
+
+    # I/O bound and exposed I/O.
+    h = summary["headline"]
+    if h.get("io_share_max") is not None and h["io_share_max"] > s.io_time_share:
+        out.append(
+            _mk(
+                "io_bound",
+                "warn",
+                "I/O takes a large share of the run",
+                f"The busiest rank spends {h['io_share_max']:.1%} of the run time in I/O",
+                {
+                    "io_share_max": h["io_share_max"],
+                    "io_time_max": h["io_time_max"],
+                    "run_time": h["run_time"],
+                    "threshold_share": s.io_time_share,
+                },
+                "Overlap loading with compute (DataLoader workers, prefetch), cache the dataset in "
+                "memory or on node-local storage, or use a faster file system tier.",
+            )
+        )
+    ov = summary.get("overlap", {})
+    if (
+        ov.get("available")
+        and ov.get("exposed_share_of_epochs_max") is not None
+        and ov["exposed_share_of_epochs_max"] > s.exposed_io_share
+    ):
+        out.append(
+            _mk(
+                "exposed_io",
+                "warn",
+                "I/O not hidden behind compute",
+                f"Up to {ov['exposed_share_of_epochs_max']:.1%} of a rank's epoch time is I/O with no "
+                "compute running",
+                {
+                    "exposed_share_max": ov["exposed_share_of_epochs_max"],
+                    "exposed_io_time_max": ov["exposed_io_time_in_epochs_max"],
+                    "threshold_share": s.exposed_io_share,
+                },
+                "Prefetch the next batches while computing (more loader workers, prefetch_factor, "
+                "tf.data prefetch) so reads overlap with the steps.",
+            )
+        )
+    return out

@@ -1,0 +1,167 @@
+"""I/O versus compute: per rank and epoch, the I/O time not hidden behind compute.
+
+Compute is what the manifest's steps cover (rows with ``step >= 0``) plus DFTracer app events
+whose category or name matches ``compute_event_pattern``. I/O time is the union of the rank's
+traced operations (all its processes, DataLoader workers included). ``exposed`` I/O is I/O time
+inside the epoch with no compute running on that rank at the same time.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from iosweep.analysis import intervals
+from iosweep.analysis.data import RunData
+
+COLUMNS = [
+    "rank",
+    "epoch",
+    "start",
+    "end",
+    "duration",
+    "io_time",
+    "compute_time",
+    "overlapped_io_time",
+    "exposed_io_time",
+    "exposed_share",
+]
+
+
+def analyze_overlap(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
+    ops = rd.ops
+    st = rd.steps
+    comp_parts = []
+    sources = []
+    if not st.empty and (st["step"] >= 0).any():
+        s = st[st["step"] >= 0]
+        comp_parts.append(s[["actor", "start", "end"]])
+        sources.append("steps")
+    ev = rd.app_events
+    if not ev.empty and rd.settings.compute_event_pattern:
+        rx = re.compile(rd.settings.compute_event_pattern)
+        hit = ev["cat"].astype(str).map(lambda c: bool(rx.search(c))) | ev["name"].astype(str).map(
+            lambda c: bool(rx.search(c))
+        )
+        e = ev[hit & (ev["actor"] >= 0)]
+        if len(e):
+            comp_parts.append(e[["actor", "start", "end"]])
+            sources.append("app_events")
+    if not comp_parts or len(ops) == 0:
+        why = (
+            "no traced operations with times"
+            if len(ops) == 0
+            else "no step timestamps or compute events"
+        )
+        return pd.DataFrame(columns=COLUMNS), {"available": False, "reason": why}
+    comp = pd.concat(comp_parts, ignore_index=True).dropna()
+
+    # Epoch windows per rank: the whole-epoch rows, else the span of the epoch's steps.
+    if not st.empty:
+        ew = st[st["step"] < 0][["actor", "epoch", "start", "end"]]
+        have = set(zip(ew["actor"], ew["epoch"], strict=True))
+        spans = (
+            st[st["step"] >= 0]
+            .groupby(["actor", "epoch"], as_index=False)
+            .agg(start=("start", "min"), end=("end", "max"))
+        )
+        spans = spans[
+            [(a, e) not in have for a, e in zip(spans["actor"], spans["epoch"], strict=True)]
+        ]
+        ew = pd.concat([ew, spans], ignore_index=True)
+    else:
+        ew = pd.DataFrame(columns=["actor", "epoch", "start", "end"])
+
+    ga, ilo, ihi = rd.io_spans()
+    gc, clo, chi = intervals.merge(
+        comp["actor"].to_numpy(np.int64),
+        comp["start"].to_numpy(np.float64),
+        comp["end"].to_numpy(np.float64),
+    )
+    rows = []
+    # merge() returns intervals sorted by group: each rank's are one slice.
+    for a in np.unique(ga):
+        a = int(a)
+        i0, i1 = np.searchsorted(ga, [a, a + 1])
+        c0, c1 = np.searchsorted(gc, [a, a + 1])
+        io_lo, io_hi = ilo[i0:i1], ihi[i0:i1]
+        c_lo, c_hi = clo[c0:c1], chi[c0:c1]
+        x_lo, x_hi = intervals.intersect(io_lo, io_hi, c_lo, c_hi)
+        w = ew[ew["actor"] == a].sort_values("epoch")
+        io_total = float((io_hi - io_lo).sum())
+        ov_total = float((x_hi - x_lo).sum())
+        if len(w):
+            wl, wh = w["start"].to_numpy(np.float64), w["end"].to_numpy(np.float64)
+            io_in = intervals.measure_in(io_lo, io_hi, wl, wh)
+            ov_in = intervals.measure_in(x_lo, x_hi, wl, wh)
+            cp_in = intervals.measure_in(c_lo, c_hi, wl, wh)
+            for i, ep in enumerate(w["epoch"].to_numpy()):
+                dur = wh[i] - wl[i]
+                rows.append(
+                    [
+                        a,
+                        int(ep),
+                        wl[i],
+                        wh[i],
+                        dur,
+                        io_in[i],
+                        cp_in[i],
+                        ov_in[i],
+                        io_in[i] - ov_in[i],
+                        (io_in[i] - ov_in[i]) / dur if dur > 0 else 0.0,
+                    ]
+                )
+            io_out, ov_out = io_total - io_in.sum(), ov_total - ov_in.sum()
+        else:
+            io_out, ov_out = io_total, ov_total
+        # I/O outside every epoch (start-up loading, evaluation): epoch -1.
+        rows.append(
+            [
+                a,
+                -1,
+                np.nan,
+                np.nan,
+                np.nan,
+                max(io_out, 0.0),
+                np.nan,
+                max(ov_out, 0.0),
+                max(io_out - ov_out, 0.0),
+                np.nan,
+            ]
+        )
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    ep = df[df["epoch"] >= 0]
+    per_epoch = []
+    for e, g in ep.groupby("epoch"):
+        per_epoch.append(
+            {
+                "epoch": int(e),
+                "duration_max": float(g["duration"].max()),
+                "io_time_max": float(g["io_time"].max()),
+                "exposed_io_time_max": float(g["exposed_io_time"].max()),
+                "exposed_io_time_mean": float(g["exposed_io_time"].mean()),
+                "exposed_share_max": float(g["exposed_share"].max()),
+            }
+        )
+    outside = df[df["epoch"] < 0]
+    tot_dur = ep.groupby("rank")["duration"].sum()
+    tot_exp = ep.groupby("rank")["exposed_io_time"].sum()
+    share = (
+        (tot_exp / tot_dur.reindex(tot_exp.index)).replace([np.inf], np.nan)
+        if len(ep)
+        else pd.Series(dtype=float)
+    )
+    summary = {
+        "available": True,
+        "compute_source": "+".join(sources),
+        "epochs": per_epoch,
+        "exposed_io_time_in_epochs_max": float(tot_exp.max()) if len(tot_exp) else 0.0,
+        "exposed_share_of_epochs_max": float(share.max())
+        if len(share) and share.notna().any()
+        else None,
+        "io_time_outside_epochs_max": float(outside["io_time"].max()) if len(outside) else 0.0,
+    }
+    return df, summary

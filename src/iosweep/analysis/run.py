@@ -1,0 +1,415 @@
+"""analyze_run: one trace store in, ``summary.json`` and Parquet tables out (see docs/analysis.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from iosweep.analysis.access import class_strategy
+from iosweep.analysis.checkpoints import analyze_checkpoints
+from iosweep.analysis.data import RunData, load_run
+from iosweep.analysis.insights import run_insights
+from iosweep.analysis.metadata import analyze_metadata
+from iosweep.analysis.overlap import analyze_overlap
+from iosweep.analysis.settings import AnalysisSettings
+from iosweep.analysis.sizes import analyze_sizes
+from iosweep.analysis.spatial import CATEGORIES, classify_ops
+from iosweep.analysis.temporal import epoch_windows, phases, signatures
+from iosweep.analysis.volume import build_tables
+from iosweep.schema import Issue
+
+SUMMARY_SCHEMA = "iosweep.analysis.run/1"
+TABLES = ("files", "file_ranks", "ranks", "nodes", "sizes", "phases", "overlap")
+
+
+def analyze_run(
+    store_path: Path | str, out_dir: Path | str, settings: AnalysisSettings | None = None
+) -> dict[str, Any]:
+    """Analyse one trace store; write ``out_dir/summary.json`` and the tables; return the summary."""
+    settings = settings or AnalysisSettings()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rd = load_run(Path(store_path), settings)
+    summary, tables = _analyze(rd)
+    summary["store_relative"] = os.path.relpath(Path(store_path).resolve(), out_dir.resolve())
+    for name, df in tables.items():
+        _write_parquet(df, out_dir / f"{name}.parquet")
+    summary["tables"] = {name: f"{name}.parquet" for name in tables}
+    summary = _clean(summary)
+    tmp = out_dir / "summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=1) + "\n")
+    os.replace(tmp, out_dir / "summary.json")  # summary.json last: its presence means done
+    return summary
+
+
+def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
+    s = rd.settings
+    meta = rd.meta
+    sp = classify_ops(rd)
+    rd.cache.pop("time_rank", None)
+    t = build_tables(rd, sp)
+    # Free what later steps do not use: the stream sort and the per-op columns only the
+    # tables needed (ten million segments: ~400 MB).
+    sp.order = sp.key = None
+    rd.ops.pid = rd.ops.host = rd.ops.module = None
+    file_size = np.zeros(len(rd.paths), np.int64)
+    if len(t.files):
+        file_size[t.files["file"].to_numpy()] = t.files["size"].to_numpy()
+    issues = (
+        [asdict(i) for i in meta.issues] + [asdict(i) for i in rd.issues] + _coverage_issues(rd, t)
+    )
+    traced = bool(len(rd.ops) or len(rd.counters))
+    untraced = meta.tracer == "none" and not traced
+    incomplete = bool(meta.incomplete) or any(i["severity"] == "error" for i in issues)
+    if untraced:
+        status = "untraced"
+    elif not traced:
+        status = "empty"
+        incomplete = True
+        issues.append(
+            asdict(
+                Issue(str(rd.store), "empty", "the store holds no I/O: no segments and no counters")
+            )
+        )
+    else:
+        status = "partial" if incomplete else "complete"
+
+    limitations = []
+    if not t.dxt_available and traced:
+        limitations.append(
+            "no per-operation trace (DXT): spatial and temporal patterns, offsets "
+            "overlap and phases are not available; figures come from counters"
+        )
+    if not len(rd.counters) and traced:
+        limitations.append("no Darshan counters: metadata from traced events only, if any")
+
+    ranks = t.ranks
+    md = analyze_metadata(rd, ranks)
+    size_table, size_summary = analyze_sizes(rd, t.file_rank)
+    windows = epoch_windows(rd)
+    ph = phases(rd, windows)
+    ov_table, ov_summary = analyze_overlap(rd)
+    sig = (
+        signatures(rd, sp, file_size)
+        if len(rd.ops)
+        else {"per_rank": {}, "same_sequence": {}, "groups": {}}
+    )
+
+    classes = _classes(rd, t)
+    cat_tot = t.file_rank[[f"ops_{c}" for c in CATEGORIES]].sum()
+    spatial = {
+        "ops": int(cat_tot.sum()),
+        "ops_by_category": {c: int(cat_tot[f"ops_{c}"]) for c in CATEGORIES},
+        "share_by_category": {
+            c: (float(cat_tot[f"ops_{c}"] / cat_tot.sum()) if cat_tot.sum() else None)
+            for c in CATEGORIES
+        },
+        "patterns": {
+            k: int(v)
+            for k, v in t.file_rank.loc[t.file_rank["actor"] >= 0, "pattern"].value_counts().items()
+        },
+    }
+    hosts = sorted({h for h in rd.actor_host.values() if h})
+    summary: dict[str, Any] = {
+        "schema": SUMMARY_SCHEMA,
+        "run_id": meta.run_id,
+        "params": meta.params,
+        "store": str(Path(rd.store).resolve()),
+        "tracer": meta.tracer,
+        "status": meta.status,
+        "analysis_status": status,
+        "empty": status in ("empty", "untraced"),
+        "incomplete": incomplete,
+        "issues": issues,
+        "limitations": limitations,
+        "settings": s.to_dict(),
+        "run": {"start": rd.run_start, "end": rd.run_end, "run_time": rd.run_time},
+        "ranks": {
+            "count": rd.n_ranks,
+            "kind": rd.actor_kind,
+            "with_io": int((ranks[["reads", "writes"]].sum(axis=1) > 0).sum()) if len(ranks) else 0,
+            "nodes": len(hosts),
+            "hosts": hosts,
+            "per_node": {h: sum(1 for v in rd.actor_host.values() if v == h) for h in hosts},
+        },
+        "trace": {
+            "segments": len(rd.ops),
+            "counter_records": len(rd.counters),
+            "dxt_available": t.dxt_available,
+            "completeness": t.completeness,
+            "excluded_ops": rd.excluded_ops,
+            "unattributed": rd.unattributed,
+        },
+        "classes": classes,
+        "access": {
+            c: {
+                d: (v["access"][d]["strategy"] if v["access"].get(d) else None)
+                for d in ("read", "write")
+            }
+            for c, v in classes.items()
+        },
+        "spatial": spatial,
+        "sizes": size_summary,
+        "metadata": md,
+        "temporal": {
+            "signatures": sig["per_rank"],
+            "same_sequence": sig["same_sequence"],
+            "signature_groups": sig["groups"],
+            "phases": _phase_summary(ph),
+        },
+        "nodes": t.nodes.to_dict(orient="records"),
+        "checkpoints": analyze_checkpoints(rd, t.file_rank, windows),
+        "overlap": ov_summary,
+    }
+    summary["volume"] = _volume(rd, ranks)
+    summary["imbalance"] = _imbalance(ranks)
+    summary["headline"] = _headline(rd, summary, t, ranks)
+    summary["insights"] = run_insights(summary, t.files, ranks, s)
+    summary["headline"]["insights"] = len(summary["insights"])
+
+    fr = t.file_rank.rename(columns={"actor": "rank"})
+    fr.insert(2, "path", [rd.paths[i] for i in fr["file"]])
+    fr["class"] = [rd.class_names[c] for c in fr["class"]]
+    fr.insert(1, "host", [rd.actor_host.get(a, "") for a in fr["rank"]])
+    tables = {
+        "files": t.files,
+        "file_ranks": fr,
+        "ranks": ranks,
+        "nodes": t.nodes,
+        "sizes": size_table,
+        "phases": ph,
+        "overlap": ov_table,
+    }
+    return summary, tables
+
+
+def _classes(rd: RunData, t) -> dict[str, Any]:
+    out = {}
+    files, fr = t.files, t.file_rank
+    for ci, cname in enumerate(rd.class_names):
+        f = files[files["class"] == cname]
+        if f.empty:
+            continue
+        sz = f["size"].to_numpy()
+        frc = fr[(fr["class"] == ci) & (fr["actor"] >= 0)]
+        cat = frc[[f"ops_{c}" for c in CATEGORIES]].sum()
+        out[cname] = {
+            "files": len(f),
+            "size_total": int(sz.sum()),
+            "size_min": int(sz.min()),
+            "size_median": float(np.median(sz)),
+            "size_max": int(sz.max()),
+            "bytes_read": int(f["bytes_read"].sum()),
+            "bytes_written": int(f["bytes_written"].sum()),
+            "reads": int(f["reads"].sum()),
+            "writes": int(f["writes"].sum()),
+            "ranks": int(frc["actor"].nunique()),
+            "readers": sorted(int(a) for a in frc.loc[frc["reads"] > 0, "actor"].unique())[:1024],
+            "writers": sorted(int(a) for a in frc.loc[frc["writes"] > 0, "actor"].unique())[:1024],
+            "access": {
+                d: class_strategy(files, fr, cname, d, rd.n_ranks, rd.settings)
+                for d in ("read", "write")
+            },
+            "spatial": {
+                "share_by_category": {
+                    c: (float(cat[f"ops_{c}"] / cat.sum()) if cat.sum() else None)
+                    for c in CATEGORIES
+                },
+                "patterns": {k: int(v) for k, v in frc["pattern"].value_counts().items()},
+                "whole_file_read_pairs": int(frc["read_whole"].sum()),
+                "read_pairs": int((frc["reads"] > 0).sum()),
+                "read_coverage_frac_median": float(
+                    frc.loc[frc["reads"] > 0, "read_coverage_frac"].median()
+                )
+                if (frc["reads"] > 0).any()
+                else None,
+            },
+        }
+    return out
+
+
+def _coverage_issues(rd: RunData, t) -> list[dict[str, Any]]:
+    """Ranks the run should have that left no trace."""
+    out = []
+    meta = rd.meta
+    if meta.tracer == "none":
+        return out
+    expected = {r.rank for r in meta.ranks}
+    if not expected and isinstance(meta.params.get("ranks"), int):
+        expected = set(range(meta.params["ranks"]))
+    if not expected or rd.actor_kind != "rank":
+        return out
+    traced = {p.rank for p in meta.processes if p.rank >= 0}
+    if not meta.processes:
+        traced = set(
+            t.ranks.loc[
+                (t.ranks["reads"] + t.ranks["writes"] + t.ranks["opens"]) > 0, "rank"
+            ].tolist()
+        )
+    missing = sorted(expected - traced)
+    already = {(i.source, i.kind) for i in meta.issues}
+    for r in missing:
+        if not any(k in ("missing-log", "failed-rank") and str(r) in src for src, k in already):
+            out.append(
+                asdict(
+                    Issue(f"rank {r}", "missing-log", f"rank {r} of {len(expected)} left no trace")
+                )
+            )
+    return out
+
+
+def _volume(rd: RunData, ranks: pd.DataFrame) -> dict[str, Any]:
+    def st(col: str) -> dict[str, float] | None:
+        if ranks.empty:
+            return None
+        v = ranks[col].to_numpy(np.float64)
+        return {
+            "min": float(v.min()),
+            "mean": float(v.mean()),
+            "median": float(np.median(v)),
+            "max": float(v.max()),
+            "sum": float(v.sum()),
+        }
+
+    return {
+        c: st(c)
+        for c in (
+            "bytes_read",
+            "bytes_written",
+            "reads",
+            "writes",
+            "io_time",
+            "io_busy_time",
+            "bandwidth",
+            "io_share",
+        )
+    }
+
+
+def _imbalance(ranks: pd.DataFrame) -> dict[str, Any]:
+    if len(ranks) < 2:
+        return {"bytes": None, "io_time": None, "stragglers": []}
+
+    def spread(v: np.ndarray) -> float | None:
+        mx = v.max()
+        return float((mx - v.min()) / mx) if mx > 0 else None
+
+    b = (ranks["bytes_read"] + ranks["bytes_written"]).to_numpy(np.float64)
+    tm = ranks["io_time"].to_numpy(np.float64)
+    return {
+        "bytes": spread(b),
+        "bytes_cv": float(b.std() / b.mean()) if b.mean() > 0 else None,
+        "io_time": spread(tm),
+        "io_time_max": float(tm.max()),
+        "io_time_median": float(np.median(tm)),
+        "stragglers": ranks.loc[ranks["straggler"], "rank"].astype(int).tolist(),
+    }
+
+
+def _phase_summary(ph: pd.DataFrame) -> dict[str, Any]:
+    if ph.empty:
+        return {"count": 0, "phases": []}
+    keep = ph.head(100)
+    return {
+        "count": len(ph),
+        "io_active_time": float(ph["duration"].sum()),
+        "phases": [
+            {
+                k: (None if (isinstance(v, float) and math.isnan(v)) or v is pd.NA else v)
+                for k, v in r.items()
+            }
+            for r in keep.astype(object).to_dict(orient="records")
+        ],
+    }
+
+
+def _headline(rd: RunData, sm: dict[str, Any], t, ranks: pd.DataFrame) -> dict[str, Any]:
+    fr = t.file_rank
+    n = max(rd.n_ranks, 1)
+    h: dict[str, Any] = {
+        "ranks": rd.n_ranks,
+        "nodes": sm["ranks"]["nodes"],
+        "run_time": rd.run_time,
+        "files": len(t.files),
+        "bytes_read": int(fr["bytes_read"].sum()),
+        "bytes_written": int(fr["bytes_written"].sum()),
+        "reads": int(fr["reads"].sum()),
+        "writes": int(fr["writes"].sum()),
+    }
+    h["bytes_read_per_rank"] = h["bytes_read"] / n
+    h["bytes_written_per_rank"] = h["bytes_written"] / n
+    if len(ranks):
+        h["bytes_read_per_rank_min"] = int(ranks["bytes_read"].min())
+        h["bytes_read_per_rank_max"] = int(ranks["bytes_read"].max())
+    for cname, c in sm["classes"].items():
+        h[f"{cname}_bytes_read"] = c["bytes_read"]
+        h[f"{cname}_bytes_written"] = c["bytes_written"]
+        h[f"{cname}_bytes_read_per_rank"] = c["bytes_read"] / n
+        h[f"{cname}_files"] = c["files"]
+    io = ranks["io_time"].to_numpy() if len(ranks) else np.zeros(0)
+    moved = h["bytes_read"] + h["bytes_written"]
+    h["io_time_max"] = float(io.max()) if len(io) else 0.0
+    h["io_time_mean"] = float(io.mean()) if len(io) else 0.0
+    h["io_busy_time_total"] = float(ranks["io_busy_time"].sum()) if len(ranks) else 0.0
+    h["io_share_max"] = float(ranks["io_share"].max()) if len(ranks) and rd.run_time > 0 else None
+    h["bandwidth_aggregate"] = moved / h["io_time_max"] if h["io_time_max"] > 0 else None
+    h["bandwidth_per_rank_mean"] = float(ranks["bandwidth"].mean()) if len(ranks) else None
+    allr = sm["sizes"]["by_class"].get("all", {})
+    h["small_read_share"] = allr.get("read", {}).get("small_share")
+    h["small_write_share"] = allr.get("write", {}).get("small_share")
+    h["read_size_median"] = allr.get("read", {}).get("median")
+    sh = sm["spatial"]["share_by_category"]
+    h["random_share"] = sh.get("random")
+    h["contiguous_share"] = sh.get("contiguous")
+    md = sm["metadata"]
+    for k in ("opens", "stats", "seeks", "fsyncs"):
+        h[k] = md["totals"][k]
+    h["opens_per_rank"] = md["totals"]["opens"] / n
+    h["meta_time"] = md["meta_time"]
+    h["meta_time_share"] = md["meta_time_share"]
+    h["imbalance_bytes"] = sm["imbalance"]["bytes"]
+    h["imbalance_io_time"] = sm["imbalance"]["io_time"]
+    h["stragglers"] = len(sm["imbalance"]["stragglers"])
+    ck = sm["checkpoints"]
+    h["checkpoints"] = ck.get("n_checkpoints")
+    h["checkpoint_writers"] = ck.get("n_writers")
+    h["checkpoint_duration_mean"] = ck.get("duration_mean")
+    ov = sm["overlap"]
+    h["exposed_io_time_max"] = ov.get("exposed_io_time_in_epochs_max")
+    h["exposed_share_max"] = ov.get("exposed_share_of_epochs_max")
+    h["phases"] = sm["temporal"]["phases"]["count"]
+    h["trace_completeness"] = sm["trace"]["completeness"]
+    return h
+
+
+def _write_parquet(df: pd.DataFrame, path: Path) -> None:
+    tmp = path.with_suffix(".parquet.tmp")
+    df.reset_index(drop=True).to_parquet(tmp, index=False, compression="zstd")
+    os.replace(tmp, path)
+
+
+def _clean(o: Any) -> Any:
+    """JSON-safe: numpy scalars to Python, NaN/inf to null."""
+    if isinstance(o, dict):
+        return {str(k): _clean(v) for k, v in o.items()}
+    if isinstance(o, list | tuple):
+        return [_clean(v) for v in o]
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating | float):
+        f = float(o)
+        return f if math.isfinite(f) else None
+    if isinstance(o, np.bool_):
+        return bool(o)
+    if isinstance(o, np.ndarray):
+        return _clean(o.tolist())
+    if o is pd.NA or o is pd.NaT:
+        return None
+    return o

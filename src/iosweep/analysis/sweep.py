@@ -1,0 +1,375 @@
+"""Across the sweep: one table of runs, scaling of every metric, insights that come and go,
+and the tracer's overhead against ``tracer: none`` baselines (docs/analysis.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from iosweep.analysis.settings import AnalysisSettings
+
+PARAM_COLUMNS = ["framework", "tracer", "nodes", "ppn", "ranks", "rep"]
+SCALE = ["ranks", "nodes", "ppn"]
+# Metrics that add up over ranks: they get a per-rank figure next to the total.
+_TOTAL_SUFFIXES = ("_bytes_read", "_bytes_written", "_files")
+_TOTALS = {
+    "bytes_read",
+    "bytes_written",
+    "reads",
+    "writes",
+    "files",
+    "opens",
+    "stats",
+    "seeks",
+    "fsyncs",
+    "meta_time",
+    "io_busy_time_total",
+    "checkpoints",
+}
+
+
+def load_summary(path: Path | str) -> dict[str, Any]:
+    """A run's summary.json, given the file or the run's analysis directory."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "summary.json"
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no summary.json (analyse the run first)")
+    try:
+        d = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}: not valid JSON: {e}") from e
+    if not isinstance(d, dict) or "run_id" not in d:
+        raise ValueError(f"{p}: not a run analysis summary (no run_id)")
+    d.setdefault("_path", str(p))
+    return d
+
+
+def _is_total(metric: str) -> bool:
+    return metric in _TOTALS or (
+        metric.endswith(_TOTAL_SUFFIXES) and not metric.endswith("_per_rank")
+    )
+
+
+def _row(sm: dict[str, Any]) -> dict[str, Any]:
+    params = dict(sm.get("params") or {})
+    rk = sm.get("ranks") or {}
+    row: dict[str, Any] = {"run_id": sm.get("run_id", "")}
+    row["framework"] = params.pop("framework", "") or ""
+    row["tracer"] = params.pop("tracer", None) or sm.get("tracer") or ""
+    nodes = params.pop("nodes", None) or rk.get("nodes") or None
+    ranks = params.pop("ranks", None) or rk.get("count") or None
+    ppn = params.pop("ppn", None) or (ranks // nodes if ranks and nodes else None)
+    if ranks is None and nodes and ppn:
+        ranks = nodes * ppn
+    row |= {"nodes": nodes, "ppn": ppn, "ranks": ranks, "rep": params.pop("rep", 0)}
+    for k, v in sorted(params.items()):
+        if isinstance(v, str | int | float | bool) or v is None:
+            row[k] = v
+    row["status"] = sm.get("status", "")
+    row["analysis_status"] = sm.get("analysis_status", "error" if "error" in sm else "")
+    row["incomplete"] = bool(sm.get("incomplete", "error" in sm))
+    row["issues"] = len(sm.get("issues") or [])
+    for k, v in (sm.get("headline") or {}).items():
+        row[k] = v
+    # The headline's own counts (hosts seen, ranks traced) must not override the sweep point.
+    row |= {"nodes": nodes, "ppn": ppn, "ranks": ranks}
+    for cls, acc in (sm.get("access") or {}).items():
+        for d in ("read", "write"):
+            row[f"{cls}_{d}_strategy"] = (acc or {}).get(d) or ""
+    ins = sm.get("insights") or []
+    row["insight_ids"] = ";".join(sorted({i["id"] for i in ins}))
+    row["summary_path"] = sm.get("_path", "")
+    return row
+
+
+def sweep_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
+    df = pd.DataFrame([_row(s) for s in summaries])
+    # Every parameter names the sweep point (with the repeat); scalar ones become columns.
+    extra = sorted({k for s in summaries for k in (s.get("params") or {})} - set(PARAM_COLUMNS))
+    if df.empty:
+        return df
+    df = df.sort_values(
+        ["framework", "tracer", "ranks", "nodes", "rep"], na_position="last", kind="stable"
+    ).reset_index(drop=True)
+    df.attrs["params"] = PARAM_COLUMNS + [c for c in extra if c in df.columns]
+    return df
+
+
+def _metrics(df: pd.DataFrame) -> list[str]:
+    skip = {"issues", "insights", "incomplete", "tracer_overhead"}
+    out = []
+    for c in df.columns:
+        if c in skip or c in df.attrs.get("params", PARAM_COLUMNS):
+            continue
+        if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]):
+            out.append(c)
+    return out
+
+
+def _point_cols(df: pd.DataFrame) -> list[str]:
+    """Columns naming a sweep point: every parameter but the repeat."""
+    return [c for c in df.attrs.get("params", PARAM_COLUMNS) if c != "rep" and c in df.columns]
+
+
+def _trend(e: float | None) -> str | None:
+    if e is None:
+        return None
+    if abs(e) < 0.15:
+        return "flat"
+    if e <= -0.15:
+        return "shrinks"
+    if e < 0.85:
+        return "sublinear"
+    if e <= 1.15:
+        return "linear"
+    return "superlinear"
+
+
+def _exponent(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Slope of log(y) over log(x): 0 = flat, 1 = grows with ranks."""
+    ok = np.isfinite(y) & (y > 0) & (x > 0)
+    if ok.sum() < 2 or len(np.unique(x[ok])) < 2:
+        return None
+    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
+
+
+def _series(df: pd.DataFrame) -> list[tuple[dict[str, Any], pd.DataFrame]]:
+    pc = _point_cols(df)
+    skey = [c for c in pc if c not in SCALE]
+    if not skey:
+        return [({}, df)]
+    out = []
+    for key, g in df.groupby(skey, dropna=False, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        out.append(({k: _py(v) for k, v in zip(skey, key, strict=True)}, g))
+    return out
+
+
+def _py(v: Any) -> Any:
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return None if math.isnan(v) else float(v)
+    if v is pd.NA:
+        return None
+    return v
+
+
+def scaling(df: pd.DataFrame) -> dict[str, Any]:
+    metrics = _metrics(df)
+    out: dict[str, Any] = {
+        "metrics": metrics,
+        "totals": [m for m in metrics if _is_total(m)],
+        "series": [],
+    }
+    ok = df[df["analysis_status"].isin(["complete", "partial"])] if "analysis_status" in df else df
+    for key, g in _series(ok):
+        pts = g.groupby(["ranks", "nodes"], dropna=False, sort=True)
+        points = [
+            {
+                "ranks": _py(r),
+                "nodes": _py(n),
+                "ppn": _py(gg["ppn"].iloc[0]),
+                "reps": len(gg),
+                "run_ids": gg["run_id"].tolist(),
+            }
+            for (r, n), gg in pts
+        ]
+        ranks = np.array(
+            [p["ranks"] if p["ranks"] is not None else np.nan for p in points], np.float64
+        )
+        series = {"key": key, "points": points, "metrics": {}}
+        for m in metrics:
+            vals = pd.to_numeric(g[m], errors="coerce")
+            mean = (
+                vals.groupby([g["ranks"], g["nodes"]], dropna=False, sort=True)
+                .mean()
+                .to_numpy(np.float64)
+            )
+            std = (
+                vals.groupby([g["ranks"], g["nodes"]], dropna=False, sort=True)
+                .std()
+                .to_numpy(np.float64)
+            )
+            if not np.isfinite(mean).any():
+                continue
+            base = mean[0]
+            entry: dict[str, Any] = {
+                "total": _is_total(m),
+                "mean": _clean_list(mean),
+                "std": _clean_list(std),
+                "ratio": _clean_list(mean / base) if np.isfinite(base) and base != 0 else None,
+                "exponent": _exponent(ranks, mean),
+            }
+            entry["trend"] = _trend(entry["exponent"])
+            if entry["total"]:
+                pr = mean / ranks
+                entry["per_rank"] = _clean_list(pr)
+                entry["ratio_per_rank"] = (
+                    _clean_list(pr / pr[0]) if np.isfinite(pr[0]) and pr[0] != 0 else None
+                )
+                entry["exponent_per_rank"] = _exponent(ranks, pr)
+                entry["trend_per_rank"] = _trend(entry["exponent_per_rank"])
+            series["metrics"][m] = entry
+        out["series"].append(series)
+    return out
+
+
+def _clean_list(a: np.ndarray) -> list[float | None]:
+    return [float(x) if np.isfinite(x) else None for x in a]
+
+
+def insights_across(df: pd.DataFrame, overhead: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {"series": []}
+    ok = df[df["analysis_status"].isin(["complete", "partial"])] if "analysis_status" in df else df
+    for key, g in _series(ok):
+        pts = list(g.groupby(["ranks", "nodes"], dropna=False, sort=True))
+        ids = sorted({i for s in g["insight_ids"] for i in s.split(";") if i})
+        point_desc = [{"ranks": _py(r), "nodes": _py(n)} for (r, n), _ in pts]
+        per: dict[str, Any] = {}
+        for iid in ids:
+            frac = [
+                float(gg["insight_ids"].str.split(";").map(lambda s, i=iid: i in s).mean())
+                for _, gg in pts
+            ]
+            per[iid] = _changes(frac, point_desc)
+        ov = [o for o in overhead if all(o.get(k) == v for k, v in key.items() if k in o)]
+        if ov:
+            fired = []
+            for p in point_desc:
+                hit = [o for o in ov if o["ranks"] == p["ranks"] and o["nodes"] == p["nodes"]]
+                fired.append(float(any(o["fired"] for o in hit)) if hit else 0.0)
+            if any(fired):
+                per["tracer_overhead"] = _changes(fired, point_desc)
+        out["series"].append({"key": key, "points": point_desc, "insights": per})
+    return out
+
+
+def _changes(frac: list[float], points: list[dict[str, Any]]) -> dict[str, Any]:
+    fired = [f > 0 for f in frac]
+    appears = next(
+        (points[i] for i in range(1, len(fired)) if fired[i] and not any(fired[:i])), None
+    )
+    disappears = next(
+        (points[i] for i in range(1, len(fired)) if not fired[i] and all(fired[:i])), None
+    )
+    if all(fired):
+        status = "always"
+    elif not any(fired):
+        status = "never"
+    elif appears and all(fired[points.index(appears) :]):
+        status = "appears"
+    elif disappears and not any(fired[points.index(disappears) :]):
+        status = "disappears"
+    else:
+        status = "intermittent"
+    return {
+        "fired_share": frac,
+        "status": status,
+        "appears_at": appears,
+        "disappears_at": disappears,
+    }
+
+
+def tracer_overhead(df: pd.DataFrame, s: AnalysisSettings) -> list[dict[str, Any]]:
+    """Run time of traced runs against the untraced runs (tracer: none) of the same point."""
+    if "tracer" not in df or not (df["tracer"] == "none").any():
+        return []
+    pc = [c for c in _point_cols(df) if c != "tracer"]
+    good = (
+        df[df["analysis_status"].isin(["complete", "partial", "untraced"]) & df["run_time"].notna()]
+        if "run_time" in df
+        else df.iloc[0:0]
+    )
+    base = (
+        good[good["tracer"] == "none"].groupby(pc, dropna=False)["run_time"].agg(["mean", "count"])
+    )
+    out = []
+    for key, g in good[good["tracer"] != "none"].groupby([*pc, "tracer"], dropna=False, sort=True):
+        k = dict(zip([*pc, "tracer"], key, strict=True))
+        bkey = tuple(k[c] for c in pc) if len(pc) > 1 else k[pc[0]]
+        if bkey not in base.index:
+            continue
+        b = float(base.loc[bkey, "mean"])
+        t = float(g["run_time"].mean())
+        ov = t / b - 1 if b > 0 else None
+        out.append(
+            {
+                **{c: _py(v) for c, v in k.items()},
+                "traced_run_time_mean": t,
+                "baseline_run_time_mean": b,
+                "traced_runs": len(g),
+                "baseline_runs": int(base.loc[bkey, "count"]),
+                "overhead": ov,
+                "fired": bool(ov is not None and ov > s.tracer_overhead_share),
+                "threshold": s.tracer_overhead_share,
+            }
+        )
+    return out
+
+
+def analyze_sweep(
+    summaries: Iterable[dict[str, Any] | Path | str],
+    out_dir: Path | str,
+    settings: AnalysisSettings | None = None,
+) -> dict[str, Any]:
+    """Compare the runs of a sweep; write sweep.csv/.parquet, scaling.json, insights_across.json,
+    overhead.json into ``out_dir``; return their contents."""
+    settings = settings or AnalysisSettings()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sums = [s if isinstance(s, dict) else load_summary(s) for s in summaries]
+    df = sweep_table(sums)
+    ov = tracer_overhead(df, settings) if len(df) else []
+    if len(df):
+        df["tracer_overhead"] = np.nan
+        for o in ov:
+            m = (df["tracer"] == o["tracer"]) & np.logical_and.reduce(
+                [
+                    (df[c] == o[c]) if o[c] is not None else df[c].isna()
+                    for c in o
+                    if c in _point_cols(df) and c != "tracer"
+                ]
+                or [np.ones(len(df), bool)]
+            )
+            df.loc[m, "tracer_overhead"] = df.loc[m, "run_time"] / o["baseline_run_time_mean"] - 1
+    result = {
+        "runs": len(df),
+        "scaling": scaling(df) if len(df) else {"metrics": [], "series": []},
+        "insights_across": insights_across(df, ov) if len(df) else {"series": []},
+        "overhead": ov,
+    }
+    _atomic(out_dir / "sweep.csv", lambda p: df.to_csv(p, index=False))
+    _atomic(out_dir / "sweep.parquet", lambda p: df.to_parquet(p, index=False))
+    for name in ("scaling", "insights_across", "overhead"):
+        _atomic(
+            out_dir / f"{name}.json",
+            lambda p, n=name: Path(p).write_text(json.dumps(_jsonable(result[n]), indent=1) + "\n"),
+        )
+    result["table"] = df
+    return result
+
+
+def _atomic(path: Path, write) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def _jsonable(o: Any) -> Any:
+    if isinstance(o, dict):
+        return {str(k): _jsonable(v) for k, v in o.items()}
+    if isinstance(o, list | tuple):
+        return [_jsonable(v) for v in o]
+    v = _py(o)
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v

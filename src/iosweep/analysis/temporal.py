@@ -1,0 +1,303 @@
+"""Temporal pattern: per-rank operation signatures, I/O phases, and where they fall in training.
+
+Signature: a rank's operations in time order, each written as ``<op> <size> <where>``, where
+``where`` is ``@0``, ``@EOF`` (a zero-length read at the end of the file), ``contiguous``,
+``stride <gap>`` or ``@<offset>``; repeats of the same token are run-length compressed
+(``read 262.1 kB x140 contiguous``) and grouped by file in order of access.
+Ranks are compared on the *shape* of their sequence: file class, op, size, kind of position and
+repeat count, without file names or offsets, so file-per-process ranks reading their own files
+the same way compare equal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from iosweep.analysis.data import OPS, READ, RunData
+from iosweep.analysis.spatial import CONTIGUOUS, STRIDED, Spatial
+
+AT0, EOF, CONT, STRIDE, AT = range(5)
+
+
+def human_bytes(n: float) -> str:
+    """Decimal units, as in "47.0 MB" (the examples users quote from Darshan reports)."""
+    n = float(n)
+    if abs(n) < 1000:
+        return f"{int(n)} B"
+    for unit in ("kB", "MB", "GB", "TB", "PB"):
+        n /= 1000.0
+        if abs(n) < 1000 or unit == "PB":
+            return f"{n:.1f} {unit}"
+    return f"{n:.1f} PB"
+
+
+def _runs(rd: RunData, sp: Spatial, file_size: np.ndarray) -> dict[str, np.ndarray]:
+    """Run-length encoded operations per actor in time order (actors >= 0)."""
+    ops = rd.ops
+    order = rd.actor_time_order()
+    actor = ops.actor[order]
+    file = ops.file[order]
+    op = ops.op[order]
+    length = ops.length[order]
+    off = ops.offset[order]
+    cat = sp.cat[order]
+    gap = sp.gap[order]
+    kind = np.full(len(order), AT, np.int8)
+    kind[cat == STRIDED] = STRIDE
+    kind[cat == CONTIGUOUS] = CONT
+    kind[off == 0] = AT0
+    kind[(op == READ) & (length == 0) & (off >= 0) & (off >= file_size[file])] = EOF
+    val = np.where(kind == STRIDE, gap, np.where(kind == AT, off, 0))  # what must repeat too
+    del cat, gap
+    n = len(order)
+    new = np.ones(n, bool)
+    if n > 1:
+        new[1:] = (
+            (actor[1:] != actor[:-1])
+            | (file[1:] != file[:-1])
+            | (op[1:] != op[:-1])
+            | (length[1:] != length[:-1])
+            | (kind[1:] != kind[:-1])
+            | (val[1:] != val[:-1])
+        )
+    starts = np.flatnonzero(new)
+    count = np.diff(np.append(starts, n))
+    return {
+        "actor": actor[starts],
+        "file": file[starts],
+        "cls": rd.file_class[file[starts]].astype(np.int64),
+        "op": op[starts],
+        "length": length[starts],
+        "kind": kind[starts],
+        "val": val[starts],
+        "offset": off[starts],
+        "count": count,
+        "start": ops.start[order][starts],
+    }
+
+
+def _token(op: int, length: int, kind: int, val: int, count: int) -> str:
+    rep = f" x{count}" if count > 1 else ""
+    where = {
+        AT0: "@0",
+        EOF: "@EOF",
+        CONT: "contiguous",
+        STRIDE: f"stride {human_bytes(val)}",
+        AT: f"@{human_bytes(val)}",
+    }[kind]
+    return f"{OPS[op]} {human_bytes(length)}{rep} {where}"
+
+
+def _shape_hash(r: dict[str, np.ndarray], sl: slice | np.ndarray) -> str:
+    h = hashlib.blake2b(digest_size=12)
+    for k in ("cls", "op", "length", "kind", "count"):
+        h.update(np.ascontiguousarray(r[k][sl]).astype(np.int64).tobytes())
+    # Strides are part of the shape; absolute offsets are not.
+    h.update(np.where(r["kind"][sl] == STRIDE, r["val"][sl], 0).astype(np.int64).tobytes())
+    return h.hexdigest()
+
+
+def signatures(rd: RunData, sp: Spatial, file_size: np.ndarray) -> dict[str, Any]:
+    r = _runs(rd, sp, file_size)
+    maxr = rd.settings.signature_max_runs
+    bounds = np.flatnonzero(np.diff(r["actor"])) + 1 if len(r["actor"]) else np.empty(0, int)
+    starts = np.concatenate([[0], bounds]) if len(r["actor"]) else np.empty(0, int)
+    ends = np.append(starts[1:], len(r["actor"])).astype(int)
+    per_rank: dict[str, Any] = {}
+    shapes: dict[str, dict[int, str]] = {"all": {}}
+    classes = rd.class_names
+    for s, e in zip(starts, ends, strict=True):
+        a = int(r["actor"][s])
+        shown = slice(s, min(e, s + maxr))
+        parts: list[str] = []
+        cur_file = -1
+        for i in range(shown.start, shown.stop):
+            f = int(r["file"][i])
+            tok = _token(
+                int(r["op"][i]),
+                int(r["length"][i]),
+                int(r["kind"][i]),
+                int(r["val"][i]),
+                int(r["count"][i]),
+            )
+            if f != cur_file:
+                parts.append(f"{os.path.basename(rd.paths[f]) or rd.paths[f]}: {tok}")
+                cur_file = f
+            else:
+                parts[-1] += f", {tok}"
+        more = e - shown.stop
+        text = " | ".join(parts) + (f" | ... (+{more} more runs)" if more > 0 else "")
+        shapes["all"][a] = _shape_hash(r, slice(s, e))
+        for ci, cname in enumerate(classes):
+            sel = np.flatnonzero(r["cls"][s:e] == ci) + s
+            if len(sel):
+                shapes.setdefault(cname, {})[a] = _shape_hash(r, sel)
+        per_rank[str(a)] = {
+            "signature": text,
+            "runs": int(e - s),
+            "ops": int(r["count"][s:e].sum()),
+            "shape": shapes["all"][a],
+        }
+    same: dict[str, Any] = {}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for scope, by_actor in shapes.items():
+        inv: dict[str, list[int]] = {}
+        for a, hsh in by_actor.items():
+            inv.setdefault(hsh, []).append(a)
+        same[scope] = len(inv) == 1 and len(by_actor) > 1 if by_actor else None
+        groups[scope] = sorted(
+            (
+                {
+                    "ranks": sorted(v),
+                    "example": per_rank[str(v[0])]["signature"] if scope == "all" else None,
+                }
+                for v in inv.values()
+            ),
+            key=lambda g: (-len(g["ranks"]), g["ranks"][0]),
+        )
+    return {"per_rank": per_rank, "same_sequence": same, "groups": groups}
+
+
+def phases(rd: RunData, steps_windows: pd.DataFrame) -> pd.DataFrame:
+    """I/O phases: operations of all ranks merged in time, split where no I/O for phase_gap_s."""
+    ops = rd.ops
+    cols = [
+        "phase",
+        "start",
+        "end",
+        "duration",
+        "ops",
+        "reads",
+        "writes",
+        "bytes_read",
+        "bytes_written",
+        "ranks",
+        "main_class",
+        "where",
+        "epoch",
+    ]
+    if len(ops) == 0:
+        return pd.DataFrame(columns=cols)
+    order = rd.time_order()
+    st = ops.start[order]
+    en = np.maximum.accumulate(ops.end[order])
+    new = np.ones(len(st), bool)
+    new[1:] = st[1:] > en[:-1] + rd.settings.phase_gap_s
+    starts = np.flatnonzero(new)
+    del new
+    n = len(starts)
+    ph_start, ph_end = st[starts], np.maximum.reduceat(en, starts)
+    del st, en
+    # Phase of each operation in its original position: the aggregations below then read the
+    # operations' own columns instead of time-ordered copies of them.
+    pid = np.empty(len(order), np.int64)
+    pid[order] = np.repeat(np.arange(n), np.diff(np.append(starts, len(order))))
+    is_r = ops.op == READ
+    ln = ops.length
+    ph = pd.DataFrame(
+        {
+            "phase": np.arange(n),
+            "start": ph_start,
+            "end": ph_end,
+            "ops": np.bincount(pid, minlength=n),
+            "reads": np.bincount(pid, weights=is_r, minlength=n).astype(np.int64),
+            "writes": np.bincount(pid, weights=~is_r, minlength=n).astype(np.int64),
+            "bytes_read": np.bincount(pid, weights=np.where(is_r, ln, 0), minlength=n).astype(
+                np.int64
+            ),
+            "bytes_written": np.bincount(pid, weights=np.where(is_r, 0, ln), minlength=n).astype(
+                np.int64
+            ),
+        }
+    )
+    ph["duration"] = ph["end"] - ph["start"]
+    # Ranks per phase: distinct (phase, rank) pairs, counted per phase.
+    m = ops.actor >= 0
+    pairs = pd.unique(pid[m] * (int(ops.actor.max(initial=0)) + 1) + ops.actor[m])
+    ph["ranks"] = np.bincount(pairs // (int(ops.actor.max(initial=0)) + 1), minlength=n)
+    del pairs, m
+    cls = rd.file_class[ops.file].astype(np.int64)
+    cb = np.bincount(
+        pid * len(rd.class_names) + cls, weights=ln + 1, minlength=n * len(rd.class_names)
+    )
+    ph["main_class"] = np.array(rd.class_names, dtype=object)[cb.reshape(n, -1).argmax(axis=1)]
+    where, epoch = _locate(ph["start"].to_numpy(), ph["end"].to_numpy(), steps_windows)
+    ph["where"] = where
+    ph["epoch"] = pd.array(epoch, dtype="Int64")
+    return ph[cols]
+
+
+def _locate(s: np.ndarray, e: np.ndarray, win: pd.DataFrame) -> tuple[list[str], list[int | None]]:
+    """Describe each [s, e] relative to the run's epochs (and steps) from the manifest.
+
+    Vectorised over phases (a long run may have thousands): epochs and steps are looked up
+    with searchsorted on their start and end times.
+    """
+    if win.empty:
+        return ["no step timestamps"] * len(s), [None] * len(s)
+    ep = win[win["step"] < 0].sort_values("start")
+    st = win[win["step"] >= 0].sort_values("start")
+    es, ee = ep["start"].to_numpy(np.float64), ep["end"].to_numpy(np.float64)
+    eid = ep["epoch"].to_numpy()
+    ss = st["start"].to_numpy(np.float64)
+    se = np.maximum.accumulate(st["end"].to_numpy(np.float64)) if len(st) else np.empty(0)
+    sep, snum = st["epoch"].to_numpy(), st["step"].to_numpy()
+    mid = (s + e) / 2
+    i = np.searchsorted(es, mid, side="right") - 1
+    inside = (i >= 0) & (mid <= ee[np.maximum(i, 0)]) if len(es) else np.zeros(len(s), bool)
+    # Steps overlapping [s, e]: from the first that ends at or after s to the last that starts
+    # at or before e.
+    j_lo = np.searchsorted(se, s, side="left")
+    j_hi = np.searchsorted(ss, e, side="right") - 1
+    where: list[str] = []
+    epochs: list[int | None] = []
+    for k in range(len(s)):
+        if inside[k]:
+            ep_k = int(eid[i[k]])
+            lo, hi = int(j_lo[k]), int(j_hi[k])
+            txt = f"epoch {ep_k}"
+            steps = [
+                int(snum[j]) for j in (lo, hi) if 0 <= j < len(snum) and lo <= hi and sep[j] == ep_k
+            ]
+            if steps:
+                a, b = min(steps), max(steps)
+                txt += f", step {a}" if a == b else f", steps {a}-{b}"
+            else:
+                txt += ", between steps"
+            where.append(txt)
+            epochs.append(ep_k)
+        elif len(es) == 0 or mid[k] < es[0]:
+            where.append("before the first epoch")
+            epochs.append(None)
+        elif mid[k] > ee.max():
+            where.append("after the last epoch")
+            epochs.append(None)
+        else:  # the last epoch to start before mid has ended: we are after it
+            last = int(eid[i[k]])
+            where.append(f"between epochs {last} and {last + 1}")
+            epochs.append(None)
+    return where, epochs
+
+
+def epoch_windows(rd: RunData) -> pd.DataFrame:
+    """Run-wide epoch and step windows (earliest start, latest end over ranks)."""
+    st = rd.steps
+    if st.empty:
+        return pd.DataFrame(columns=["epoch", "step", "start", "end"])
+    w = st.groupby(["epoch", "step"], as_index=False).agg(
+        start=("start", "min"), end=("end", "max")
+    )
+    # Epochs without a whole-epoch row (step -1) span their steps.
+    have = set(w.loc[w["step"] < 0, "epoch"])
+    extra = (
+        w[(w["step"] >= 0) & ~w["epoch"].isin(have)]
+        .groupby("epoch", as_index=False)
+        .agg(start=("start", "min"), end=("end", "max"))
+    )
+    extra["step"] = -1
+    return pd.concat([w, extra], ignore_index=True)

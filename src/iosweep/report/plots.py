@@ -1,0 +1,750 @@
+"""The report's figures, drawn with matplotlib's Agg renderer (no pyplot, no global state).
+
+Per-operation plots (spatial, temporal) read only the columns they need from a run's
+``segments.parquet``. Above ``max_points`` operations they draw a deterministic sample:
+each (file class, direction) stratum keeps at least a fair share (so rare operations such as
+rank 0's checkpoint writes stay visible among millions of reads), and within a stratum
+operations are taken evenly spaced in (rank, time) order. Every figure says when it is sampled.
+
+Every text a figure draws goes through the anonymizer first (labels are built from paths and
+host names); ``figure_texts`` lists what was drawn, so tests can check it.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import LogNorm
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
+from matplotlib.ticker import (
+    FuncFormatter,
+    LogLocator,
+    MaxNLocator,
+    NullFormatter,
+    PercentFormatter,
+)
+
+from iosweep.report.fmt import human_bytes
+
+Anon = Callable[[str], str]
+
+# Small requests yellow, large dark purple: the colouring of the seed slides' plots.
+SIZE_CMAP = "viridis_r"
+FRAMEWORK_COLORS = {"pytorch": "#d95f02", "tensorflow": "#1b9e77"}
+_OTHER_COLORS = ["#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"]
+_NODE_STYLES = [
+    ("o", "-"),
+    ("s", "--"),
+    ("^", ":"),
+    ("D", "-."),
+    ("v", (0, (5, 1))),
+    ("P", (0, (1, 1))),
+]
+RC = {
+    "text.parse_math": False,  # a '$' in a file name must not be read as TeX
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def _with_rc(fn):
+    """Draw under RC: texts take ``parse_math`` when they are created, not when drawn."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with mpl.rc_context(RC):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+# --- operations ---------------------------------------------------------------------------
+@dataclass
+class OpsSample:
+    """Operations of one run (or a sample of them), as numpy arrays."""
+
+    rank: np.ndarray
+    file: np.ndarray  # index into paths
+    cls: np.ndarray  # index into class_names
+    write: np.ndarray  # bool
+    offset: np.ndarray
+    length: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    paths: list[str]
+    class_names: list[str]
+    total: int  # operations on analysed files in the store
+    excluded: int = 0  # operations on files the analysis left out (e.g. /dev, std streams)
+
+    @property
+    def shown(self) -> int:
+        return len(self.rank)
+
+    @property
+    def sampled(self) -> bool:
+        return self.shown < self.total
+
+    def note(self) -> str:
+        if not self.sampled:
+            return ""
+        return (
+            f"Sampled: {self.shown:,} of {self.total:,} operations shown ({self.shown / self.total:.1%}), "
+            "evenly spaced in (rank, time) order within each file class and direction; "
+            "rare classes (such as checkpoint writes) are kept whole."
+        )
+
+    def subset(self, mask: np.ndarray) -> OpsSample:
+        return OpsSample(
+            self.rank[mask],
+            self.file[mask],
+            self.cls[mask],
+            self.write[mask],
+            self.offset[mask],
+            self.length[mask],
+            self.start[mask],
+            self.end[mask],
+            self.paths,
+            self.class_names,
+            int(mask.sum()),
+        )
+
+
+def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """(int codes, values) of a dictionary or string column."""
+    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr)
+    codes = arr.indices.to_numpy(zero_copy_only=False)
+    if arr.null_count:
+        codes = np.where(arr.is_null().to_numpy(zero_copy_only=False), -1, codes)
+    return codes.astype(np.int64), [str(v) for v in arr.dictionary.to_pylist()]
+
+
+def _num(col: pa.ChunkedArray, dtype, fill) -> np.ndarray:
+    return col.fill_null(fill).to_numpy().astype(dtype, copy=False)
+
+
+def allocate(counts: np.ndarray, k: int) -> np.ndarray:
+    """How many of each stratum to keep: at least a fair share each, the rest by size."""
+    counts = np.asarray(counts, np.int64)
+    if counts.sum() <= k:
+        return counts.copy()
+    floor = np.minimum(counts, max(k // (4 * len(counts)), 1))
+    rest = k - floor.sum()
+    extra = counts - floor
+    add = np.floor(extra * (rest / extra.sum())).astype(np.int64) if extra.sum() else extra * 0
+    return np.minimum(floor + add, counts)
+
+
+def load_ops(store, file_classes: dict[str, str] | None, max_points: int) -> OpsSample | None:
+    """Operations of a trace store's segments.parquet, sampled to at most ``max_points``.
+
+    ``file_classes`` maps each analysed path to its class (the analysis's files table);
+    operations on other paths are left out, as the analysis left them out. None: every path
+    is kept, in class ``all``.
+    """
+    f = store / "segments.parquet"
+    if not f.exists():
+        return None
+    cols = ["rank", "path", "op", "offset", "length", "start", "end"]
+    t = pq.read_table(f, columns=cols)
+    if t.num_rows == 0:
+        return None
+    file, paths = _codes(t.column("path"))
+    opc, ops = _codes(t.column("op"))
+    is_write = np.isin(opc, [i for i, o in enumerate(ops) if o == "write"])
+    is_rw = np.isin(opc, [i for i, o in enumerate(ops) if o in ("read", "write")])
+    if file_classes is not None:
+        names = sorted(set(file_classes.values()))
+        # Classes in a stable reading order: dataset first, checkpoint next, the rest by name.
+        names.sort(key=lambda c: ({"dataset": 0, "checkpoint": 1}.get(c, 2), c))
+        cidx = {c: i for i, c in enumerate(names)}
+        path_cls = np.array([cidx.get(file_classes.get(p, ""), -1) for p in paths] + [-1], np.int64)
+    else:
+        names = ["all"]
+        path_cls = np.zeros(len(paths) + 1, np.int64)
+    cls = path_cls[file]  # file -1 (null path) takes the appended -1
+    keep = is_rw & (cls >= 0)
+    excluded = int((~keep).sum())
+    idx = np.flatnonzero(keep)
+    rank = _num(t.column("rank"), np.int64, -1)
+    start = _num(t.column("start"), np.float64, np.nan)
+    total = len(idx)
+    if total > max_points:
+        order = idx[np.lexsort((start[idx], rank[idx]))]
+        strata = cls[order] * 2 + is_write[order]
+        ids, counts = np.unique(strata, return_counts=True)
+        quota = allocate(counts, max_points)
+        picked = []
+        for s, q in zip(ids, quota, strict=True):
+            members = order[strata == s]
+            if q >= len(members):
+                picked.append(members)
+            elif q > 0:
+                picked.append(members[np.linspace(0, len(members) - 1, q).round().astype(np.int64)])
+        idx = np.sort(np.concatenate(picked)) if picked else idx[:0]
+    take = pa.array(idx)
+    sub = t.take(take)
+    del t
+    return OpsSample(
+        rank=rank[idx].astype(np.int32),
+        file=file[idx].astype(np.int32),
+        cls=cls[idx].astype(np.int16),
+        write=is_write[idx],
+        offset=_num(sub.column("offset"), np.int64, -1),
+        length=_num(sub.column("length"), np.int64, 0),
+        start=start[idx],
+        end=_num(sub.column("end"), np.float64, np.nan),
+        paths=paths,
+        class_names=names,
+        total=total,
+        excluded=excluded,
+    )
+
+
+# --- helpers ------------------------------------------------------------------------------
+def new_figure(w: float, h: float) -> Figure:
+    fig = Figure(figsize=(w, h), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def figure_texts(fig: Figure) -> list[str]:
+    """Every non-empty text the figure drew (titles, labels, tick labels, legends)."""
+    return sorted({t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text()})
+
+
+@_with_rc
+def render_png(fig: Figure, dpi: int) -> tuple[bytes, list[str]]:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue(), figure_texts(fig)
+
+
+def size_norm(length: np.ndarray) -> LogNorm:
+    hi = float(max(np.max(length) if len(length) else 2, 2))
+    return LogNorm(vmin=1, vmax=hi)
+
+
+def _bytes_fmt(x: float, _pos: Any = None) -> str:
+    return human_bytes(x)
+
+
+def _bytes_axis(axis) -> None:
+    """Byte ticks at whole, round numbers (no "1 B, 1 B, 2 B" on a 4-byte axis)."""
+    axis.set_major_locator(MaxNLocator(nbins=6, integer=True, steps=[1, 2, 2.5, 5, 10]))
+    axis.set_major_formatter(FuncFormatter(_bytes_fmt))
+
+
+def _count_log_axis(axis) -> None:
+    # Plain numbers: math text is off (file names may hold '$'), so 10^3 would print raw.
+    axis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _size_colorbar(fig: Figure, axes, norm: LogNorm, label: str = "request size") -> None:
+    cb = fig.colorbar(ScalarMappable(norm=norm, cmap=SIZE_CMAP), ax=axes, pad=0.01, aspect=30)
+    cb.set_label(label + " (0 B shown as 1 B)")
+    cb.ax.yaxis.set_major_formatter(FuncFormatter(_bytes_fmt))
+
+
+def series_color(name: str, i: int) -> str:
+    return FRAMEWORK_COLORS.get(name.split(" ")[0], _OTHER_COLORS[i % len(_OTHER_COLORS)])
+
+
+def _rank_axis_labels(
+    ranks: np.ndarray, hosts: dict[int, str], anon: Anon
+) -> tuple[list[int], list[str]]:
+    ticks = sorted(int(r) for r in np.unique(ranks))
+    if len(ticks) > 32:  # let matplotlib thin them
+        return [], []
+    multi = len({hosts.get(r, "") for r in ticks}) > 1
+    return ticks, [anon(f"{r} · {hosts.get(r, '?')}") if multi else str(r) for r in ticks]
+
+
+def _node_bounds(ranks: list[int], hosts: dict[int, str]) -> list[float]:
+    """Positions between consecutive ranks on different hosts."""
+    return [(a + b) / 2 for a, b in itertools.pairwise(ranks) if hosts.get(a) != hosts.get(b)]
+
+
+# --- spatial ------------------------------------------------------------------------------
+def draw_spatial(
+    ax, s: OpsSample, cls: int, norm: LogNorm, hosts: dict[int, str], anon: Anon
+) -> dict[str, Any]:
+    """File offset against rank for one file class; each file its own narrow column per rank."""
+    m = s.cls == cls
+    files_here = np.unique(s.file[m])
+    order = sorted(files_here, key=lambda i: s.paths[i])
+    pos = np.zeros(len(s.paths), np.float64)
+    nf = len(order)
+    for j, fi in enumerate(order):
+        pos[fi] = ((j + 0.5) / nf - 0.5) * 0.8 if nf > 1 else 0.0
+    x = s.rank[m] + pos[s.file[m]]
+    off = s.offset[m].astype(np.float64)
+    ln = s.length[m].astype(np.float64)
+    known = off >= 0
+    c = np.maximum(ln, 1)
+    cmap = mpl.colormaps[SIZE_CMAP]
+    colors = cmap(norm(c))
+    w = s.write[m]
+    # Extent of each request as a vertical bar, its start as a dot (reads) or triangle (writes).
+    ax.vlines(
+        x[known],
+        off[known],
+        off[known] + ln[known],
+        colors=colors[known],
+        linewidth=2.5,
+        alpha=0.8,
+        rasterized=True,
+    )
+    for flag, marker in ((False, "o"), (True, "^")):
+        k = known & (w == flag)
+        if k.any():
+            ax.scatter(
+                x[k],
+                off[k],
+                c=colors[k],
+                s=14 if flag else 10,
+                marker=marker,
+                edgecolors="black" if flag else "none",
+                linewidths=0.4,
+                rasterized=True,
+                zorder=3,
+            )
+    ranks = np.unique(s.rank)
+    ticks, labels = _rank_axis_labels(ranks, hosts, anon)
+    if ticks:
+        ax.set_xticks(ticks, labels, rotation=30 if any("·" in lb for lb in labels) else 0)
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    for b in _node_bounds([int(r) for r in ranks], hosts):
+        ax.axvline(b, color="grey", lw=0.8, ls="--")
+    ax.set_xlim(float(ranks.min()) - 0.6, float(ranks.max()) + 0.6)
+    _bytes_axis(ax.yaxis)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("rank")
+    ax.set_ylabel("file offset")
+    return {"files": nf, "ops": int(m.sum()), "unknown_offsets": int((~known).sum())}
+
+
+@_with_rc
+def spatial_figure(
+    s: OpsSample, hosts: dict[int, str], strategies: dict[str, str], title: str, anon: Anon
+) -> Figure:
+    present = [i for i in range(len(s.class_names)) if (s.cls == i).any()]
+    n = max(len(present), 1)
+    fig = new_figure(min(4.2 * n + 1.2, 16), 4.2)
+    axes = fig.subplots(1, n, squeeze=False)[0]
+    norm = size_norm(s.length)
+    for ax, ci in zip(axes, present, strict=False):
+        info = draw_spatial(ax, s, ci, norm, hosts, anon)
+        name = s.class_names[ci]
+        strat = strategies.get(name, "")
+        ax.set_title(
+            anon(
+                f"{name}: {info['files']} file{'s' if info['files'] != 1 else ''}"
+                + (f", {strat}" if strat else "")
+            )
+        )
+    _size_colorbar(fig, list(axes), norm)
+    fig.suptitle(anon(title), fontsize=11)
+    return fig
+
+
+# --- temporal -----------------------------------------------------------------------------
+def draw_temporal(
+    ax,
+    s: OpsSample,
+    norm: LogNorm,
+    hosts: dict[int, str],
+    anon: Anon,
+    epochs: pd.DataFrame | None = None,
+    checkpoints: list[dict[str, Any]] | None = None,
+) -> None:
+    """Operations over time per rank: reads just below a rank's line, writes just above."""
+    cmap = mpl.colormaps[SIZE_CMAP]
+    if epochs is not None and len(epochs):
+        for i, e in enumerate(epochs.itertuples(index=False)):
+            ax.axvspan(e.start, e.end, color="#000000", alpha=0.05 if i % 2 == 0 else 0.09, lw=0)
+            ax.text(
+                (e.start + e.end) / 2,
+                0.99,
+                f"epoch {e.epoch}",
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                va="top",
+                fontsize=7,
+                color="#555555",
+            )
+    for ev in checkpoints or []:
+        ax.axvline(ev["start"], color="#b2182b", lw=0.9, ls=":", zorder=1)
+    if checkpoints:
+        ax.annotate(
+            "checkpoint",
+            xy=(checkpoints[0]["start"], 0.01),
+            xycoords=ax.get_xaxis_transform(),
+            xytext=(-2, 0),
+            textcoords="offset points",
+            color="#b2182b",
+            fontsize=7,
+            ha="right",
+            va="bottom",
+            rotation=90,
+        )
+    y = s.rank + np.where(s.write, 0.18, -0.18)
+    colors = cmap(norm(np.maximum(s.length, 1)))
+    ax.hlines(y, s.start, s.end, colors=colors, linewidth=4, rasterized=True)
+    for flag, marker in ((False, "o"), (True, "^")):
+        k = s.write == flag
+        if k.any():
+            ax.scatter(
+                s.start[k],
+                y[k],
+                c=colors[k],
+                s=16 if flag else 10,
+                marker=marker,
+                edgecolors="black" if flag else "none",
+                linewidths=0.4,
+                rasterized=True,
+                zorder=3,
+            )
+    ranks = np.unique(s.rank)
+    ticks, labels = _rank_axis_labels(ranks, hosts, anon)
+    if ticks:
+        ax.set_yticks(ticks, labels)
+    else:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    for b in _node_bounds([int(r) for r in ranks], hosts):
+        ax.axhline(b, color="grey", lw=0.8, ls="--")
+    ax.set_ylim(float(ranks.max()) + 0.6, float(ranks.min()) - 0.6)  # rank 0 on top
+    ax.set_xlabel("time from run start (s)")
+    ax.set_ylabel("rank")
+    ax.legend(
+        handles=[
+            Line2D([], [], marker="o", ls="", color="grey", label="read (below the rank's line)"),
+            Line2D(
+                [],
+                [],
+                marker="^",
+                ls="",
+                color="grey",
+                markeredgecolor="black",
+                label="write (above)",
+            ),
+        ],
+        loc="lower right",
+        bbox_to_anchor=(1.0, 1.0),
+        ncol=2,
+        fontsize=7,
+        frameon=False,
+    )
+
+
+@_with_rc
+def temporal_figure(
+    s: OpsSample,
+    hosts: dict[int, str],
+    title: str,
+    anon: Anon,
+    epochs: pd.DataFrame | None = None,
+    checkpoints: list[dict[str, Any]] | None = None,
+) -> Figure:
+    nr = len(np.unique(s.rank))
+    fig = new_figure(12, min(max(3.2, 2.0 + 0.45 * nr), 9))
+    ax = fig.subplots()
+    norm = size_norm(s.length)
+    draw_temporal(ax, s, norm, hosts, anon, epochs, checkpoints)
+    _size_colorbar(fig, ax, norm)
+    fig.suptitle(anon(title), fontsize=11)
+    return fig
+
+
+# --- request sizes ------------------------------------------------------------------------
+@_with_rc
+def sizes_figure(sizes: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
+    """Request-size histogram (log2 bins, all files) and CDF per file class and direction."""
+    if sizes is None or sizes.empty or "binning" not in sizes:
+        return None
+    lg = sizes[sizes["binning"] == "log2"]
+    if lg.empty:
+        return None
+    fig = new_figure(12, 3.8)
+    ax_h, ax_c = fig.subplots(1, 2)
+    allc = lg[lg["class"] == "all"] if (lg["class"] == "all").any() else lg
+    width = 0.4
+    for k, (op, color) in enumerate((("read", "#3b528b"), ("write", "#b2182b"))):
+        d = allc[allc["op"] == op].groupby("bin")["count"].sum()
+        if d.empty:
+            continue
+        ax_h.bar(
+            d.index.to_numpy() + (k - 0.5) * width,
+            d.to_numpy(),
+            width=width,
+            color=color,
+            label=f"{op}s",
+        )
+    bins = sorted(allc["bin"].unique())
+    ax_h.set_xticks(
+        bins, [human_bytes(0 if b == 0 else 2 ** (b - 1)) for b in bins], rotation=45, ha="right"
+    )
+    ax_h.set_yscale("log")
+    _count_log_axis(ax_h.yaxis)
+    ax_h.set_xlabel("request size (at least)")
+    ax_h.set_ylabel("requests")
+    ax_h.set_title("Request sizes, all files")
+    ax_h.legend(fontsize=8, loc="upper right")
+    per = lg[lg["class"] != "all"] if (lg["class"] != "all").any() else lg
+    styles = {"read": "-", "write": "--"}
+    for i, ((cls, op), g) in enumerate(per.groupby(["class", "op"], sort=True)):
+        g = g.sort_values("bin")
+        x = np.concatenate([[g["bin_lower"].iloc[0]], g["bin_upper"].to_numpy()]).astype(float)
+        y = np.concatenate([[0.0], g["cum_fraction"].to_numpy()])
+        ax_c.step(
+            np.maximum(x, 1),
+            y,
+            where="post",
+            ls=styles.get(op, "-"),
+            color=_OTHER_COLORS[i % len(_OTHER_COLORS)],
+            label=anon(f"{cls} {op}s ({int(g['count'].sum()):,})"),
+        )
+    ax_c.set_xscale("log", base=2)
+    ax_c.xaxis.set_major_locator(LogLocator(base=16))
+    ax_c.xaxis.set_major_formatter(FuncFormatter(_bytes_fmt))
+    ax_c.xaxis.set_minor_formatter(NullFormatter())
+    ax_c.set_ylim(0, 1.02)
+    ax_c.set_xlabel("request size (log2 bins, upper bound)")
+    ax_c.set_ylabel("fraction of requests")
+    ax_c.set_title("CDF per file class and direction")
+    ax_c.legend(fontsize=7, loc="lower right")
+    fig.suptitle(anon(title), fontsize=11)
+    return fig
+
+
+# --- nodes --------------------------------------------------------------------------------
+@_with_rc
+def nodes_figure(nodes: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
+    if nodes is None or len(nodes) < 2 or "host" not in nodes:
+        return None
+    fig = new_figure(10, 3.2)
+    ax_b, ax_t = fig.subplots(1, 2)
+    hosts = [anon(str(h)) for h in nodes["host"]]
+    x = np.arange(len(hosts))
+    for k, (col, color) in enumerate((("bytes_read", "#3b528b"), ("bytes_written", "#b2182b"))):
+        if col in nodes:
+            ax_b.bar(
+                x + (k - 0.5) * 0.4,
+                nodes[col].to_numpy(float),
+                width=0.4,
+                color=color,
+                label=col.replace("_", " "),
+            )
+    ax_b.set_xticks(x, hosts)
+    _bytes_axis(ax_b.yaxis)
+    ax_b.set_title("Bytes per node")
+    ax_b.legend(fontsize=8, loc="upper right")
+    for k, (col, color) in enumerate((("io_time_max", "#5e3c99"), ("io_time_sum", "#e66101"))):
+        if col in nodes:
+            ax_t.bar(
+                x + (k - 0.5) * 0.4,
+                nodes[col].to_numpy(float),
+                width=0.4,
+                color=color,
+                label={"io_time_max": "slowest rank", "io_time_sum": "sum over ranks"}[col],
+            )
+    ax_t.set_xticks(x, hosts)
+    ax_t.set_ylabel("seconds")
+    ax_t.set_title("I/O time per node")
+    ax_t.legend(fontsize=8, loc="upper right")
+    fig.suptitle(anon(title), fontsize=11)
+    return fig
+
+
+# --- I/O against compute ---------------------------------------------------------------
+@_with_rc
+def overlap_figure(ov: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
+    """Per rank, its I/O time split into: overlapped with compute, exposed (inside epochs, no
+    compute running), and outside the epochs (start-up, test set, checkpoints after training)."""
+    need = {"rank", "epoch", "io_time", "overlapped_io_time", "exposed_io_time"}
+    if ov is None or ov.empty or not need <= set(ov.columns):
+        return None
+    inside = ov[ov["epoch"] >= 0].groupby("rank")[["overlapped_io_time", "exposed_io_time"]].sum()
+    outside = ov[ov["epoch"] < 0].groupby("rank")["io_time"].sum()
+    ranks = sorted(set(inside.index) | set(outside.index))
+    if not ranks:
+        return None
+    inside = inside.reindex(ranks).fillna(0)
+    outside = outside.reindex(ranks).fillna(0)
+    fig = new_figure(10, min(max(2.6, 1.4 + 0.35 * len(ranks)), 9))
+    ax = fig.subplots()
+    y = np.arange(len(ranks))
+    left = np.zeros(len(ranks))
+    parts = (
+        (inside["overlapped_io_time"].to_numpy(), "#91bfdb", "overlapped with compute"),
+        (inside["exposed_io_time"].to_numpy(), "#d73027", "exposed (in epochs, no compute)"),
+        (outside.to_numpy(), "#bdbdbd", "outside epochs"),
+    )
+    for vals, color, label in parts:
+        ax.barh(y, vals, left=left, color=color, label=label, height=0.6)
+        left = left + vals
+    if len(ranks) <= 32:
+        ax.set_yticks(y, [str(r) for r in ranks])
+    ax.invert_yaxis()
+    ax.set_ylabel("rank")
+    ax.set_xlabel("I/O time (s)")
+    ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=8, frameon=False)
+    fig.suptitle(anon(title), fontsize=11)
+    return fig
+
+
+# --- sweep scaling ------------------------------------------------------------------------
+@dataclass
+class Panel:
+    title: str
+    metric: str
+    kind: str  # bytes | seconds | share | count | rate
+    alt: list[str] = field(default_factory=list)  # columns to sum if ``metric`` is absent
+
+
+SCALING_PANELS = [
+    Panel("Run time", "run_time", "seconds"),
+    Panel("I/O time, slowest rank", "io_time_max", "seconds"),
+    Panel("Bytes read per rank", "bytes_read_per_rank", "bytes"),
+    Panel("Bytes written per rank", "bytes_written_per_rank", "bytes"),
+    Panel("Bytes read in total", "bytes_read", "bytes"),
+    Panel("Bytes written in total", "bytes_written", "bytes"),
+    Panel("Aggregate bandwidth", "bandwidth_aggregate", "rate"),
+    Panel(
+        "Metadata operations in total",
+        "metadata_ops",
+        "count",
+        ["opens", "stats", "seeks", "fsyncs"],
+    ),
+    Panel("Opens per rank", "opens_per_rank", "count"),
+    Panel("I/O share of run time, slowest rank", "io_share_max", "share"),
+    Panel("I/O not hidden behind compute (share of epoch time)", "exposed_share_max", "share"),
+    Panel("Imbalance of bytes across ranks", "imbalance_bytes", "share"),
+    Panel("Imbalance of I/O time across ranks", "imbalance_io_time", "share"),
+]
+
+
+def panel_values(df: pd.DataFrame, p: Panel) -> pd.Series | None:
+    if p.metric in df:
+        return pd.to_numeric(df[p.metric], errors="coerce")
+    if p.alt and any(c in df for c in p.alt):
+        return sum(pd.to_numeric(df[c], errors="coerce").fillna(0) for c in p.alt if c in df)
+    return None
+
+
+def _fmt_axis(ax, kind: str) -> None:
+    if kind == "bytes":
+        _bytes_axis(ax.yaxis)
+    elif kind == "rate":
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: human_bytes(v) + "/s"))
+    elif kind == "share":
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    elif kind == "seconds":
+        ax.set_ylabel("s")
+
+
+@_with_rc
+def scaling_figure(
+    df: pd.DataFrame, x: str, series_cols: list[str], line_col: str | None, title: str, anon: Anon
+) -> Figure:
+    """One panel per metric against ``x``; colour per series (framework), line style per
+    ``line_col`` (nodes when x is ranks); markers at the mean over repeats, bars min to max."""
+    panels = [
+        p for p in SCALING_PANELS if (v := panel_values(df, p)) is not None and v.notna().any()
+    ]
+    ncol = 4
+    nrow = max(1, -(-len(panels) // ncol))
+    fig = new_figure(15, 2.9 * nrow + 0.9)
+    axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
+    xs_all = sorted({int(v) for v in df[x].dropna()})
+    groups = list(df.groupby(series_cols, sort=True, dropna=False)) if series_cols else [((), df)]
+    line_vals = sorted({v for v in df[line_col].dropna()}) if line_col else [None]
+    handles = []
+    for ax, p in zip(axes, panels, strict=False):
+        vals_all = panel_values(df, p)
+        for gi, (key, g) in enumerate(groups):
+            name = " ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
+            color = series_color(name, gi)
+            for li, lv in enumerate(line_vals):
+                gg = g if lv is None else g[g[line_col] == lv]
+                if gg.empty:
+                    continue
+                v = vals_all.loc[gg.index]
+                st = v.groupby(gg[x]).agg(["mean", "min", "max", "count"]).dropna(subset=["mean"])
+                if st.empty:
+                    continue
+                marker, ls = _NODE_STYLES[li % len(_NODE_STYLES)]
+                xv = st.index.to_numpy(float)
+                ax.plot(xv, st["mean"], marker=marker, ls=ls, color=color, ms=5, lw=1.5)
+                if (st["count"] > 1).any():
+                    ax.vlines(xv, st["min"], st["max"], color=color, lw=1.0, alpha=0.6)
+                if p is panels[0]:
+                    unit = {"nodes": "node", "ppn": "per node"}.get(line_col or "", line_col)
+                    plural = "s" if unit == "node" and lv != 1 else ""
+                    lab = name + (
+                        f", {lv} {unit}{plural}" if lv is not None and len(line_vals) > 1 else ""
+                    )
+                    handles.append(
+                        Line2D([], [], color=color, marker=marker, ls=ls, label=anon(lab))
+                    )
+        ax.set_title(p.title)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(xs_all, [str(v) for v in xs_all])
+        ax.minorticks_off()
+        ax.set_xlabel(x)
+        _fmt_axis(ax, p.kind)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.25)
+    for ax in axes[len(panels) :]:
+        ax.set_visible(False)
+    if handles:
+        fig.legend(
+            handles=handles, loc="outside lower center", ncol=min(len(handles), 6), fontsize=9
+        )
+    fig.suptitle(anon(title), fontsize=12)
+    return fig
+
+
+# --- frameworks side by side --------------------------------------------------------------
+@_with_rc
+def frameworks_figure(items: list[dict[str, Any]], title: str, anon: Anon) -> Figure:
+    """Columns: frameworks at one sweep point; rows: spatial plot of the main data class,
+    temporal plot. Each item: {label, sample, cls, hosts, strategy, epochs, checkpoints}."""
+    n = len(items)
+    fig = new_figure(6.2 * n + 1, 8)
+    axes = fig.subplots(2, n, squeeze=False, height_ratios=[1.1, 1])
+    norm = size_norm(np.concatenate([it["sample"].length for it in items]))
+    for j, it in enumerate(items):
+        s = it["sample"]
+        info = draw_spatial(axes[0, j], s, it["cls"], norm, it["hosts"], anon)
+        axes[0, j].set_title(
+            anon(
+                f"{it['label']}\n{s.class_names[it['cls']]}: {info['files']} files, {it['strategy']}"
+            )
+        )
+        draw_temporal(
+            axes[1, j], s, norm, it["hosts"], anon, it.get("epochs"), it.get("checkpoints")
+        )
+    _size_colorbar(fig, axes.ravel().tolist(), norm)
+    fig.suptitle(anon(title), fontsize=12)
+    return fig

@@ -1,0 +1,850 @@
+"""Unit tests of iosweep.analysis on small hand-built trace stores with known answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from iosweep.analysis import AnalysisSettings, analyze_run, analyze_sweep, intervals
+from iosweep.analysis import cli as acli
+from iosweep.analysis.classify import classify_path
+from iosweep.analysis.temporal import human_bytes
+from iosweep.schema import SIZE_BINS, Issue, ProcessInfo, RankInfo, RunMeta
+from iosweep.store import write_store
+
+# ----------------------------------------------------------------------------------------
+# Store builders
+
+
+def seg_table(rows: list[tuple]) -> pa.Table:
+    """rows: (rank, path, op, offset, length, start, end[, pid[, host[, module]]])."""
+    cols = {
+        k: []
+        for k in ("rank", "path", "op", "offset", "length", "start", "end", "pid", "host", "module")
+    }
+    for r in rows:
+        rank, path, op, off, ln, s, e, *rest = r
+        pid = rest[0] if len(rest) > 0 else 1000 + rank
+        host = rest[1] if len(rest) > 1 else "n0"
+        mod = rest[2] if len(rest) > 2 else "POSIX"
+        for k, v in zip(cols, (rank, path, op, off, ln, s, e, pid, host, mod), strict=True):
+            cols[k].append(v)
+    return pa.table(
+        {
+            "rank": pa.array(cols["rank"], pa.int32()),
+            "host": pa.array(cols["host"]).dictionary_encode(),
+            "pid": pa.array(cols["pid"], pa.int64()),
+            "path": pa.array(cols["path"]).dictionary_encode(),
+            "module": pa.array(cols["module"]).dictionary_encode(),
+            "op": pa.array(cols["op"]).dictionary_encode(),
+            "offset": pa.array(cols["offset"], pa.int64()),
+            "length": pa.array(cols["length"], pa.int64()),
+            "start": pa.array(cols["start"], pa.float64()),
+            "end": pa.array(cols["end"], pa.float64()),
+        }
+    )
+
+
+def ctr_table(rows: list[dict]) -> pa.Table:
+    """rows: dicts with rank, path and any COUNTERS column (the rest 0 / null)."""
+    base = {"host": "n0", "module": "POSIX", "pid": None}
+    ints = [
+        "opens",
+        "stats",
+        "seeks",
+        "fsyncs",
+        "reads",
+        "writes",
+        "bytes_read",
+        "bytes_written",
+        "max_byte_read",
+        "max_byte_written",
+    ] + [f"size_{d}_{b}" for d in ("read", "write") for b in SIZE_BINS]
+    floats = ["read_time", "write_time", "meta_time"]
+    out = {}
+    rows = [base | r for r in rows]
+    out["rank"] = pa.array([r["rank"] for r in rows], pa.int32())
+    out["pid"] = pa.array(
+        [r["pid"] if r["pid"] is not None else 1000 + r["rank"] for r in rows], pa.int64()
+    )
+    for k in ("host", "path", "module"):
+        out[k] = pa.array([r[k] for r in rows]).dictionary_encode()
+    for k in ints:
+        out[k] = pa.array([r.get(k, 0) for r in rows], pa.int64())
+    for k in floats:
+        out[k] = pa.array([r.get(k, 0.0) for r in rows], pa.float64())
+    for k in ("open_start", "close_end"):
+        out[k] = pa.array([r.get(k) for r in rows], pa.float64())
+    return pa.table(out)
+
+
+def steps_table(rows: list[tuple]) -> pa.Table:
+    """rows: (rank, epoch, step, start, end)."""
+    r, e, s, a, b = zip(*rows, strict=True) if rows else ([], [], [], [], [])
+    return pa.table(
+        {
+            "rank": pa.array(r, pa.int32()),
+            "epoch": pa.array(e, pa.int32()),
+            "step": pa.array(s, pa.int32()),
+            "start": pa.array(a, pa.float64()),
+            "end": pa.array(b, pa.float64()),
+        }
+    )
+
+
+def make_store(
+    path: Path,
+    segs: list[tuple] | None = None,
+    n_ranks: int = 1,
+    counters: list[dict] | None = None,
+    steps: list[tuple] | None = None,
+    hosts: dict[int, str] | None = None,
+    processes: bool = True,
+    **meta_kw,
+) -> Path:
+    hosts = hosts or {}
+    ranks = [
+        RankInfo(rank=r, local_rank=r, size=n_ranks, pid=1000 + r, host=hosts.get(r, "n0"))
+        for r in range(n_ranks)
+    ]
+    meta_kw.setdefault("start", 0.0)
+    meta_kw.setdefault("end", 100.0)
+    meta_kw.setdefault("tracer", "darshan")
+    procs = (
+        [
+            ProcessInfo(
+                source=f"log-{r}", pid=1000 + r, host=hosts.get(r, "n0"), rank=r, role="rank"
+            )
+            for r in range(n_ranks)
+        ]
+        if processes
+        else []
+    )
+    meta_kw.setdefault("processes", procs)
+    meta = RunMeta(
+        run_id=meta_kw.pop("run_id", path.name), clock_zero=1.7e9, ranks=ranks, **meta_kw
+    )
+    tables = {}
+    if segs:
+        tables["segments"] = seg_table(segs)
+    if counters:
+        tables["counters"] = ctr_table(counters)
+    if steps:
+        tables["steps"] = steps_table(steps)
+    return write_store(path, meta, tables)
+
+
+def run(tmp_path: Path, store: Path, **settings) -> dict:
+    return analyze_run(store, tmp_path / "out", AnalysisSettings.from_dict(settings))
+
+
+def whole_read(rank: int, path: str, size: int, t0: float) -> list[tuple]:
+    """torchvision-style: one read of the whole file at 0, then a zero-length read at EOF."""
+    return [
+        (rank, path, "read", 0, size, t0, t0 + 0.1),
+        (rank, path, "read", size, 0, t0 + 0.2, t0 + 0.21),
+    ]
+
+
+# ----------------------------------------------------------------------------------------
+# Access strategies
+
+
+def test_file_per_process(tmp_path):
+    segs = []
+    for r in range(4):
+        for k in range(10):
+            segs.append(
+                (r, f"/data/shard-{r}.npz", "read", k * 100, 100, 1 + k * 0.01, 1.005 + k * 0.01)
+            )
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=4))
+    acc = sm["classes"]["dataset"]["access"]["read"]
+    assert acc["strategy"] == "file-per-process"
+    ev = acc["evidence"]
+    assert ev["files"] == 4 and ev["ranks"] == 4
+    assert ev["ranks_per_file"]["max"] == 1 and ev["files_per_rank"]["max"] == 1
+    assert ev["bytes_per_rank"]["min"] == ev["bytes_per_rank"]["max"] == 1000
+    assert sm["classes"]["dataset"]["spatial"]["share_by_category"]["contiguous"] == 1.0
+    fr = pd.read_parquet(tmp_path / "out" / "file_ranks.parquet")
+    assert (fr["pattern"] == "whole-file").all()
+    # Rank r touched only its own file.
+    assert all(p.endswith(f"shard-{r}.npz") for r, p in zip(fr["rank"], fr["path"], strict=True))
+    assert sm["temporal"]["same_sequence"]["dataset"] is True
+    assert (
+        sm["temporal"]["signatures"]["0"]["signature"]
+        == "shard-0.npz: read 100 B @0, read 100 B x9 contiguous"
+    )
+
+
+def test_partitioned_many_files_per_rank(tmp_path):
+    segs = [
+        (r, f"/data/train/img_{r}_{i}.npz", "read", 0, 50, 1 + i, 1.1 + i)
+        for r in range(2)
+        for i in range(6)
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=2))
+    acc = sm["classes"]["dataset"]["access"]["read"]
+    assert acc["strategy"] == "partitioned"
+    assert acc["evidence"]["files_per_rank"] == {"min": 6.0, "median": 6.0, "max": 6.0}
+
+
+def test_shared_file_read_whole_by_every_rank(tmp_path):
+    p = "/data/train-images-idx3-ubyte"
+    segs = [s for r in range(4) for s in whole_read(r, p, 47_040_016, 1 + r * 0.01)]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=4))
+    acc = sm["classes"]["dataset"]["access"]["read"]
+    assert acc["strategy"] == "shared-whole"
+    ev = acc["evidence"]
+    assert ev["files_whole_by_every_rank"] == 1
+    assert ev["ranks_per_file"]["min"] == 4
+    assert ev["offset_overlap"] == 1.0
+    assert ev["bytes_per_rank_per_file"]["min"] == 47_040_016
+    files = pd.read_parquet(tmp_path / "out" / "files.parquet")
+    row = files.set_index("path").loc[p]
+    assert (
+        row["size"] == 47_040_016
+        and row["whole_readers"] == 4
+        and row["read_strategy"] == "shared-whole"
+    )
+    sig = sm["temporal"]["signatures"]
+    assert {sig[str(r)]["signature"] for r in range(4)} == {
+        "train-images-idx3-ubyte: read 47.0 MB @0, read 0 B @EOF"
+    }
+    assert sm["temporal"]["same_sequence"]["all"] is True
+    ins = {i["id"]: i for i in sm["insights"]}
+    assert ins["redundant_reads"]["numbers"]["redundant_bytes"] == 3 * 47_040_016
+    assert ins["redundant_reads"]["numbers"]["unique_bytes"] == 47_040_016
+    assert sm["nodes"][0]["read_once_per"] == "rank"
+    assert sm["nodes"][0]["read_redundancy"] == pytest.approx(4.0)
+
+
+def test_shared_file_disjoint_parts(tmp_path):
+    segs = [(r, "/data/big.h5", "read", r * 250, 250, 1.0, 1.1) for r in range(4)]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=4))
+    acc = sm["classes"]["dataset"]["access"]["read"]
+    assert acc["strategy"] == "shared-disjoint"
+    assert acc["evidence"]["offset_overlap"] == 0.0
+    assert acc["evidence"]["offset_union_bytes"] == 1000
+    assert not [i for i in sm["insights"] if i["id"] == "redundant_reads"]
+    assert sm["nodes"][0]["read_once_per"] == "node"
+
+
+def test_shared_file_overlapping_parts(tmp_path):
+    # Rank r reads [r*200, r*200 + 400): neighbours share 200 bytes.
+    segs = [(r, "/data/big.h5", "read", r * 200, 400, 1.0, 1.1) for r in range(4)]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=4))
+    acc = sm["classes"]["dataset"]["access"]["read"]
+    assert acc["strategy"] == "shared-overlapping"
+    assert acc["evidence"]["offset_union_bytes"] == 1000
+    assert acc["evidence"]["offset_shared_bytes"] == 600
+
+
+def test_strided_interleaved_ranks(tmp_path):
+    # Rank r reads block k*4 + r (100 B blocks): each rank strides by 300 B.
+    segs = [
+        (
+            r,
+            "/data/big.h5",
+            "read",
+            (k * 4 + r) * 100,
+            100,
+            1 + k * 0.1 + r * 0.01,
+            1.005 + k * 0.1 + r * 0.01,
+        )
+        for r in range(4)
+        for k in range(10)
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=4))
+    assert sm["classes"]["dataset"]["access"]["read"]["strategy"] == "shared-disjoint"
+    # Rank 0 starts at 0 (contiguous), ranks 1-2 jump first (sequential), rank 3's first
+    # jump is already 300 B (strided); every later op strides by 300 B.
+    cats = sm["spatial"]["ops_by_category"]
+    assert cats == {"contiguous": 1, "sequential": 2, "strided": 37, "random": 0, "unknown": 0}
+    fr = pd.read_parquet(tmp_path / "out" / "file_ranks.parquet")
+    assert (fr["pattern"] == "strided").all()
+    assert "stride 300 B" in sm["temporal"]["signatures"]["1"]["signature"]
+    assert sm["temporal"]["same_sequence"]["dataset"] is False  # rank 0 and 3 start differently
+
+
+def test_random_access(tmp_path):
+    rng = np.random.default_rng(7)
+    order = rng.permutation(200)
+    segs = [
+        (0, "/data/x.npy", "read", int(b) * 4096, 4096, 1 + i * 0.001, 1.0005 + i * 0.001)
+        for i, b in enumerate(order)
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs), random_ops_min_count=10)
+    off = order * 4096
+    expect_random = int((off[1:] < off[:-1] + 4096).sum())
+    assert sm["spatial"]["ops_by_category"]["random"] == expect_random
+    ins = {i["id"]: i for i in sm["insights"]}
+    assert ins["random_access"]["numbers"]["random"] == expect_random
+    assert ins["random_access"]["numbers"]["share"] == pytest.approx(expect_random / 200)
+    # Every block read once: the coverage is the whole file whatever the order.
+    fr = pd.read_parquet(tmp_path / "out" / "file_ranks.parquet")
+    assert fr.loc[0, "read_coverage_frac"] == 1.0
+
+
+# ----------------------------------------------------------------------------------------
+# Sizes, metadata, volume
+
+
+def test_request_size_distribution(tmp_path):
+    lengths = [0, 1, 100, 4096, 4096, 4096, 1 << 20, (1 << 20) + 1, 3 << 20]
+    segs, off = [], 0
+    for i, ln in enumerate(lengths):
+        segs.append((0, "/data/d.tfrecord", "read", off, ln, 1 + i, 1.5 + i))
+        off += ln
+    sm = run(tmp_path, make_store(tmp_path / "s", segs), top_sizes=2)
+    d = sm["sizes"]["by_class"]["dataset"]["read"]
+    assert d["ops"] == 9 and d["zero_length"] == 1
+    assert d["small"] == 5  # 1, 100 and three 4096: > 0 and < 1 MiB
+    assert d["small_share"] == pytest.approx(5 / 9)
+    assert d["median"] == 4096 and d["max"] == 3 << 20
+    assert d["top_sizes"][0] == {"size": 4096, "count": 3, "share": pytest.approx(3 / 9)}
+    assert len(d["top_sizes"]) == 2
+    t = pd.read_parquet(tmp_path / "out" / "sizes.parquet")
+    lg = t[(t["binning"] == "log2") & (t["class"] == "dataset")].set_index("bin")
+    assert lg.loc[0, "count"] == 1 and lg.loc[13, "count"] == 3  # 4096 in [4096, 8192)
+    assert lg.loc[13, "bin_lower"] == 4096 and lg.loc[21, "count"] == 2  # 1 MiB and 1 MiB + 1
+    assert lg["cum_fraction"].iloc[-1] == 1.0
+    ds = t[(t["binning"] == "darshan") & (t["class"] == "dataset")].set_index("bin")
+    assert ds["count"].sum() == 9 and ds.loc[0, "count"] == 2  # 0 and 1 byte in 0_100
+
+
+def test_sizes_from_counters_only(tmp_path):
+    c = [
+        {
+            "rank": r,
+            "path": f"/data/train/img_{r}.npz",
+            "reads": 10,
+            "bytes_read": 10 * 2_000_000,
+            "max_byte_read": 20_000_000 - 1,
+            "size_read_1M_4M": 8,
+            "size_read_0_100": 2,
+            "read_time": 1.0,
+        }
+        for r in range(3)
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", counters=c, n_ranks=3))
+    d = sm["sizes"]["by_class"]["dataset"]["read"]
+    assert d["ops"] == 30 and d["ops_from_counters"] == 30 and d["small_source"] == "counters"
+    assert d["median_bin"] == "1M_4M" and d["small"] == 6
+    assert sm["classes"]["dataset"]["access"]["read"]["strategy"] == "file-per-process"
+    assert sm["classes"]["dataset"]["access"]["read"]["evidence"]["offsets_known"] is False
+    assert any("no per-operation trace" in x for x in sm["limitations"])
+    assert sm["headline"]["bytes_read"] == 60_000_000
+
+
+def test_metadata_heavy(tmp_path):
+    c = [
+        {
+            "rank": r,
+            "path": f"/data/f{r}.npy",
+            "opens": 10_000,
+            "stats": 20_000,
+            "seeks": 5,
+            "fsyncs": 1,
+            "reads": 100,
+            "bytes_read": 100,
+            "max_byte_read": 99,
+            "read_time": 1.0,
+            "meta_time": 5.0,
+        }
+        for r in range(2)
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", counters=c, n_ranks=2))
+    md = sm["metadata"]
+    assert md["source"] == "counters"
+    assert md["totals"] == {"opens": 20_000, "stats": 40_000, "seeks": 10, "fsyncs": 2}
+    assert md["per_second"]["opens"] == pytest.approx(200.0)  # run of 100 s
+    assert md["meta_time_share"] == pytest.approx(5 / 6)
+    ins = {i["id"]: i for i in sm["insights"]}
+    assert ins["metadata_heavy"]["numbers"]["meta_time_share"] == pytest.approx(5 / 6)
+    ranks = pd.read_parquet(tmp_path / "out" / "ranks.parquet")
+    assert ranks["opens_per_s"].tolist() == [100.0, 100.0]
+
+
+def test_counters_fill_modules_dxt_does_not_trace(tmp_path):
+    # DXT saw the POSIX reads; the STDIO checkpoint writes exist only as counters (as in TF2).
+    segs = whole_read(0, "/data/mnist-0.npz", 1000, 1.0)
+    c = [
+        {
+            "rank": 0,
+            "path": "/data/mnist-0.npz",
+            "reads": 2,
+            "bytes_read": 1000,
+            "max_byte_read": 999,
+            "opens": 1,
+        },
+        {
+            "rank": 0,
+            "path": "/run/checkpoints/ckpt-1.index",
+            "module": "STDIO",
+            "writes": 7,
+            "bytes_written": 1038,
+            "max_byte_written": 1037,
+            "write_time": 0.01,
+            "open_start": 50.0,
+            "close_end": 50.2,
+        },
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, counters=c, n_ranks=2))
+    assert sm["trace"]["completeness"] == 1.0
+    assert sm["headline"]["bytes_written"] == 1038
+    ck = sm["checkpoints"]
+    assert ck["writers"] == [0] and ck["n_checkpoints"] == 1
+    assert ck["events"][0]["start"] == 50.0 and ck["events"][0]["duration"] == pytest.approx(0.2)
+
+
+def test_volume_bandwidth_imbalance_stragglers(tmp_path):
+    segs = []
+    for r in range(4):
+        dur = 1.0 if r < 3 else 4.0  # rank 3 is slow
+        segs.append((r, f"/data/s{r}.npz", "read", 0, 1_000_000 * (r + 1), 10.0, 10.0 + dur))
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=4))
+    ranks = pd.read_parquet(tmp_path / "out" / "ranks.parquet").set_index("rank")
+    assert ranks.loc[3, "io_time"] == pytest.approx(4.0)
+    assert ranks.loc[1, "bandwidth"] == pytest.approx(2_000_000.0)
+    assert ranks["straggler"].tolist() == [False, False, False, True]
+    assert sm["imbalance"]["bytes"] == pytest.approx(0.75)
+    assert sm["imbalance"]["io_time"] == pytest.approx(0.75)
+    assert sm["headline"]["io_time_max"] == pytest.approx(4.0)
+    assert sm["headline"]["bandwidth_aggregate"] == pytest.approx(10_000_000 / 4.0)
+    assert sm["headline"]["io_share_max"] == pytest.approx(0.04)
+    ins = {i["id"]: i for i in sm["insights"]}
+    assert ins["imbalance"]["numbers"]["stragglers"] == [3]
+
+
+def test_io_time_is_union_of_overlapping_worker_ops(tmp_path):
+    # Two DataLoader workers of rank 0 (pids 2000, 2001) read at overlapping times.
+    segs = [
+        (0, "/data/a.npy", "read", 0, 10, 1.0, 3.0, 2000),
+        (0, "/data/b.npy", "read", 0, 10, 2.0, 4.0, 2001),
+    ]
+    run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=1))
+    r = pd.read_parquet(tmp_path / "out" / "ranks.parquet").iloc[0]
+    assert r["io_time"] == pytest.approx(3.0) and r["io_busy_time"] == pytest.approx(4.0)
+    assert r["processes"] == 2
+
+
+def test_per_node_read_once_per_node(tmp_path):
+    # Two nodes, two ranks each: on each node the ranks read disjoint halves of the file.
+    hosts = {0: "a", 1: "a", 2: "b", 3: "b"}
+    segs = [
+        (r, "/data/f.npz", "read", (r % 2) * 500, 500, 1, 2, 1000 + r, hosts[r]) for r in range(4)
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=4, hosts=hosts))
+    nodes = {n["host"]: n for n in sm["nodes"]}
+    assert set(nodes) == {"a", "b"}
+    assert nodes["a"]["ranks"] == 2 and nodes["a"]["unique_bytes_read"] == 1000
+    assert nodes["a"]["read_once_per"] == "node"
+    assert sm["ranks"]["per_node"] == {"a": 2, "b": 2}
+    # Across nodes each byte is read twice (once per node): shared-overlapping per file.
+    assert sm["classes"]["dataset"]["access"]["read"]["strategy"] == "shared-overlapping"
+
+
+# ----------------------------------------------------------------------------------------
+# Temporal: phases, checkpoints, overlap with compute
+
+
+def test_checkpoints_and_phases_relative_to_epochs(tmp_path):
+    steps = []
+    for r in range(2):
+        for e in range(2):
+            steps.append((r, e, -1, 10 + e * 20, 28 + e * 20))
+            for s in range(3):
+                steps.append((r, e, s, 12 + e * 20 + s * 5, 15 + e * 20 + s * 5))
+    segs = [s for r in range(2) for s in whole_read(r, "/data/train-images-idx3-ubyte", 4000, 1.0)]
+    for e in range(2):  # rank 0 saves after each epoch
+        t = 28.5 + e * 20
+        segs += [
+            (0, f"/run/checkpoint-{e}.pt", "write", 0, 59904, t, t + 0.01),
+            (0, f"/run/checkpoint-{e}.pt", "write", 59904, 1231, t + 0.02, t + 0.03),
+        ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=2, steps=steps))
+    ck = sm["checkpoints"]
+    assert ck["writers"] == [0] and ck["only_one_rank_writes"] is True
+    assert ck["n_checkpoints"] == 2 and ck["bytes_written"] == 2 * 61135
+    assert [e["after_epoch"] for e in ck["events"]] == [0, 1]
+    assert ck["interval_mean"] == pytest.approx(20.0)
+    assert ck["duration_mean"] == pytest.approx(0.03)
+    ins = {i["id"]: i for i in sm["insights"]}
+    assert ins["single_rank_checkpoint"]["numbers"]["writer"] == 0
+    ph = pd.read_parquet(tmp_path / "out" / "phases.parquet")
+    assert ph["where"].tolist() == [
+        "before the first epoch",
+        "between epochs 0 and 1",
+        "after the last epoch",
+    ]
+    assert ph["bytes_read"].tolist() == [8000, 0, 0]
+    assert sm["access"]["checkpoint"]["write"] == "single-rank"
+
+
+def test_io_overlap_with_compute_per_epoch(tmp_path):
+    steps = [(0, 0, -1, 0.0, 10.0), (0, 0, 0, 1.0, 2.0), (0, 0, 1, 3.0, 4.0)]
+    segs = [
+        (0, "/data/a.npy", "read", 0, 10, 0.5, 1.5),  # half under step 0
+        (0, "/data/a.npy", "read", 10, 10, 2.2, 2.8),  # between steps: exposed
+        (0, "/data/a.npy", "read", 20, 10, 20.0, 21.0),  # after the epoch
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, steps=steps), exposed_io_share=0.05)
+    ov = pd.read_parquet(tmp_path / "out" / "overlap.parquet").set_index("epoch")
+    assert ov.loc[0, "io_time"] == pytest.approx(1.6)
+    assert ov.loc[0, "overlapped_io_time"] == pytest.approx(0.5)
+    assert ov.loc[0, "exposed_io_time"] == pytest.approx(1.1)
+    assert ov.loc[0, "compute_time"] == pytest.approx(2.0)
+    assert ov.loc[0, "exposed_share"] == pytest.approx(0.11)
+    assert ov.loc[-1, "io_time"] == pytest.approx(1.0)
+    assert sm["overlap"]["available"] and sm["overlap"]["compute_source"] == "steps"
+    ph = pd.read_parquet(tmp_path / "out" / "phases.parquet")
+    assert ph["where"].tolist() == ["epoch 0, step 0", "after the last epoch"]
+    assert ph["epoch"].tolist()[0] == 0
+    assert {i["id"] for i in sm["insights"]} >= {"exposed_io"}
+
+
+def test_dftracer_events_give_compute_and_metadata(tmp_path):
+    # DFTracer: no counters; open/seek calls and "compute" annotations are app events.
+    segs = [
+        (0, "/data/a.npy", "read", 0, 100, 1.0, 2.0),
+        (0, "/data/a.npy", "read", 100, 100, 5.0, 6.0),
+    ]
+    ev = [
+        (0, "POSIX", "open64", 0.9, 0.95),
+        (0, "POSIX", "lseek64", 0.96, 0.97),
+        (0, "POSIX", "__xstat64", 0.97, 0.98),
+        (0, "POSIX", "close", 6.1, 6.2),
+        (0, "compute", "forward", 1.5, 5.5),
+    ]
+    app = pa.table(
+        {
+            "rank": pa.array([e[0] for e in ev], pa.int32()),
+            "cat": pa.array([e[1] for e in ev]).dictionary_encode(),
+            "name": pa.array([e[2] for e in ev]).dictionary_encode(),
+            "start": pa.array([e[3] for e in ev], pa.float64()),
+            "end": pa.array([e[4] for e in ev], pa.float64()),
+        }
+    )
+    store = make_store(tmp_path / "s", segs, tracer="dftracer")
+    meta = json.loads((store / "run.json").read_text())
+    write_store(store, RunMeta.from_dict(meta), {"segments": seg_table(segs), "app_events": app})
+    sm = run(tmp_path, store)
+    md = sm["metadata"]
+    assert md["source"] == "events"
+    assert md["totals"] == {"opens": 1, "stats": 1, "seeks": 1, "fsyncs": 0}
+    assert md["meta_time"] == pytest.approx(0.05 + 0.01 + 0.01 + 0.1)
+    ov = pd.read_parquet(tmp_path / "out" / "overlap.parquet")
+    # No epochs: all I/O is outside epochs; 1 s of the 2 s overlaps the compute event.
+    (row,) = ov.itertuples()
+    assert row.epoch == -1 and row.io_time == pytest.approx(2.0)
+    assert row.overlapped_io_time == pytest.approx(1.0) and row.exposed_io_time == pytest.approx(
+        1.0
+    )
+    assert sm["overlap"]["compute_source"] == "app_events"
+
+
+# ----------------------------------------------------------------------------------------
+# Bad input: incomplete, empty, unattributed
+
+
+def test_truncated_and_incomplete_run(tmp_path):
+    segs = [(0, "/data/a.npy", "read", i * 10, 10, 1 + i, 1.5 + i) for i in range(50)]
+    c = [{"rank": 0, "path": "/data/a.npy", "reads": 100, "bytes_read": 1000, "max_byte_read": 999}]
+    store = make_store(
+        tmp_path / "s",
+        segs,
+        counters=c,
+        n_ranks=2,
+        processes=False,
+        incomplete=True,
+        issues=[Issue("log-0.darshan", "partial-dxt", "DXT_POSIX ran out of memory")],
+    )
+    sm = run(tmp_path, store)
+    assert sm["analysis_status"] == "partial" and sm["incomplete"] is True
+    assert sm["trace"]["completeness"] == pytest.approx(0.5)
+    kinds = {i["kind"] for i in sm["issues"]}
+    assert {"partial-dxt", "missing-log"} <= kinds  # rank 1 left no trace
+    assert any(i["source"] == "rank 1" for i in sm["issues"])
+    ins = {i["id"]: i for i in sm["insights"]}
+    assert ins["truncated_trace"]["numbers"]["completeness"] == pytest.approx(0.5)
+    # Counters say more than DXT kept: totals take the larger.
+    assert sm["headline"]["bytes_read"] == 1000 and sm["headline"]["reads"] == 100
+
+
+def test_empty_run_gives_marked_empty_result(tmp_path):
+    store = make_store(tmp_path / "s", n_ranks=2, processes=False)
+    sm = run(tmp_path, store)
+    assert sm["analysis_status"] == "empty" and sm["empty"] is True and sm["incomplete"] is True
+    assert any(i["kind"] == "empty" for i in sm["issues"])
+    assert [i["id"] for i in sm["insights"]] == ["no_io_recorded"]
+    assert sm["headline"]["bytes_read"] == 0
+    on_disk = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert on_disk["analysis_status"] == "empty"
+    for t in ("files", "file_ranks", "ranks", "nodes", "sizes", "phases", "overlap"):
+        assert (tmp_path / "out" / f"{t}.parquet").exists()
+    assert len(pd.read_parquet(tmp_path / "out" / "files.parquet")) == 0
+
+
+def test_untraced_run(tmp_path):
+    sm = run(tmp_path, make_store(tmp_path / "s", n_ranks=2, tracer="none", processes=False))
+    assert sm["analysis_status"] == "untraced" and sm["incomplete"] is False
+    assert sm["run"]["run_time"] == 100.0
+
+
+def test_unattributed_ops_count_in_totals_only(tmp_path):
+    segs = [
+        *whole_read(0, "/data/a.npy", 100, 1.0),
+        (-1, "/data/a.npy", "read", 0, 100, 2.0, 2.1, 4242),
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=1))
+    assert sm["trace"]["unattributed"]["bytes"] == 100
+    assert sm["headline"]["bytes_read"] == 200
+    assert sm["volume"]["bytes_read"]["sum"] == 100
+    assert any(i["kind"] == "unattributed" for i in sm["issues"])
+
+
+def test_processes_as_actors_without_ranks(tmp_path):
+    # Like the DLIO logs: no rank files; each process is analysed as its own actor.
+    segs = [(-1, f"/data/train/f{p}.npz", "read", 0, 100, 1, 2, 500 + p) for p in range(3)]
+    meta = RunMeta(run_id="x", clock_zero=0.0, tracer="darshan")
+    store = write_store(tmp_path / "s", meta, {"segments": seg_table(segs)})
+    sm = analyze_run(store, tmp_path / "out")
+    assert sm["ranks"]["kind"] == "process" and sm["ranks"]["count"] == 3
+    assert sm["classes"]["dataset"]["access"]["read"]["strategy"] == "file-per-process"
+
+
+def test_excluded_paths_and_modules(tmp_path):
+    segs = [
+        (0, "<STDOUT>", "write", 0, 10, 1, 2),
+        (0, "/data/a.npy", "read", 0, 10, 1, 2, 1000, "n0", "MPIIO"),
+        (0, "/data/a.npy", "read", 0, 10, 1, 2),
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs))
+    assert sm["trace"]["excluded_ops"] == 2 and sm["headline"]["reads"] == 1
+
+
+def test_not_a_store(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"run\.json"):
+        analyze_run(tmp_path / "nowhere", tmp_path / "out")
+
+
+# ----------------------------------------------------------------------------------------
+# Settings and classes
+
+
+def test_settings_reject_unknown_and_bad_values():
+    with pytest.raises(KeyError, match="small_request_byte"):
+        AnalysisSettings.from_dict({"small_request_byte": 5})
+    with pytest.raises(TypeError, match="top_sizes"):
+        AnalysisSettings.from_dict({"top_sizes": "ten"})
+    with pytest.raises(ValueError, match="whole_file_coverage"):
+        AnalysisSettings.from_dict({"whole_file_coverage": 1.5})
+    with pytest.raises(ValueError, match=r"file_classes\[0\].pattern"):
+        AnalysisSettings.from_dict({"file_classes": [{"name": "dataset", "pattern": "(["}]})
+    with pytest.raises(ValueError, match=r"file_classes\[0\]"):
+        AnalysisSettings.from_dict({"file_classes": [{"name": "dataset"}]})
+    s = AnalysisSettings.from_dict({"phase_gap_s": 2})
+    assert s.phase_gap_s == 2.0 and isinstance(s.phase_gap_s, float)
+    assert AnalysisSettings.from_dict(s.to_dict()) == s
+
+
+def test_file_class_rules_first_match_wins():
+    s = AnalysisSettings()
+    assert classify_path("/scratch/data/train-images-idx3-ubyte", s) == "dataset"
+    assert classify_path("/data/train/checkpoint-3.pt", s) == "checkpoint"  # before /train/
+    assert classify_path("/run/checkpoints/ckpt-1.data-00000-of-00001", s) == "checkpoint"
+    assert (
+        classify_path("/venv/lib/python3.11/site-packages/distutils-precedence.pth", s) == "other"
+    )
+    assert classify_path("/tmp/onfl3gln", s) == "other"
+    custom = AnalysisSettings.from_dict(
+        {
+            "file_classes": [
+                {"name": "labels", "pattern": "labels"},
+                {"name": "dataset", "pattern": "ubyte$"},
+            ]
+        }
+    )
+    assert custom.class_names == ["labels", "dataset", "other"]
+    assert classify_path("/d/train-labels-idx1-ubyte", custom) == "labels"
+    assert classify_path("/d/train-images-idx3-ubyte", custom) == "dataset"
+
+
+def test_human_bytes():
+    assert human_bytes(47_040_016) == "47.0 MB"
+    assert human_bytes(0) == "0 B" and human_bytes(999) == "999 B" and human_bytes(1000) == "1.0 kB"
+
+
+# ----------------------------------------------------------------------------------------
+# Interval arithmetic against brute force
+
+
+def test_shared_coverage_matches_brute_force():
+    rng = np.random.default_rng(3)
+    n = 400
+    group = rng.integers(0, 5, n)
+    member = rng.integers(0, 4, n)
+    lo = rng.integers(0, 300, n)
+    hi = lo + rng.integers(0, 60, n)
+    one, two = intervals.shared_coverage(group, member, lo, hi, 5)
+    for g in range(5):
+        depth = np.zeros((4, 400), bool)
+        for m, a, b in zip(member[group == g], lo[group == g], hi[group == g], strict=True):
+            depth[m, a:b] = True
+        per_byte = depth.sum(axis=0)
+        assert one[g] == (per_byte >= 1).sum() and two[g] == (per_byte >= 2).sum()
+    u = intervals.union_length(group, lo, hi, 5)
+    assert np.array_equal(u, one)
+    # Offsets too far apart for one composite sort key take the lexsort path: same answers.
+    far = 1 << 61
+    g2 = np.concatenate([group, [0, 0, 4]])
+    m2 = np.concatenate([member, [0, 1, 2]])
+    lo2 = np.concatenate([lo, [far, far + 5, far]])
+    hi2 = np.concatenate([hi, [far + 10, far + 20, far + 1]])
+    one2, two2 = intervals.shared_coverage(g2, m2, lo2, hi2, 5)
+    assert one2[0] == one[0] + 20 and two2[0] == two[0] + 5
+    assert one2[4] == one[4] + 1 and two2[4] == two[4]
+    assert np.array_equal(one2[1:4], one[1:4]) and np.array_equal(two2[1:4], two[1:4])
+    assert intervals.union_length(g2, lo2, hi2, 5)[0] == one[0] + 20
+    # Time spans (floats) per group.
+    t_lo = np.array([0.5, 2.0, 1.0, 0.0, 10.0])
+    t_hi = np.array([1.5, 3.0, 1.2, 5.0, 11.0])
+    tg = np.array([0, 0, 0, 1, 1])
+    assert intervals.union_length(tg, t_lo, t_hi, 2).tolist() == [2.0, 6.0]
+
+
+def test_intersect_and_measure_in():
+    lo, hi = intervals.intersect(
+        np.array([0.0, 5.0]), np.array([3.0, 9.0]), np.array([2.0, 8.0]), np.array([6.0, 10.0])
+    )
+    assert list(zip(lo, hi, strict=True)) == [(2.0, 3.0), (5.0, 6.0), (8.0, 9.0)]
+    m = intervals.measure_in(lo, hi, np.array([0.0, 2.5, 7.0]), np.array([10.0, 5.5, 7.5]))
+    assert m.tolist() == [3.0, 1.0, 0.0]
+
+
+# ----------------------------------------------------------------------------------------
+# Across the sweep and the CLI
+
+
+def _pt_like(
+    path: Path, ranks: int, rep: int = 0, tracer: str = "darshan", end: float = 100.0
+) -> Path:
+    segs = [
+        s
+        for r in range(ranks)
+        for s in whole_read(r, "/data/train-images-idx3-ubyte", 4_000_000, 1.0 + r)
+    ]
+    segs += [(0, "/run/checkpoint-0.pt", "write", 0, 60_000, 50.0, 50.1)]
+    params = {
+        "framework": "pytorch",
+        "tracer": tracer,
+        "nodes": 1,
+        "ppn": ranks,
+        "ranks": ranks,
+        "rep": rep,
+    }
+    return make_store(
+        path,
+        segs if tracer != "none" else None,
+        n_ranks=ranks,
+        params=params,
+        tracer=tracer,
+        end=end,
+        run_id=f"pt/ppn~{ranks}/{tracer}/rep~{rep}",
+        processes=tracer != "none",
+    )
+
+
+def test_sweep_scaling_insights_and_overhead(tmp_path):
+    sums = []
+    for ranks in (1, 2, 4):
+        for tracer, end in (("darshan", 110.0), ("none", 100.0)):
+            st = _pt_like(tmp_path / f"s{ranks}{tracer}", ranks, tracer=tracer, end=end)
+            sums.append(analyze_run(st, tmp_path / f"a{ranks}{tracer}"))
+    res = analyze_sweep(sums, tmp_path / "sweep")
+    df = pd.read_csv(tmp_path / "sweep" / "sweep.csv")
+    assert len(df) == 6 and {"framework", "tracer", "nodes", "ppn", "ranks", "rep"} <= set(
+        df.columns
+    )
+    assert pd.read_parquet(tmp_path / "sweep" / "sweep.parquet").shape == df.shape
+    sc = json.loads((tmp_path / "sweep" / "scaling.json").read_text())
+    ser = next(s for s in sc["series"] if s["key"]["tracer"] == "darshan")
+    assert [p["ranks"] for p in ser["points"]] == [1, 2, 4]
+    br = ser["metrics"]["bytes_read"]
+    assert br["ratio"] == [1.0, 2.0, 4.0] and br["trend"] == "linear"
+    assert br["ratio_per_rank"] == [1.0, 1.0, 1.0] and br["trend_per_rank"] == "flat"
+    assert ser["metrics"]["dataset_bytes_read_per_rank"]["trend"] == "flat"
+    ia = json.loads((tmp_path / "sweep" / "insights_across.json").read_text())
+    ins = next(s for s in ia["series"] if s["key"]["tracer"] == "darshan")["insights"]
+    assert ins["redundant_reads"]["status"] == "appears"
+    assert ins["redundant_reads"]["appears_at"] == {"ranks": 2, "nodes": 1}
+    assert ins["tracer_overhead"]["status"] == "always"
+    ov = json.loads((tmp_path / "sweep" / "overhead.json").read_text())
+    assert len(ov) == 3 and all(o["overhead"] == pytest.approx(0.1) and o["fired"] for o in ov)
+    traced = df[df["tracer"] == "darshan"]
+    assert traced["tracer_overhead"].tolist() == pytest.approx([0.1, 0.1, 0.1])
+    assert res["runs"] == 6
+
+
+def test_cli_analyzes_stores_and_survives_a_bad_one(tmp_path, capsys):
+    a = _pt_like(tmp_path / "a", 1)
+    b = _pt_like(tmp_path / "b", 2)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "run.json").write_text("{not json")
+    rc = acli.main([str(a), str(b), str(bad), "-o", str(tmp_path / "out")])
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert str(bad) in err
+    runs = sorted(p.name for p in (tmp_path / "out" / "runs").iterdir())
+    assert len(runs) == 2
+    df = pd.read_csv(tmp_path / "out" / "sweep.csv")
+    assert df["analysis_status"].tolist().count("error") == 1
+    # A single store goes straight to OUTDIR; the config's analysis: section applies.
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("sweep: {}\nanalysis:\n  top_sizes: 1\n")
+    assert acli.main([str(b), "-o", str(tmp_path / "one"), "--config", str(cfg)]) == 0
+    sm = json.loads((tmp_path / "one" / "summary.json").read_text())
+    assert sm["settings"]["top_sizes"] == 1
+    assert len(sm["sizes"]["by_class"]["dataset"]["read"]["top_sizes"]) == 1
+    # The same through the iosweep command line.
+    from iosweep.cli import main as iosweep_main
+
+    assert iosweep_main(["analyze", str(a), "-o", str(tmp_path / "via-cli")]) == 0
+    assert (
+        json.loads((tmp_path / "via-cli" / "summary.json").read_text())["run_id"]
+        == "pt/ppn~1/darshan/rep~0"
+    )
+    cfg.write_text("analysis:\n  no_such_key: 1\n")
+    with pytest.raises(SystemExit, match="no_such_key"):
+        acli.main([str(b), "-o", str(tmp_path / "two"), "--config", str(cfg)])
+
+
+def test_sweep_from_paths_keeps_other_params_apart(tmp_path):
+    dirs = []
+    for batch in (32, 64):
+        for ranks in (1, 2):
+            st = _pt_like(tmp_path / f"s{batch}-{ranks}", ranks)
+            meta = json.loads((st / "run.json").read_text())
+            meta["params"]["batch_size"] = batch
+            (st / "run.json").write_text(json.dumps(meta))
+            analyze_run(st, tmp_path / f"a{batch}-{ranks}")
+            dirs.append(tmp_path / f"a{batch}-{ranks}")
+    # Paths to analysis directories and to summary.json files both work.
+    res = analyze_sweep([*dirs[:2], *(d / "summary.json" for d in dirs[2:])], tmp_path / "sweep")
+    keys = [s["key"] for s in res["scaling"]["series"]]
+    assert keys == [
+        {"framework": "pytorch", "tracer": "darshan", "batch_size": 32},
+        {"framework": "pytorch", "tracer": "darshan", "batch_size": 64},
+    ]
+    assert all([p["ranks"] for p in s["points"]] == [1, 2] for s in res["scaling"]["series"])
+    df = pd.read_csv(tmp_path / "sweep" / "sweep.csv")
+    assert sorted(df["batch_size"]) == [32, 32, 64, 64]
+    assert df["summary_path"].str.endswith("summary.json").all()
+    with pytest.raises(FileNotFoundError, match="summary"):
+        analyze_sweep([tmp_path / "nothing-here"], tmp_path / "sweep2")

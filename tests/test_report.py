@@ -1,0 +1,698 @@
+"""The HTML report, rendered from the shared Horovod MNIST traces: ingest -> analyze -> report.
+
+What it must say: PyTorch reads shared files whole on every rank, TensorFlow one file per
+rank, rank 0 alone writes checkpoints, failed and skipped runs with their reason, how it was
+made; escaping, anonymization, the size budget at millions of segments, the browser check.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import html
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from iosweep.report import ReportSettings, render_report
+from iosweep.report import cli as rcli
+from iosweep.report.anonymize import Anonymizer
+from iosweep.report.data import slugify
+from iosweep.report.plots import allocate, load_ops
+from iosweep.schema import RankInfo, RunMeta
+from iosweep.store import write_store
+
+ingest_mod = pytest.importorskip(
+    "iosweep.ingest", reason="iosweep.ingest (issue 3) is not there yet"
+)
+analysis = pytest.importorskip(
+    "iosweep.analysis", reason="iosweep.analysis (issue 4) is not there yet"
+)
+
+# The user and prefixes the test manifests mention, which --anonymize must hide.
+USER = "alice"
+HOME = f"/home/{USER}/iosweep"
+
+# (framework, fixture folder, traces, nodes, ppn)
+RUNS = [
+    ("pytorch", "horovod-pytorch-mnist", "darshan-np1", 1, 1),
+    ("pytorch", "horovod-pytorch-mnist", "darshan-np2", 1, 2),
+    ("pytorch", "horovod-pytorch-mnist", "darshan-np4", 1, 4),
+    ("pytorch", "horovod-pytorch-mnist", "darshan-2nodes-np4", 2, 2),
+    ("tensorflow", "horovod-tf2-mnist", "darshan-np2", 1, 2),
+    ("tensorflow", "horovod-tf2-mnist", "darshan-np4", 1, 4),
+]
+SKIP_REASON = "no Horovod tensorflow stack found (run `tools/setup.sh --with-tensorflow`)"
+FAIL_REASON = "launcher exited with code 1; failed ranks: [5]; see log_tail"
+
+
+def _manifest(framework: str, nodes: int, ppn: int, status: str = "ok", reason: str = "") -> dict:
+    """A run manifest as iosweep.runner writes it (the shared traces came without one)."""
+    run_id = f"framework~{framework}/nodes~{nodes}/ppn~{ppn}/rep~0"
+    py = f"{HOME}/.venv/bin/python"
+    module = {
+        "pytorch": "iosweep.training.pytorch_mnist",
+        "tensorflow": "iosweep.training.tensorflow2_mnist",
+    }
+    return {
+        "run_id": run_id,
+        "params": {
+            "framework": framework,
+            "tracer": "darshan",
+            "nodes": nodes,
+            "ppn": ppn,
+            "epochs": 2,
+            "steps": 60,
+            "batch_size": 64,
+            "rep": 0,
+            "ranks": nodes * ppn,
+        },
+        "status": status,
+        "reason": reason,
+        "host": "vm",
+        "start_time": None,
+        "launcher": "mpirun",
+        "tracer": {
+            "name": "darshan",
+            "version": "3.5.0",
+            "library": f"{HOME}/darshan/lib/libdarshan.so",
+            "env": {"DARSHAN_ENABLE_NONMPI": "1", "DXT_ENABLE_IO_TRACE": "1"},
+        },
+        "versions": {
+            "iosweep": "0.1.0",
+            "horovod": "0.28.1",
+            "darshan": "3.5.0",
+            ("torch" if framework == "pytorch" else "tensorflow"): "2.13.0"
+            if framework == "pytorch"
+            else "2.15.1",
+        },
+        "command": [
+            "mpirun",
+            "-np",
+            str(nodes * ppn),
+            py,
+            "-m",
+            "iosweep.rank_wrapper",
+            "--run-dir",
+            f"{HOME}/results/runs/{run_id}",
+            "--",
+            py,
+            "-m",
+            module[framework],
+            "--data",
+            "/scratch/hvd-mnist/data",
+        ],
+        "dataset": "/scratch/hvd-mnist/data",
+    }
+
+
+@pytest.fixture(scope="module")
+def sweep(shared_data: Path, tmp_path_factory) -> dict:
+    """Every run ingested and analysed as the workflow does, plus a failed and a skipped point."""
+    root = tmp_path_factory.mktemp("sweep")
+    summaries = []
+    for framework, folder, traces, nodes, ppn in RUNS:
+        src = shared_data / folder / traces
+        man = _manifest(framework, nodes, ppn)
+        run = root / "runs" / man["run_id"]
+        run.mkdir(parents=True)
+        (run / "manifest.json").write_text(json.dumps(man))
+        ingest_mod.ingest(
+            [src], run / "store", manifest=run / "manifest.json", run_id=man["run_id"]
+        )
+        analysis.analyze_run(run / "store", run / "analysis")
+        summaries.append(run / "analysis" / "summary.json")
+    for framework, ppn, status, reason in (
+        ("tensorflow", 1, "skipped", SKIP_REASON),
+        ("pytorch", 8, "failed", FAIL_REASON),
+    ):
+        man = _manifest(framework, 1, ppn, status, reason)
+        run = root / "runs" / man["run_id"]
+        run.mkdir(parents=True)
+        (run / "manifest.json").write_text(json.dumps(man))
+        ingest_mod.ingest(
+            [run], run / "store", manifest=run / "manifest.json", run_id=man["run_id"]
+        )
+        analysis.analyze_run(run / "store", run / "analysis")
+        summaries.append(run / "analysis" / "summary.json")
+    analysis.analyze_sweep(summaries, root / "sweep")
+    config = {
+        "results": f"{HOME}/results",
+        "sweep": {"frameworks": ["pytorch", "tensorflow"]},
+        "report": {},
+    }
+    out = render_report(
+        [s.parent for s in summaries],
+        root / "sweep",
+        root / "report" / "report.html",
+        ReportSettings(title="Horovod MNIST <I/O> test"),
+        config=config,
+    )
+    return {
+        "root": root,
+        "html": out,
+        "text": out.read_text(),
+        "dirs": [s.parent for s in summaries],
+        "config": config,
+    }
+
+
+def _text(page: str) -> str:
+    """The report's visible text, tags stripped and entities decoded."""
+    t = re.sub(r"<style>.*?</style>", " ", page, flags=re.S)
+    t = re.sub(r'src="data:[^"]*"', "", t)
+    t = re.sub(r"<[^>]+>", " ", t)
+    return re.sub(r"\s+", " ", html.unescape(t))
+
+
+def _section(page: str, sid: str) -> str:
+    m = re.search(rf'<(section|details)[^>]*id="{re.escape(sid)}"', page)
+    assert m, f"no section {sid}"
+    end = page.find(f"</{m.group(1)}>", m.end())
+    return page[m.start() : end]
+
+
+# --- what the report says ------------------------------------------------------------------
+def test_overview_names_runs_failures_and_findings(sweep):
+    page = sweep["text"]
+    ov = _text(_section(page, "overview"))
+    assert "Horovod MNIST <I/O> test" in _text(page[: page.find("</header>")])
+    assert "frameworks pytorch, tensorflow" in ov
+    assert "nodes 1, 2" in ov and "ranks 1, 2, 4, 8" in ov
+    # failed and skipped runs, each with the reason its manifest gave
+    assert "failed" in ov and FAIL_REASON in ov
+    assert "skipped" in ov and SKIP_REASON in ov
+    # headline findings carry their numbers
+    assert "Only rank 0 writes checkpoints" in ov
+    assert "The same bytes are read by many ranks" in ov
+    assert re.search(r"in \d+ of 6 analysed runs", ov)
+    assert "mpirun -np 4" in ov  # the commands
+
+
+def test_pytorch_shared_files_and_rank0_checkpoints(sweep):
+    run = _text(_section(sweep["text"], "run-" + slugify("framework~pytorch/nodes~1/ppn~4/rep~0")))
+    assert "dataset reads: shared-whole" in run
+    assert "4 of 4 ranks, up to 4 ranks per file" in run
+    assert "Checkpoints written by rank 0 only: 2 files" in run
+    assert "Only rank 0 writes checkpoints" in run
+    # the per-file table lists the four IDX files, each read by all four ranks
+    for name in (
+        "train-images-idx3-ubyte",
+        "train-labels-idx1-ubyte",
+        "t10k-images-idx3-ubyte",
+        "t10k-labels-idx1-ubyte",
+    ):
+        assert re.search(rf"/scratch/hvd-mnist/data/{name} dataset [\d.]+ [kM]B", run), name
+    assert "train-images-idx3-ubyte dataset 47.0 MB 188.2 MB 0 B 8 0 4 0 shared-whole" in run
+    # spatial and temporal plots, request sizes
+    for fig in ("spatial", "temporal", "sizes"):
+        assert f"figures/runs/{slugify('framework~pytorch/nodes~1/ppn~4/rep~0')}/{fig}.png" in run
+
+
+def test_tensorflow_file_per_process(sweep):
+    run = _text(
+        _section(sweep["text"], "run-" + slugify("framework~tensorflow/nodes~1/ppn~4/rep~0"))
+    )
+    assert "dataset reads: file-per-process" in run
+    assert "up to 1 rank per file, up to 1 file per rank" in run
+    for r in range(4):
+        assert f"/scratch/hvd-mnist/data/mnist-{r}.npz" in run
+    fw = _text(_section(sweep["text"], "frameworks"))
+    assert "dataset: shared-whole" in fw and "dataset: file-per-process" in fw
+    assert "figures/frameworks/frameworks.png" in fw
+
+
+def test_sweep_comparison_and_nodes(sweep):
+    sw = _text(_section(sweep["text"], "sweep"))
+    assert "figures/sweep/scaling_ranks.png" in sw and "figures/sweep/scaling_nodes.png" in sw
+    # bytes read per rank stay flat for PyTorch: the sampler splits indices, not I/O
+    m = re.search(r"Bytes read per rank (.*?) Bytes written per rank", sw)
+    assert m and "flat" in m.group(1), sw[:3000]
+    assert "55.0 MB → 55.0 MB → 55.0 MB" in m.group(1)
+    # the two-node run: rank labels name the nodes; per-node figure
+    two = _section(sweep["text"], "run-" + slugify("framework~pytorch/nodes~2/ppn~2/rep~0"))
+    assert "simnode1" in two and "simnode2" in two
+    assert "nodes.png" in two
+    index = json.loads((sweep["html"].parent / "figures" / "figures.json").read_text())
+    spatial2 = next(
+        f
+        for f in index
+        if f["file"].endswith(slugify("framework~pytorch/nodes~2/ppn~2/rep~0") + "/spatial.png")
+    )
+    assert any("simnode2" in t for t in spatial2["texts"])
+
+
+def test_provenance(sweep):
+    prov = _text(_section(sweep["text"], "provenance"))
+    assert "iosweep 0.1.0" in prov
+    assert re.search(r"commit [0-9a-f]{40}|not a git checkout", prov)
+    assert "horovod 0.28.1" in prov
+    assert "DXT_ENABLE_IO_TRACE" in prov  # tracer settings
+    assert f"results: {HOME}/results" in prov  # the config as given
+    assert "iosweep.training.pytorch_mnist" in prov  # exact commands
+    assert "max_points_per_plot: 200000" in prov
+
+
+def test_figures_written_and_embedded(sweep):
+    figdir = sweep["html"].parent / "figures"
+    index = json.loads((figdir / "figures.json").read_text())
+    assert len(index) >= 6 * 3 + 2
+    page = sweep["text"]
+    for f in index:
+        png = (sweep["html"].parent / f["file"]).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f["embedded"]
+        assert base64.b64encode(png).decode() in page  # the same image, embedded
+    # self-contained: nothing to fetch, no script
+    assert not re.search(r"""(src|href)=["'](https?:)?//""", page)
+    assert "<script" not in page.lower()
+    assert sweep["html"].stat().st_size < 20e6
+
+
+def test_size_budget_links_what_does_not_fit(sweep, tmp_path):
+    out = render_report(
+        sweep["dirs"],
+        sweep["root"] / "sweep",
+        tmp_path / "small.html",
+        ReportSettings(max_html_mb=1),
+    )
+    assert out.stat().st_size <= 1e6
+    index = json.loads((tmp_path / "figures" / "figures.json").read_text())
+    linked = [f for f in index if not f["embedded"]]
+    assert linked and len(linked) < len(index)
+    # the sweep's figures come first and stay; linked ones are still there as files
+    assert all(f["embedded"] for f in index if f["file"].startswith("figures/sweep/"))
+    page = out.read_text()
+    assert f"{len(linked)} figures are linked rather than embedded" in page
+    for f in linked:
+        assert (tmp_path / f["file"]).stat().st_size > 1000
+        assert f'<a href="{f["file"]}">' in page
+
+
+# --- anonymization and escaping -------------------------------------------------------------
+def test_anonymize_hides_user_and_prefixes(sweep, tmp_path):
+    out = render_report(
+        sweep["dirs"],
+        sweep["root"] / "sweep",
+        tmp_path / "anon.html",
+        ReportSettings(anonymize=True),
+        config=sweep["config"],
+    )
+    page = out.read_text()
+    index = (tmp_path / "figures" / "figures.json").read_text()
+    for secret in (USER, "/home/", "/scratch/hvd-mnist"):
+        assert secret not in page, secret
+        assert secret not in index, secret
+    txt = _text(page)
+    assert "<data>/train-images-idx3-ubyte" in txt or "<dataset>/train-images-idx3-ubyte" in txt
+    assert "~/iosweep/.venv/bin/python" in txt or "<repo>" in txt
+    # figures' own texts (titles, tick labels) went through it too: file names keep their base
+    assert "read shared-whole" in index
+
+
+def test_anonymizer_unit():
+    a = Anonymizer(
+        users=["bob", "root"], prefixes={"/home/bob": "~", "/gpfs/proj/bob/data": "<data>"}
+    )
+    assert a("/gpfs/proj/bob/data/x.bin and /home/bob/.venv") == "<data>/x.bin and ~/.venv"
+    assert a("bob@host: --user=bob, bobby") == "user@host: --user=user, bobby"
+    assert a("--allow-run-as-root /root") == "--allow-run-as-root /root"  # root is nobody's name
+    assert (
+        a("/gpfs/proj/bob/database") == "/gpfs/proj/user/database"
+    )  # a prefix ends at a separator
+
+
+EVIL = "<script>alert(1)</script>"
+
+
+def _synthetic_store(
+    path: Path,
+    n: int,
+    paths: list[str],
+    host: str = "n0",
+    run_id: str = "framework~pytorch/nodes~1/ppn~4/rep~0",
+    steps: pa.Table | None = None,
+    checkpoint_writes: bool = True,
+    **meta,
+) -> Path:
+    """A store of ``n`` reads spread over 4 ranks and ``paths``, plus 2 checkpoint writes by rank 0."""
+    rng = np.random.default_rng(0)
+    ranks = np.arange(n) % 4
+    t = np.sort(rng.uniform(0, 100, n))
+    f = rng.integers(0, len(paths), n)
+    length = 2 ** rng.integers(8, 22, n)
+    offset = (rng.integers(0, 1 << 12, n) * 4096).astype(np.int64)
+    ck = "/ckpt/checkpoint-0.pt"
+    seg = pa.table(
+        {
+            "rank": pa.array(np.concatenate([ranks, [0, 0]]).astype(np.int32)),
+            "host": pa.array([host] * (n + 2)).dictionary_encode(),
+            "path": pa.array([paths[i] for i in f] + [ck, ck]).dictionary_encode(),
+            "module": pa.array(["POSIX"] * (n + 2)).dictionary_encode(),
+            "op": pa.array(["read"] * n + ["write", "write"]).dictionary_encode(),
+            "offset": pa.array(np.concatenate([offset, [0, 1 << 20]]).astype(np.int64)),
+            "length": pa.array(np.concatenate([length, [1 << 20, 4096]]).astype(np.int64)),
+            "start": pa.array(np.concatenate([t, [50.0, 50.1]])),
+            "end": pa.array(np.concatenate([t + 1e-4, [50.05, 50.11]])),
+        }
+    )
+    m = RunMeta(
+        run_id=run_id,
+        clock_zero=1.7e9,
+        tracer="darshan",
+        start=0.0,
+        end=101.0,
+        params={
+            "framework": "pytorch",
+            "tracer": "darshan",
+            "nodes": 1,
+            "ppn": 4,
+            "ranks": 4,
+            "rep": 0,
+        },
+        ranks=[RankInfo(r, r, 4, 100 + r, host) for r in range(4)],
+        **meta,
+    )
+    if not checkpoint_writes:  # as DFTracer records a run: torch.save's writes are not seen
+        seg = seg.slice(0, n)
+    return write_store(path, m, {"segments": seg, "steps": steps})
+
+
+def test_names_from_traces_are_escaped(tmp_path):
+    evil_path = f"/data/{EVIL}"
+    store = _synthetic_store(
+        tmp_path / "store",
+        2000,
+        [evil_path, "/data/$x$ and 'q' \"dq\".bin"],
+        host='<img src=x onerror="alert(2)">',
+        command=["mpirun", "-np", "4", "python", f"--data={EVIL}"],
+        manifest={"reason": EVIL, "host": EVIL},
+    )
+    analysis.analyze_run(store, tmp_path / "analysis")
+    # an analysis that is not there is listed, not a crash
+    out = render_report(
+        [tmp_path / "analysis", tmp_path / "gone"],
+        None,
+        tmp_path / "r.html",
+        ReportSettings(title=EVIL),
+    )
+    page = out.read_text()
+    assert re.search(r"gone</td><td><span class=\"badge failed\">unreadable", page)
+    assert "<script" not in page.lower()
+    assert "<img src=x" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert f"/data/{EVIL}" in _text(page)  # shown, as text, in the file table and elsewhere
+    # the '$' of a file name did not trip matplotlib's math text: the figures were drawn
+    index = json.loads((tmp_path / "figures" / "figures.json").read_text())
+    assert {Path(f["file"]).name for f in index} >= {"spatial.png", "temporal.png", "sizes.png"}
+
+
+def test_epochs_and_overlap_with_compute(tmp_path):
+    # Two epochs of 5 steps per rank, as the runner's manifest records them; the checkpoint
+    # writes (t = 50 s) fall between the epochs.
+    rows = [
+        (r, e, k, e * 50.0 + 1 + max(k, 0) * 9, e * 50.0 + (49 if k < 0 else 9 + k * 9))
+        for r in range(4)
+        for e in range(2)
+        for k in range(-1, 5)
+    ]
+    cols = list(zip(*rows, strict=True))
+    steps = pa.table(
+        {
+            "rank": pa.array(cols[0], pa.int32()),
+            "epoch": pa.array(cols[1], pa.int32()),
+            "step": pa.array(cols[2], pa.int32()),
+            "start": pa.array(cols[3], pa.float64()),
+            "end": pa.array(cols[4], pa.float64()),
+        }
+    )
+    store = _synthetic_store(tmp_path / "store", 3000, ["/data/a.bin", "/data/b.bin"], steps=steps)
+    analysis.analyze_run(store, tmp_path / "analysis")
+    out = render_report([tmp_path / "analysis"], None, tmp_path / "r.html")
+    run = _text(
+        _section(out.read_text(), "run-" + slugify("framework~pytorch/nodes~1/ppn~4/rep~0"))
+    )
+    assert "I/O and compute Compute known from steps." in run
+    assert re.search(r"epoch duration \(longest rank\).* 0 48.00 s .* 1 48.00 s ", run)
+    assert not re.search(r"; 0 s of I/O fell outside the epochs", run)  # reads run from t = 0
+    index = json.loads((tmp_path / "figures" / "figures.json").read_text())
+    texts = {Path(f["file"]).name: f["texts"] for f in index}
+    assert {"epoch 0", "epoch 1", "checkpoint"} <= set(texts["temporal.png"])
+    assert "exposed (in epochs, no compute)" in texts["overlap.png"]
+
+
+def test_checkpoints_the_tracer_missed(tmp_path):
+    zero = 1.7e9  # the synthetic store's clock_zero
+    manifest = {
+        "phases": {
+            "0": {"load-train": [zero + 1, zero + 2], "checkpoint-0": [zero + 40.0, zero + 40.2],
+                  "checkpoint-1": [zero + 80.0, zero + 80.3]},
+            "1": {"load-train": [zero + 1, zero + 2]},
+        },
+        "outputs": [{"path": "/r/checkpoints/checkpoint-0.pt", "size": 61135},
+                    {"path": "/r/checkpoints/checkpoint-1.pt", "size": 61135}],
+    }  # fmt: skip
+    store = _synthetic_store(
+        tmp_path / "store", 2000, ["/data/a.bin"], checkpoint_writes=False, manifest=manifest
+    )
+    analysis.analyze_run(store, tmp_path / "analysis")
+    out = render_report([tmp_path / "analysis"], None, tmp_path / "r.html")
+    run = _text(
+        _section(out.read_text(), "run-" + slugify("framework~pytorch/nodes~1/ppn~4/rep~0"))
+    )
+    assert (
+        "Checkpoints saved by rank 0 only (by the training script's own record, not in the trace): "
+        "2 saves at 40.0 s, 80.0 s from the run start; 2 files, 122.3 kB on disk"
+    ) in run
+    assert "the trace holds 0 B of checkpoint writes: the tracer missed writes" in run
+    index = json.loads((tmp_path / "figures" / "figures.json").read_text())
+    temporal = next(f for f in index if f["file"].endswith("temporal.png"))
+    assert "checkpoint" in temporal["texts"]
+
+
+# --- scale ------------------------------------------------------------------------------------
+def test_sampling_keeps_rare_strata():
+    q = allocate(np.array([1_999_000, 2, 998]), 200_000)
+    assert q.sum() <= 200_000 and q[1] == 2 and q[2] == 998
+    assert allocate(np.array([10, 20]), 100).tolist() == [10, 20]
+
+
+def test_two_million_segments_stay_under_20_mb(tmp_path):
+    n = 2_000_000
+    paths = [f"/data/shard-{i:03d}.bin" for i in range(64)]
+    store = _synthetic_store(tmp_path / "store", n, paths)
+    analysis.analyze_run(store, tmp_path / "analysis")
+    settings = ReportSettings(max_points_per_plot=100_000)
+    sample = load_ops(
+        store,
+        {**{p: "dataset" for p in paths}, "/ckpt/checkpoint-0.pt": "checkpoint"},
+        settings.max_points_per_plot,
+    )
+    assert sample.total == n + 2 and sample.shown <= 100_000
+    assert int(sample.write.sum()) == 2  # rank 0's checkpoint writes survive sampling
+    out = render_report([tmp_path / "analysis"], None, tmp_path / "big.html", settings)
+    size = out.stat().st_size
+    assert size < 20e6, size
+    page = _text(out.read_text())
+    assert "Sampled: 100,000 of 2,000,002 operations shown" in page or re.search(
+        r"Sampled: [\d,]+ of 2,000,002 operations", page
+    )
+
+
+# --- command line -----------------------------------------------------------------------------
+def test_cli_finds_analyses_and_prints_the_path(sweep, tmp_path, capsys):
+    from iosweep.cli import main
+
+    out = tmp_path / "cli" / "report.html"
+    rc = main(
+        [
+            "report",
+            str(sweep["root"] / "runs" / "framework~pytorch"),
+            "--sweep",
+            str(sweep["root"] / "sweep"),
+            "-o",
+            str(out),
+            "--title",
+            "CLI report",
+        ]
+    )
+    assert rc == 0
+    assert capsys.readouterr().out.strip() == str(out.resolve())
+    page = out.read_text()
+    assert "CLI report" in page and "tensorflow 4 ranks" not in page
+    dirs, found = rcli.find_analyses([sweep["root"]])
+    assert len(dirs) == 8 and found is None
+
+
+# --- the browser --------------------------------------------------------------------------------
+def _chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe:
+        return exe
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip("chromium is not installed and this user cannot apt-get install it")
+    proc = subprocess.run(
+        ["apt-get", "install", "-y", "chromium"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+    )
+    exe = shutil.which("chromium")
+    if proc.returncode != 0 or not exe:
+        pytest.skip(f"apt-get install chromium failed: {proc.stderr[-500:]}")
+    return exe
+
+
+class _CDP:
+    """Chrome DevTools Protocol over --remote-debugging-pipe (fd 3 in, fd 4 out), stdlib only."""
+
+    def __init__(self, exe: str, profile: Path):
+        r_in, self._w = os.pipe()
+        self._r, w_out = os.pipe()
+
+        def wire():  # runs in the child before exec: the pipe ends become fds 3 and 4
+            os.dup2(r_in, 3)
+            os.dup2(w_out, 4)
+
+        flags = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--remote-debugging-pipe",
+            "--window-size=1400,2000",
+        ]
+        self.proc = subprocess.Popen(
+            [exe, *flags, "about:blank"],
+            pass_fds=(3, 4),
+            preexec_fn=wire,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(r_in)
+        os.close(w_out)
+        self._buf = b""
+        self._id = 0
+        self.events: list[dict] = []
+
+    def _recv(self, deadline: float) -> dict:
+        while b"\0" not in self._buf:
+            ready, _, _ = select.select([self._r], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise TimeoutError("chromium did not answer")
+            chunk = os.read(self._r, 1 << 20)
+            if not chunk:
+                raise EOFError("chromium closed the pipe")
+            self._buf += chunk
+        msg, self._buf = self._buf.split(b"\0", 1)
+        return json.loads(msg)
+
+    def call(
+        self,
+        method: str,
+        params: dict | None = None,
+        session: str | None = None,
+        timeout: float = 120,
+    ) -> dict:
+        self._id += 1
+        msg = {"id": self._id, "method": method, "params": params or {}} | (
+            {"sessionId": session} if session else {}
+        )
+        os.write(self._w, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self._recv(deadline)
+            if m.get("id") == self._id:
+                if "error" in m:
+                    raise RuntimeError(f"{method}: {m['error']}")
+                return m.get("result", {})
+            self.events.append(m)
+
+    def wait_event(self, method: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(e.get("method") == method for e in self.events):
+            self.events.append(self._recv(deadline))
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, RuntimeError, TimeoutError, EOFError):
+            self.call("Browser.close", timeout=20)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self._w)
+        os.close(self._r)
+
+
+@pytest.mark.browser
+def test_report_loads_in_chromium_without_errors(sweep, tmp_path):
+    cdp = _CDP(_chromium(), tmp_path / "profile")
+    try:
+        target = cdp.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        s = cdp.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        for domain in ("Page", "Runtime", "Log"):
+            cdp.call(f"{domain}.enable", session=s)
+        cdp.call("Page.navigate", {"url": sweep["html"].resolve().as_uri()}, session=s)
+        cdp.wait_event("Page.loadEventFired")
+        # Every figure decodes (lazy ones included: made eager first) to a real image.
+        images = cdp.call(
+            "Runtime.evaluate",
+            {
+                "expression": "Promise.all(Array.from(document.images).map(i => { i.loading = 'eager'; "
+                "return i.decode().then(() => [i.naturalWidth, i.naturalHeight, i.alt], "
+                "e => [0, 0, i.alt + ': ' + e]); }))",
+                "awaitPromise": True,
+                "returnByValue": True,
+            },
+            session=s,
+        )["result"]["value"]
+        headings = cdp.call(
+            "Runtime.evaluate",
+            {
+                "expression": "Array.from(document.querySelectorAll('h2')).map(h => h.textContent)",
+                "returnByValue": True,
+            },
+            session=s,
+        )["result"]["value"]
+        shot = cdp.call("Page.captureScreenshot", {"format": "png"}, session=s)["data"]
+    finally:
+        cdp.close()
+    (tmp_path / "report.png").write_bytes(base64.b64decode(shot))
+    print(f"screenshot: {tmp_path / 'report.png'}")
+    errors = [
+        e["params"]
+        for e in cdp.events
+        if e.get("method") == "Runtime.exceptionThrown"
+        or (
+            e.get("method") == "Runtime.consoleAPICalled"
+            and e["params"].get("type") in ("error", "assert")
+        )
+        or (e.get("method") == "Log.entryAdded" and e["params"]["entry"].get("level") == "error")
+    ]
+    assert not errors, errors
+    index = json.loads((sweep["html"].parent / "figures" / "figures.json").read_text())
+    assert len(images) == len(index)
+    assert all(w > 300 and h > 150 for w, h, _alt in images), images
+    assert headings == [
+        "Overview",
+        "Sweep comparison",
+        "Frameworks side by side",
+        "Runs",
+        "Provenance",
+    ]
