@@ -36,7 +36,7 @@ def test_mpirun_multi_node_needs_hosts_or_allocation():
 def test_srun():
     cmd = build_command(spec("srun", nodes=2, ppn=3), env={"SLURM_JOB_ID": "7"})
     assert cmd[:4] == ["srun", "--nodes=2", "--ntasks=6", "--ntasks-per-node=3"]
-    assert "--mpi=pmix" in cmd and "--export=ALL" in cmd
+    assert "--mpi=pmix" in cmd and "--export=ALL" in cmd and "--overlap" in cmd
     assert "--mpi=pmix" not in build_command(
         spec("srun", srun_mpi="none"), env={"SLURM_JOB_ID": "1"}
     )

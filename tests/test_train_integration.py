@@ -91,6 +91,18 @@ def test_failing_job_is_reported_and_does_not_raise(tmp_path):
     assert manifest["failed_ranks"] == [0, 1]
 
 
+def test_run_over_its_timeout_is_killed_and_reported(tmp_path, small_dataset):
+    _require_horovod_torch()
+    # the SLURM rule's runtime is training.timeout + 5 min, so this fires before SLURM's limit
+    config = _config(timeout=10)
+    config["sweep"]["steps_per_epoch"] = [100000]
+    point = expand_sweep(config)[0]
+    manifest = run_point(config, point, tmp_path / "run", small_dataset, log=lambda m: None)
+    assert manifest["status"] == "failed"
+    assert "timed out after 10 s (training.timeout)" in manifest["reason"]
+    assert manifest["end_time"] - manifest["start_time"] < 60
+
+
 def test_missing_framework_stack_is_skipped_with_reason(tmp_path, small_dataset):
     config = validate_config(
         {

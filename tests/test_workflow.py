@@ -1,7 +1,6 @@
 """The whole workflow, end to end, through Snakemake on the tiny test config."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,9 @@ def snakemake(*args, cwd=REPO, check=True):
     cmd = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(REPO), *args]
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=1800)
     if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+        raise AssertionError(
+            f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+        )
     return proc
 
 

@@ -395,6 +395,24 @@ add_etc_hosts() {
   record etc-hosts
 }
 
+# Link the config to Slurm's default path (/etc/slurm) when nothing is there: clients that
+# do not get SLURM_CONF still find the cluster. The Snakemake SLURM executor's job steps
+# drop every SLURM_* variable but the job's identity, so their inner srun needs this.
+link_system_conf() {
+  local f
+  if [[ -e /etc/slurm/slurm.conf || -L /etc/slurm/slurm.conf ]]; then
+    log "NOTE: /etc/slurm/slurm.conf exists and is not this cluster's; clients that do not"
+    log "      get SLURM_CONF (e.g. job steps of snakemake --executor slurm) will not find it"
+    return
+  fi
+  mkdir -p /etc/slurm
+  for f in slurm.conf mpi.conf cgroup.conf; do
+    [[ -e "$S/$f" && ! -e "/etc/slurm/$f" && ! -L "/etc/slurm/$f" ]] || continue
+    ln -s "$S/$f" "/etc/slurm/$f"
+    record sysconf "/etc/slurm/$f"
+  done
+}
+
 start_slurmctld() {
   local i
   launch "$S/pids/slurmctld.pid" "$S/log/slurmctld.out" env "$MARK=$S" "$SBIN/slurmctld" -D -f "$CONF"
@@ -522,6 +540,7 @@ cmd_start() {
   trap 'on_start_exit' EXIT
   write_conf
   write_env
+  link_system_conf
   start_munged
   if ((NODES > 1)); then
     setup_network
@@ -635,6 +654,12 @@ cmd_stop() {
         link)
           if ip link show "$name" >/dev/null 2>&1; then
             ip link del "$name" || log "WARNING: ip link del $name failed"
+          fi
+          ;;
+        sysconf)
+          # only our own link, still pointing into this state dir
+          if [[ -L "$name" && "$(readlink "$name")" == "$S/"* ]]; then
+            rm -f "$name"
           fi
           ;;
         etc-hosts)

@@ -96,6 +96,9 @@ def build_command(spec: LaunchSpec, env: dict[str, str] | None = None) -> list[s
             f"--ntasks-per-node={spec.ppn}",
             "--kill-on-bad-exit=1",
             "--export=ALL",
+            # Runs inside a job whose CPUs a step may already hold (the SLURM executor wraps
+            # a one-rank job in `srun -n1`): without --overlap the ranks' step never starts.
+            "--overlap",
         ]
         if spec.srun_mpi != "none":
             cmd.append(f"--mpi={spec.srun_mpi}")

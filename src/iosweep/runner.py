@@ -229,6 +229,11 @@ def run_point(
         "dataset": str(dataset_dir),
         "outputs": [],
         "slurm_job_id": os.environ.get("SLURM_JOB_ID", ""),
+        "slurm": {
+            k.lower(): os.environ[f"SLURM_{k}"]
+            for k in ("JOB_ID", "JOB_NODELIST", "JOB_NUM_NODES", "JOB_PARTITION", "CLUSTER_NAME")
+            if f"SLURM_{k}" in os.environ
+        },
     }
 
     def finish(status: str, reason: str = "") -> dict[str, Any]:
