@@ -122,3 +122,15 @@ def test_schema_documents_every_key_in_config_readme():
 
     missing = [k for k in keys(schema) if f"`{k}`" not in readme]
     assert not missing, f"config/README.md does not document: {missing}"
+
+
+def test_every_analysis_setting_is_documented_in_config_readme():
+    import dataclasses
+
+    from iosweep.analysis import AnalysisSettings
+
+    readme = (REPO / "config" / "README.md").read_text()
+    missing = [
+        f.name for f in dataclasses.fields(AnalysisSettings) if f"`analysis.{f.name}`" not in readme
+    ]
+    assert not missing, f"config/README.md does not document analysis settings: {missing}"
