@@ -25,6 +25,7 @@ from typing import Any
 import iosweep
 from iosweep.config import SweepPoint
 from iosweep.launch import LaunchError, LaunchSpec, build_command, choose_launcher
+from iosweep.provenance import git_revision
 from iosweep.tracers import TracerError, resolve_tracer
 
 SRC_DIR = Path(iosweep.__file__).resolve().parent.parent  # .../src, put on every rank's PYTHONPATH
@@ -107,25 +108,6 @@ def _tool_version(argv: list[str]) -> str:
         return ""
     lines = out.stdout.strip().splitlines() if out.returncode == 0 else []
     return lines[0] if lines else ""
-
-
-def _git_describe() -> str:
-    try:
-        rev = subprocess.run(
-            ["git", "-C", str(REPO_DIR), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(REPO_DIR), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return f"{rev}{'-dirty' if dirty else ''}" if rev else ""
 
 
 def _tail(path: Path, lines: int = 40) -> str:
@@ -221,7 +203,7 @@ def run_point(
         "metrics": {},
         "versions": {
             "iosweep": iosweep.__version__,
-            "iosweep_git": _git_describe(),
+            "iosweep_git": git_revision(),
             "platform": platform.platform(),
         },
         "command": [],

@@ -15,7 +15,6 @@ import os
 import platform
 import shlex
 import socket
-import subprocess
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ import pandas as pd
 import yaml
 
 import iosweep
+from iosweep.provenance import git_revision
 from iosweep.report import fmt, plots
 from iosweep.report.anonymize import Anonymizer, build_anonymizer, identity
 from iosweep.report.data import RunView, SweepView, load_runs, load_sweep
@@ -125,28 +125,6 @@ class FigureStore:
 
 
 # --- helpers ------------------------------------------------------------------------------
-def _git_describe() -> str:
-    repo = Path(iosweep.__file__).resolve().parents[2]
-    try:
-        rev = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        if rev.returncode != 0:
-            return ""
-        dirty = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return rev.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
-
-
 def _lib_versions() -> dict[str, str]:
     import matplotlib
     import pyarrow
@@ -1059,7 +1037,7 @@ class ReportBuilder:
             "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
             "host": socket.gethostname(),
             "iosweep": iosweep.__version__,
-            "git": _git_describe() or "not a git checkout",
+            "git": git_revision() or "not a git checkout",
             "libs": _lib_versions(),
             "config": yaml.safe_dump(self.config, sort_keys=False, default_flow_style=False).strip()
             if self.config

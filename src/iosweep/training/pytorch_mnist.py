@@ -7,7 +7,6 @@ and every rank evaluates its shard of the test set (accuracy averaged with allre
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -19,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from iosweep.dataset import IDX_FILES, read_idx
+from iosweep.training import base_parser
 from iosweep.training.progress import Progress
 
 
@@ -51,17 +51,8 @@ def load_split(data_dir: str, split: str) -> torch.utils.data.TensorDataset:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--data", required=True)
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--steps-per-epoch", type=int, default=60)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=0.01)
-    p.add_argument("--checkpoint-dir", default="")
+    p = base_parser(__doc__, lr=0.01)
     p.add_argument("--loader-workers", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--progress", default="")
-    p.add_argument("--seed", type=int, default=42)
     return p.parse_args(argv)
 
 

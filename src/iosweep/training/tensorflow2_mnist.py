@@ -8,7 +8,6 @@ rank evaluates its shard of the test set.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -17,20 +16,12 @@ import horovod.tensorflow as hvd
 import numpy as np
 import tensorflow as tf
 
+from iosweep.training import base_parser
 from iosweep.training.progress import Progress
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--data", required=True)
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--steps-per-epoch", type=int, default=60)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=0.001)
-    p.add_argument("--checkpoint-dir", default="")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--progress", default="")
-    p.add_argument("--seed", type=int, default=42)
+    p = base_parser(__doc__, lr=0.001)
     return p.parse_args(argv)
 
 
