@@ -26,6 +26,14 @@ for arg in "$@"; do
   esac
 done
 
+# pip, minus the warnings some machines' pip.conf causes for each missing extra index
+# ("Location '...' is ignored"); pip's own exit status is kept.
+pip_run() {
+  local python="$1"
+  shift
+  "$python" -m pip "$@" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2)
+}
+
 log() { printf '[setup %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
 pick_python() {
@@ -61,7 +69,7 @@ make_venv() {
   if [[ ! -x "$dir/bin/python" ]]; then
     log "creating virtual environment $dir"
     "$(pick_python)" -m venv "$dir"
-    "$dir/bin/python" -m pip install -q --upgrade pip
+    pip_run "$dir/bin/python" install -q --upgrade pip
   fi
 }
 
@@ -79,7 +87,7 @@ pip_install_locked() {
     return
   fi
   log "pip install into $(basename "$venv"): $*"
-  "$venv/bin/python" -m pip install -q "$@"
+  pip_run "$venv/bin/python" install -q "$@"
   echo "$digest" >"$stamp"
 }
 
@@ -93,12 +101,12 @@ build_horovod() {
   fi
   mkdir -p "$wheeldir"
   local wheel
-  wheel=$(ls "$wheeldir"/horovod-"$HOROVOD_VERSION"-*.whl 2>/dev/null | head -n1 || true)
+  wheel=$(find "$wheeldir" -maxdepth 1 -name "horovod-$HOROVOD_VERSION-*.whl" | head -n1)
   if [[ -z "$wheel" ]]; then
     local work
     work=$(mktemp -d)
     log "building Horovod $HOROVOD_VERSION ($flags) - takes several minutes; log: $work/build.log"
-    "$venv/bin/python" -m pip download -q --no-deps --no-binary :all: -d "$work" "horovod==$HOROVOD_VERSION"
+    pip_run "$venv/bin/python" download -q --no-deps --no-binary :all: -d "$work" "horovod==$HOROVOD_VERSION"
     tar -xzf "$work"/horovod-"$HOROVOD_VERSION".tar.gz -C "$work"
     local src="$work/horovod-$HOROVOD_VERSION"
     # Recent torch and TF headers need C++17; Horovod 0.28.1 asks for C++14.
@@ -112,13 +120,13 @@ build_horovod() {
       echo "setup.sh: Horovod build failed; full log: $work/build.log" >&2
       exit 1
     fi
-    wheel=$(ls "$wheeldir"/horovod-"$HOROVOD_VERSION"-*.whl | head -n1)
+    wheel=$(find "$wheeldir" -maxdepth 1 -name "horovod-$HOROVOD_VERSION-*.whl" | head -n1)
     rm -rf "$work"
     log "cached $wheel"
   else
     log "using cached $wheel"
   fi
-  "$venv/bin/python" -m pip install -q --no-deps --force-reinstall "$wheel"
+  pip_run "$venv/bin/python" install -q --no-deps --force-reinstall "$wheel"
   "$venv/bin/python" -c "$check"
 }
 
