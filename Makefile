@@ -25,8 +25,9 @@ lint:
 	$(VENV)/bin/snakefmt --check Snakefile workflow/rules
 	$(VENV)/bin/snakemake --lint --cores 1
 
-# Set up, lint, then every test (unit, real Horovod/MPI jobs, SLURM, browser).
-test: setup
+# Set up (with the TensorFlow stack, so TF points are tested too), lint, then every test
+# (unit, real Horovod/MPI jobs, SLURM, browser).
+test: setup-tf
 	$(MAKE) --no-print-directory lint
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
