@@ -56,3 +56,33 @@ def test_tiny_sweep_end_to_end(tmp_path):
     # a second run has nothing to do
     proc = snakemake("--cores", "2", "--configfile", str(cfg), "-n")
     assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_existing_logs_through_the_workflow(tmp_path, shared_data):
+    """ingest.enabled: Darshan logs the workflow did not produce go through ingest, analysis, report."""
+    results = tmp_path / "results"
+    pt = shared_data / "horovod-pytorch-mnist"
+    cfg = tmp_path / "ingest.yaml"
+    cfg.write_text(
+        f"results: {results}\n"
+        "ingest:\n"
+        "  enabled: true\n"
+        "  runs:\n"
+        f"    pytorch-np4: {{logs: [{pt / 'darshan-np4'}]}}\n"
+        f"    dlio: {{logs: [{shared_data / 'darshan-logs' / 'dlio_logs'}]}}\n"
+    )
+    snakemake("--cores", "2", "--configfile", str(cfg))
+    meta = json.loads(
+        (results / "runs" / "external~pytorch-np4" / "store" / "run.json").read_text()
+    )
+    assert sorted(r["rank"] for r in meta["ranks"]) == [0, 1, 2, 3]  # from ranks/rank-R.json
+    dlio = json.loads(
+        (results / "runs" / "external~dlio" / "analysis" / "summary.json").read_text()
+    )
+    assert dlio["access"]["dataset"]["read"] is not None
+    assert not (
+        results / "runs" / "external~dlio" / "manifest.json"
+    ).exists()  # nothing was trained
+    html = (results / "report" / "report.html").read_text()
+    assert "pytorch-np4" in html and "dlio" in html
+    assert (results / "report" / "report.html").stat().st_size < 20_000_000
