@@ -282,6 +282,10 @@ def run_point(
             oversubscribe=launcher_cfg["oversubscribe"],
         )
         cmd = build_command(spec, env)
+        # horovodrun lives in the framework's environment, which need not be on PATH
+        beside = Path(python).parent / cmd[0]
+        if cmd[0] == "horovodrun" and beside.exists():
+            cmd[0] = str(beside)
     except LaunchError as e:
         return finish("failed", str(e))
     manifest["launcher"] = launcher
