@@ -36,7 +36,7 @@ unit: setup
 
 # A SLURM cluster of 2 emulated nodes on this machine, to try `snakemake --profile slurm`.
 slurm-cluster:
-	bash tools/slurm-cluster.sh start --nodes 2
+	bash tools/slurm-cluster.sh start --nodes 2 --share $(CURDIR)
 
 slurm-cluster-stop:
 	bash tools/slurm-cluster.sh stop

@@ -34,6 +34,11 @@ def _tiny_config(tmp_path, **sweep):
     return path, tmp_path / "results"
 
 
+# Emulated nodes have a private /tmp (node-local, as on a real cluster); the repository (its
+# .venv, .snakemake) and the results must stay visible to them even when they live under /tmp,
+# as in a CI clone. Shares outside /tmp are visible anyway.
+
+
 def _run_profile(cluster, config_path):
     """`snakemake --profile slurm` from the repository root, as a user runs it."""
     cmd = [
@@ -74,7 +79,7 @@ def test_profile_slurm_one_node(tmp_path):
         pytest.skip(reason)
     config_path, results = _tiny_config(tmp_path)
     with slurm_cluster(
-        nodes=1, cpus=2, state_dir=Path("/var/tmp/iosweep-t1"), shared=[tmp_path]
+        nodes=1, cpus=2, state_dir=Path("/var/tmp/iosweep-t1"), shared=[tmp_path, REPO]
     ) as cluster:
         output = _run_profile(cluster, config_path)
         jobs = _submitted_jobs(output)
@@ -100,7 +105,7 @@ def test_profile_slurm_two_emulated_nodes(tmp_path):
         tmp_path, nodes=[1, 2], procs_per_node=[1, 2], epochs=[1], steps_per_epoch=[3]
     )
     with slurm_cluster(
-        nodes=2, cpus=2, state_dir=Path("/var/tmp/iosweep-t2"), shared=[tmp_path]
+        nodes=2, cpus=2, state_dir=Path("/var/tmp/iosweep-t2"), shared=[tmp_path, REPO]
     ) as cluster:
         output = _run_profile(cluster, config_path)
     assert len(_submitted_jobs(output)["train_pytorch"]) == 4

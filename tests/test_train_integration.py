@@ -95,7 +95,8 @@ def test_run_over_its_timeout_is_killed_and_reported(tmp_path, small_dataset):
     _require_horovod_torch()
     # the SLURM rule's runtime is training.timeout + 5 min, so this fires before SLURM's limit
     config = _config(timeout=10)
-    config["sweep"]["steps_per_epoch"] = [100000]
+    # an epoch of the small dataset is a few dozen steps: ask for far more epochs than fit
+    config["sweep"]["epochs"] = [100000]
     point = expand_sweep(config)[0]
     manifest = run_point(config, point, tmp_path / "run", small_dataset, log=lambda m: None)
     assert manifest["status"] == "failed"
