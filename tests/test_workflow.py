@@ -62,13 +62,15 @@ def test_existing_logs_through_the_workflow(tmp_path, shared_data):
     """ingest.enabled: Darshan logs the workflow did not produce go through ingest, analysis, report."""
     results = tmp_path / "results"
     pt = shared_data / "horovod-pytorch-mnist"
+    tf = shared_data / "horovod-tf2-mnist"
     cfg = tmp_path / "ingest.yaml"
     cfg.write_text(
         f"results: {results}\n"
         "ingest:\n"
         "  enabled: true\n"
         "  runs:\n"
-        f"    pytorch-np4: {{logs: [{pt / 'darshan-np4'}]}}\n"
+        f"    pytorch-np4: {{logs: [{pt / 'darshan-np4'}], params: {{framework: pytorch, nodes: 1, ppn: 4}}}}\n"
+        f"    tf2-np4: {{logs: [{tf / 'darshan-np4'}], params: {{framework: tensorflow, nodes: 1, ppn: 4}}}}\n"
         f"    dlio: {{logs: [{shared_data / 'darshan-logs' / 'dlio_logs'}]}}\n"
     )
     snakemake("--cores", "2", "--configfile", str(cfg))
@@ -85,4 +87,7 @@ def test_existing_logs_through_the_workflow(tmp_path, shared_data):
     ).exists()  # nothing was trained
     html = (results / "report" / "report.html").read_text()
     assert "pytorch-np4" in html and "dlio" in html
+    # labelled runs are placed by framework: shared file against file-per-process
+    assert meta["params"] == {"framework": "pytorch", "nodes": 1, "ppn": 4}
+    assert "file-per-process" in html and "shared-whole" in html
     assert (results / "report" / "report.html").stat().st_size < 20_000_000

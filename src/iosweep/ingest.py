@@ -501,6 +501,7 @@ def ingest(
     run_id: str | None = None,
     *,
     isolate: bool = False,
+    params: dict | None = None,
 ) -> RunMeta:
     """Build the trace store ``out`` from the logs under ``inputs``; return its metadata.
 
@@ -509,7 +510,9 @@ def ingest(
     is the run manifest; without one, ``manifest.json`` in an input directory is used if
     present. Ranks come from the manifest's ``ranks`` and ``ranks/rank-R.json`` files beside
     (or one level above) an input directory. ``isolate`` reads each Darshan log in a child
-    process. Problems with the input become ``RunMeta.issues``; the store is written even
+    process. ``params`` labels the run's sweep point (framework, nodes, ppn, ...) where no
+    manifest says it, e.g. for logs of a past job; the manifest's own values win. Problems
+    with the input become ``RunMeta.issues``; the store is written even
     when no log could be read (``RunMeta.processes`` is then empty).
     """
     inputs = [Path(p) for p in inputs]
@@ -682,7 +685,7 @@ def ingest(
     meta = RunMeta(
         run_id=run_id,
         clock_zero=clock_zero,
-        params=dict(man.get("params") or {}),
+        params={**(params or {}), **(man.get("params") or {})},
         tracer=tracer_name or "+".join(tracers),
         status=status,
         start=float(start) - clock_zero

@@ -30,5 +30,8 @@ rule ingest_external:
         manifest=lambda wildcards: config["ingest"]["runs"][wildcards.name].get(
             "manifest"
         ),
+        labels=lambda wildcards: config["ingest"]["runs"][wildcards.name].get(
+            "params", {}
+        ),
     script:
         "../scripts/ingest.py"

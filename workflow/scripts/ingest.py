@@ -19,4 +19,5 @@ else:
         store,
         manifest=manifest,
         run_id=f"external~{smk.wildcards.name}",
+        params=dict(smk.params.labels),
     )
