@@ -19,7 +19,7 @@ def git_revision(repo: Path = REPO_DIR) -> str:
         )
 
     try:
-        rev = git("rev-parse", "--short=12", "HEAD")
+        rev = git("rev-parse", "HEAD")  # the full commit: enough to check it out again
         if rev.returncode != 0:
             return ""
         dirty = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
