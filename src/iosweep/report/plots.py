@@ -269,6 +269,24 @@ def series_color(name: str, i: int) -> str:
     return FRAMEWORK_COLORS.get(name.split(" ")[0], _OTHER_COLORS[i % len(_OTHER_COLORS)])
 
 
+def _scatter_ops(ax, x, y, colors, write, write_size: int) -> None:
+    """Reads as dots, writes as black-edged triangles, on one colour scale (request size)."""
+    for flag, marker in ((False, "o"), (True, "^")):
+        k = write == flag
+        if k.any():
+            ax.scatter(
+                x[k],
+                y[k],
+                c=colors[k],
+                s=write_size if flag else 10,
+                marker=marker,
+                edgecolors="black" if flag else "none",
+                linewidths=0.4,
+                rasterized=True,
+                zorder=3,
+            )
+
+
 def _rank_axis_labels(
     ranks: np.ndarray, hosts: dict[int, str], anon: Anon
 ) -> tuple[list[int], list[str]]:
@@ -314,20 +332,7 @@ def draw_spatial(
         alpha=0.8,
         rasterized=True,
     )
-    for flag, marker in ((False, "o"), (True, "^")):
-        k = known & (w == flag)
-        if k.any():
-            ax.scatter(
-                x[k],
-                off[k],
-                c=colors[k],
-                s=14 if flag else 10,
-                marker=marker,
-                edgecolors="black" if flag else "none",
-                linewidths=0.4,
-                rasterized=True,
-                zorder=3,
-            )
+    _scatter_ops(ax, x[known], off[known], colors[known], w[known], write_size=14)
     ranks = np.unique(s.rank)
     ticks, labels = _rank_axis_labels(ranks, hosts, anon)
     if ticks:
@@ -411,20 +416,7 @@ def draw_temporal(
     y = s.rank + np.where(s.write, 0.18, -0.18)
     colors = cmap(norm(np.maximum(s.length, 1)))
     ax.hlines(y, s.start, s.end, colors=colors, linewidth=4, rasterized=True)
-    for flag, marker in ((False, "o"), (True, "^")):
-        k = s.write == flag
-        if k.any():
-            ax.scatter(
-                s.start[k],
-                y[k],
-                c=colors[k],
-                s=16 if flag else 10,
-                marker=marker,
-                edgecolors="black" if flag else "none",
-                linewidths=0.4,
-                rasterized=True,
-                zorder=3,
-            )
+    _scatter_ops(ax, s.start, y, colors, s.write, write_size=16)
     ranks = np.unique(s.rank)
     ticks, labels = _rank_axis_labels(ranks, hosts, anon)
     if ticks:
