@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from iosweep.analysis.settings import AnalysisSettings
-from iosweep.analysis.temporal import human_bytes
+from iosweep.units import human_bytes
 
 
 def _mk(

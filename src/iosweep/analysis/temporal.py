@@ -20,20 +20,9 @@ import pandas as pd
 
 from iosweep.analysis.data import OPS, READ, RunData
 from iosweep.analysis.spatial import CONTIGUOUS, STRIDED, Spatial
+from iosweep.units import human_bytes
 
 AT0, EOF, CONT, STRIDE, AT = range(5)
-
-
-def human_bytes(n: float) -> str:
-    """Decimal units, as in "47.0 MB" (the examples users quote from Darshan reports)."""
-    n = float(n)
-    if abs(n) < 1000:
-        return f"{int(n)} B"
-    for unit in ("kB", "MB", "GB", "TB", "PB"):
-        n /= 1000.0
-        if abs(n) < 1000 or unit == "PB":
-            return f"{n:.1f} {unit}"
-    return f"{n:.1f} PB"
 
 
 def _runs(rd: RunData, sp: Spatial, file_size: np.ndarray) -> dict[str, np.ndarray]:

@@ -6,6 +6,8 @@ import datetime as dt
 import math
 from typing import Any
 
+from iosweep import units
+
 MISSING = "\u2013"  # an en dash: the value is not there
 
 
@@ -15,16 +17,7 @@ def _bad(v: Any) -> bool:
 
 def human_bytes(n: Any) -> str:
     """Decimal units, as the analysis and Darshan's reports write them ("47.0 MB")."""
-    if _bad(n):
-        return MISSING
-    n = float(n)
-    if abs(n) < 1000:
-        return f"{n:.0f} B"
-    for unit in ("kB", "MB", "GB", "TB", "PB"):
-        n /= 1000.0
-        if abs(n) < 1000 or unit == "PB":
-            return f"{n:.1f} {unit}"
-    return f"{n:.1f} PB"
+    return MISSING if _bad(n) else units.human_bytes(n)
 
 
 def seconds(v: Any) -> str:
