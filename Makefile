@@ -4,7 +4,7 @@ SHELL := /bin/bash
 VENV := .venv
 CORES ?= all
 SNAKEMAKE_ARGS ?=
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= --durations=15
 
 .PHONY: setup setup-tf run test lint unit slurm-cluster slurm-cluster-stop clean
 
