@@ -18,6 +18,22 @@ from iosweep.analysis.data import READ, WHO, WRITE, RunData
 from iosweep.analysis.spatial import CATEGORIES, Spatial, fractions
 from iosweep.schema import SIZE_BINS
 
+# Per (rank, file) metrics that add up over operations, processes and files, in the column
+# order of file_ranks.parquet and ranks.parquet.
+SUMMED_METRICS = (
+    "reads",
+    "writes",
+    "bytes_read",
+    "bytes_written",
+    "read_time",
+    "write_time",
+    "opens",
+    "stats",
+    "seeks",
+    "fsyncs",
+    "meta_time",
+)
+
 
 @dataclass
 class Tables:
@@ -106,19 +122,9 @@ def build_tables(rd: RunData, sp: Spatial) -> Tables:
         agg = {
             k: "sum"
             for k in [
-                "opens",
-                "stats",
-                "seeks",
-                "fsyncs",
-                "reads",
-                "writes",
-                "bytes_read",
-                "bytes_written",
-                "read_time",
-                "write_time",
-                "meta_time",
+                *SUMMED_METRICS,
+                *(f"size_{d}_{b}" for d in ("read", "write") for b in SIZE_BINS),
             ]
-            + [f"size_{d}_{b}" for d in ("read", "write") for b in SIZE_BINS]
         }
         agg |= {
             "max_byte_read": "max",
@@ -236,17 +242,7 @@ def build_tables(rd: RunData, sp: Spatial) -> Tables:
         "actor",
         "file",
         "class",
-        "reads",
-        "writes",
-        "bytes_read",
-        "bytes_written",
-        "read_time",
-        "write_time",
-        "opens",
-        "stats",
-        "seeks",
-        "fsyncs",
-        "meta_time",
+        *SUMMED_METRICS,
         "file_size",
         "extent",
         "read_coverage",
@@ -367,19 +363,7 @@ def _ranks_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
     actors = sorted(set(rd.actor_host) | set(ranked["actor"].unique().tolist()))
     r = pd.DataFrame(index=pd.Index(np.array(actors, dtype=np.int64), name="rank"))
     g = ranked.groupby("actor")
-    for m in (
-        "reads",
-        "writes",
-        "bytes_read",
-        "bytes_written",
-        "read_time",
-        "write_time",
-        "opens",
-        "stats",
-        "seeks",
-        "fsyncs",
-        "meta_time",
-    ):
+    for m in SUMMED_METRICS:
         r[m] = g[m].sum()
     r["files"] = g["file"].nunique()
     for ci, cname in enumerate(rd.class_names):
