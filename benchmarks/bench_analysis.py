@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from iosweep.schema import SIZE_BIN_LOWER, SIZE_BINS, RankInfo, RunMeta
-from iosweep.store import write_store
+from iosweep.trace.schema import SIZE_BIN_LOWER, SIZE_BINS, RankInfo, RunMeta
+from iosweep.trace.store import write_store
 
 CHUNK = 256 * 1024
 SHARD = 64 * 1024 * 1024

@@ -4,7 +4,7 @@
    process doing ``--segments`` small reads over ``--files`` files (plus a few writes),
    through libdarshan-util's own writer API (``darshan_log_create``, ``darshan_log_put_job``,
    ``darshan_log_put_exe``, ``darshan_log_put_mounts``, ``darshan_log_put_namehash`` and each
-   module's ``log_put_record``; see ``iosweep.darshan_log.write_darshan_log``), into a
+   module's ``log_put_record``; see ``iosweep.trace.darshan.write.write_darshan_log``), into a
    temporary directory. darshan-runtime itself is not
    installable here; the bundled libdarshan-util is the same code that darshan-convert uses
    to write logs. The segments come from a seeded generator, so the log is reproducible.
@@ -12,7 +12,7 @@
    (a) PyDarshan: ``DarshanReport(read_all=False)`` + ``mod_read_all_dxt_records("DXT_POSIX",
        dtype="pandas")``, i.e. a read and a write DataFrame per record, as PyDarshan users do;
        and the same with the default dtype + ``records["DXT_POSIX"].to_df()``;
-   (b) iosweep: ``iosweep.darshan_log.read_darshan_log`` (segments to Arrow in bulk);
+   (b) iosweep: ``iosweep.trace.darshan.read.read_darshan_log`` (segments to Arrow in bulk);
    (c) ``darshan-dxt-parser LOG > /dev/null`` where that binary is on PATH.
    Every reader's output is checked against the generated segments (a digest of offsets,
    lengths and times in record order), so a fast wrong answer cannot pass.
@@ -83,7 +83,7 @@ def digest(arrays) -> str:
 
 def make_log(path: Path, segments: int, files: int) -> str:
     """Write the log with libdarshan-util's writer; return the digest of its segments."""
-    from iosweep.darshan_log import DxtFile, write_darshan_log
+    from iosweep.trace.darshan.write import DxtFile, write_darshan_log
 
     trace = generate(segments, files)
     t_end = max(float(seg["end"][-1]) for *_, seg in trace) + 0.5
@@ -145,9 +145,9 @@ def _child(method: str, log: str) -> dict:
             "digest": digest(arrays),
         }
     if method == "iosweep":
-        from iosweep.darshan_log import _backend, read_darshan_log
+        from iosweep.trace.darshan.read import backend, read_darshan_log
 
-        _backend()  # library loading is import cost, as for PyDarshan's `import darshan`
+        backend()  # library loading is import cost, as for PyDarshan's `import darshan`
         base = _rss()
         t0, c0 = time.perf_counter(), time.process_time()
         plog = read_darshan_log(log)

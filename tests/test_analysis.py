@@ -11,11 +11,11 @@ import pyarrow as pa
 import pytest
 
 from iosweep.analysis import AnalysisSettings, analyze_run, analyze_sweep, intervals
-from iosweep.analysis import cli as acli
 from iosweep.analysis.classify import classify_path
 from iosweep.analysis.temporal import human_bytes
-from iosweep.schema import SIZE_BINS, Issue, ProcessInfo, RankInfo, RunMeta
-from iosweep.store import write_store
+from iosweep.cli import analyze as acli
+from iosweep.trace.schema import SIZE_BINS, Issue, ProcessInfo, RankInfo, RunMeta
+from iosweep.trace.store import write_store
 
 # ----------------------------------------------------------------------------------------
 # Store builders

@@ -1,5 +1,5 @@
 """Acceptance: the analysis states, as data, the facts the shared fixtures are known to hold
-(../shared/data/README.md). Each run is ingested (iosweep.ingest) and analysed once."""
+(../shared/data/README.md). Each run is ingested (iosweep.trace.ingest) and analysed once."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from iosweep.analysis import analyze_run, analyze_sweep
 from iosweep.analysis.temporal import human_bytes
 
 ingest_mod = pytest.importorskip(
-    "iosweep.ingest", reason="iosweep.ingest (issue 3) not available yet"
+    "iosweep.trace.ingest", reason="iosweep.trace.ingest (issue 3) not available yet"
 )
 
 IDX = [

@@ -11,15 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iosweep.darshan_log import (
-    SEGMENT_DTYPE,
-    DxtFile,
-    check_log,
-    read_darshan_log,
-    read_darshan_log_isolated,
-    write_darshan_log,
-)
-from iosweep.logs import LogError
+from iosweep.trace.darshan.check import check_log
+from iosweep.trace.darshan.read import SEGMENT_DTYPE, read_darshan_log, read_darshan_log_isolated
+from iosweep.trace.darshan.write import DxtFile, write_darshan_log
+from iosweep.trace.logs import LogError
 
 PT_NP1 = "horovod-pytorch-mnist/darshan-np1/logs/0_python_id10942-10942_11-21-60800-16751588966123711645_4.darshan"
 IDX_SIZES = {  # the synthetic MNIST in IDX format that every rank reads whole
@@ -304,8 +299,8 @@ def test_no_corruption_crashes_the_process(tmp_path: Path, real_log: bytes):
         cases.append(_write(tmp_path, bytes(data), f"flip{i}.darshan"))
     code = (
         "import sys\n"
-        "from iosweep.darshan_log import read_darshan_log\n"
-        "from iosweep.logs import LogError\n"
+        "from iosweep.trace.darshan.read import read_darshan_log\n"
+        "from iosweep.trace.logs import LogError\n"
         "for p in sys.argv[1:]:\n"
         "    try:\n"
         "        log = read_darshan_log(p)\n"

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from iosweep.dataset import IDX_FILES, DatasetError, prepare_dataset, read_idx, write_idx
+from iosweep.run.dataset import IDX_FILES, DatasetError, prepare_dataset, read_idx, write_idx
 
 
 def quiet(_msg):

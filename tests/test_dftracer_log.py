@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from iosweep.dftracer_log import INCOMPLETE_TRACE, read_dftracer_trace
-from iosweep.logs import LogError, ProcessLog
+from iosweep.trace.dftracer.read import INCOMPLETE_TRACE, read_dftracer_trace
+from iosweep.trace.logs import LogError, ProcessLog
 
 SHARED = Path(os.environ.get("IOSWEEP_SHARED") or Path(__file__).resolve().parents[2] / "shared")
 DATA = SHARED / "data"

@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 
 from iosweep.cli import main as cli_main
-from iosweep.darshan_log import SEGMENT_DTYPE, DxtFile, read_darshan_log, write_darshan_log
-from iosweep.ingest import MERGED_DARSHAN, ingest, write_merged_darshan
-from iosweep.store import open_store
+from iosweep.trace.darshan.read import SEGMENT_DTYPE, read_darshan_log
+from iosweep.trace.darshan.write import DxtFile, write_darshan_log
+from iosweep.trace.ingest import MERGED_DARSHAN, ingest, write_merged_darshan
+from iosweep.trace.store import open_store
 
 IDX_SIZES = {
     "train-images-idx3-ubyte": 47040016,

@@ -2,10 +2,10 @@
 
 import pytest
 
-from iosweep.launch import LaunchError, LaunchSpec, build_command, choose_launcher
-from iosweep.rank_wrapper import detect_rank, prepare_darshan_logpath
+from iosweep.run.launch import LaunchError, LaunchSpec, build_command, choose_launcher
+from iosweep.run.rank_wrapper import detect_rank, prepare_darshan_logpath
 
-PROG = ["python", "-m", "iosweep.rank_wrapper", "--run-dir", "/r", "--", "python", "train.py"]
+PROG = ["python", "-m", "iosweep.run.rank_wrapper", "--run-dir", "/r", "--", "python", "train.py"]
 
 
 def spec(launcher, nodes=1, ppn=2, **kw):

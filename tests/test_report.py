@@ -23,16 +23,16 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from iosweep.cli import report as rcli
 from iosweep.report import ReportSettings, render_report
-from iosweep.report import cli as rcli
 from iosweep.report.anonymize import Anonymizer
 from iosweep.report.data import slugify
 from iosweep.report.plots import allocate, load_ops
-from iosweep.schema import RankInfo, RunMeta
-from iosweep.store import write_store
+from iosweep.trace.schema import RankInfo, RunMeta
+from iosweep.trace.store import write_store
 
 ingest_mod = pytest.importorskip(
-    "iosweep.ingest", reason="iosweep.ingest (issue 3) is not there yet"
+    "iosweep.trace.ingest", reason="iosweep.trace.ingest (issue 3) is not there yet"
 )
 analysis = pytest.importorskip(
     "iosweep.analysis", reason="iosweep.analysis (issue 4) is not there yet"
@@ -56,12 +56,12 @@ FAIL_REASON = "launcher exited with code 1; failed ranks: [5]; see log_tail"
 
 
 def _manifest(framework: str, nodes: int, ppn: int, status: str = "ok", reason: str = "") -> dict:
-    """A run manifest as iosweep.runner writes it (the shared traces came without one)."""
+    """A run manifest as iosweep.run.runner writes it (the shared traces came without one)."""
     run_id = f"framework~{framework}/nodes~{nodes}/ppn~{ppn}/rep~0"
     py = f"{HOME}/.venv/bin/python"
     module = {
-        "pytorch": "iosweep.training.pytorch_mnist",
-        "tensorflow": "iosweep.training.tensorflow2_mnist",
+        "pytorch": "iosweep.run.training.pytorch_mnist",
+        "tensorflow": "iosweep.run.training.tensorflow2_mnist",
     }
     return {
         "run_id": run_id,
@@ -101,7 +101,7 @@ def _manifest(framework: str, nodes: int, ppn: int, status: str = "ok", reason: 
             str(nodes * ppn),
             py,
             "-m",
-            "iosweep.rank_wrapper",
+            "iosweep.run.rank_wrapper",
             "--run-dir",
             f"{HOME}/results/runs/{run_id}",
             "--",
@@ -258,7 +258,7 @@ def test_provenance(sweep):
     assert "horovod 0.28.1" in prov
     assert "DXT_ENABLE_IO_TRACE" in prov  # tracer settings
     assert f"results: {HOME}/results" in prov  # the config as given
-    assert "iosweep.training.pytorch_mnist" in prov  # exact commands
+    assert "iosweep.run.training.pytorch_mnist" in prov  # exact commands
     assert "max_points_per_plot: 200000" in prov
 
 

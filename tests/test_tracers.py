@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from iosweep.tracers import (
+from iosweep.run.tracers import (
     TracerError,
     TracerSpec,
     darshan_config_text,

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from iosweep.config import expand_sweep, validate_config
-from iosweep.dataset import IDX_FILES, prepare_dataset
-from iosweep.runner import resolve_python, run_point
-from iosweep.tracers import find_dftracer_lib
+from iosweep.run.dataset import IDX_FILES, prepare_dataset
+from iosweep.run.runner import resolve_python, run_point
+from iosweep.run.tracers import find_dftracer_lib
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +45,7 @@ def test_two_rank_job_traced_by_dftracer(tmp_path, small_dataset):
     _require_horovod_torch()
     if find_dftracer_lib() is None:
         pytest.skip("dftracer pip package not installed (run tools/setup.sh)")
-    from iosweep.dftracer_log import read_dftracer_trace
+    from iosweep.trace.dftracer.read import read_dftracer_trace
 
     config = _config()
     point = expand_sweep(config)[0]
@@ -138,7 +138,7 @@ def test_untraced_baseline_runs_without_preload(tmp_path, small_dataset):
 def test_tensorflow_two_ranks_file_per_process(tmp_path, small_dataset):
     if find_dftracer_lib() is None:
         pytest.skip("dftracer pip package not installed")
-    from iosweep.dftracer_log import read_dftracer_trace
+    from iosweep.trace.dftracer.read import read_dftracer_trace
 
     config = _config()
     config["sweep"]["frameworks"] = ["tensorflow"]

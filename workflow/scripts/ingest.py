@@ -1,11 +1,11 @@
-"""Snakemake adapter for rules ingest_run and ingest_external (logic: iosweep.ingest)."""
+"""Snakemake adapter for rules ingest_run and ingest_external (logic: iosweep.trace.ingest)."""
 
 from pathlib import Path
 
 from _bootstrap import setup
 
 setup(snakemake)  # noqa: F821 - injected by Snakemake
-from iosweep.ingest import ingest  # noqa: E402
+from iosweep.trace.ingest import ingest  # noqa: E402
 
 smk = snakemake  # noqa: F821
 store = Path(smk.output[0]).parent

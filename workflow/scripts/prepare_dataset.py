@@ -1,11 +1,11 @@
-"""Snakemake adapter for rule prepare_dataset (logic: iosweep.dataset)."""
+"""Snakemake adapter for rule prepare_dataset (logic: iosweep.run.dataset)."""
 
 from pathlib import Path
 
 from _bootstrap import setup
 
 setup(snakemake)  # noqa: F821 - injected by Snakemake
-from iosweep.dataset import prepare_dataset  # noqa: E402
+from iosweep.run.dataset import prepare_dataset  # noqa: E402
 
 p = snakemake.params  # noqa: F821
 prepare_dataset(

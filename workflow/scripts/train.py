@@ -1,4 +1,4 @@
-"""Snakemake adapter for rules train_<framework> (logic: iosweep.runner)."""
+"""Snakemake adapter for rules train_<framework> (logic: iosweep.run.runner)."""
 
 from pathlib import Path
 
@@ -6,7 +6,7 @@ from _bootstrap import setup
 
 setup(snakemake)  # noqa: F821 - injected by Snakemake
 from iosweep.config import point_by_run_id  # noqa: E402
-from iosweep.runner import run_point  # noqa: E402
+from iosweep.run.runner import run_point  # noqa: E402
 
 smk = snakemake  # noqa: F821
 run_point(

@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 from iosweep.analysis.classify import classify_paths
 from iosweep.analysis.intervals import merge
 from iosweep.analysis.settings import AnalysisSettings
-from iosweep.schema import SIZE_BINS, Issue, RunMeta
-from iosweep.store import open_store
+from iosweep.trace.schema import SIZE_BINS, Issue, RunMeta
+from iosweep.trace.store import open_store
 
 READ, WRITE = 0, 1
 OPS = ("read", "write")

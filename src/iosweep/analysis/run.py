@@ -23,7 +23,7 @@ from iosweep.analysis.sizes import analyze_sizes
 from iosweep.analysis.spatial import CATEGORIES, classify_ops
 from iosweep.analysis.temporal import epoch_windows, phases, signatures
 from iosweep.analysis.volume import build_tables
-from iosweep.schema import Issue
+from iosweep.trace.schema import Issue
 
 SUMMARY_SCHEMA = "iosweep.analysis.run/1"
 TABLES = ("files", "file_ranks", "ranks", "nodes", "sizes", "phases", "overlap")

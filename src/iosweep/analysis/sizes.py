@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.data import OPS, RunData
-from iosweep.schema import SIZE_BIN_LOWER, SIZE_BINS
+from iosweep.trace.schema import SIZE_BIN_LOWER, SIZE_BINS
 
 
 def _log2_bin(length: np.ndarray) -> np.ndarray:

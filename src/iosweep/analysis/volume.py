@@ -16,7 +16,7 @@ import pandas as pd
 from iosweep.analysis import intervals
 from iosweep.analysis.data import READ, WHO, WRITE, RunData
 from iosweep.analysis.spatial import CATEGORIES, Spatial, fractions
-from iosweep.schema import SIZE_BINS
+from iosweep.trace.schema import SIZE_BINS
 
 # Per (rank, file) metrics that add up over operations, processes and files, in the column
 # order of file_ranks.parquet and ranks.parquet.

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from iosweep.schema import RunMeta
+from iosweep.trace.schema import RunMeta
 
 _STATUS_ORDER = {"ok": 0, "partial": 1, "failed": 2, "skipped": 3}
 

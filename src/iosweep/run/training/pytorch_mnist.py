@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from iosweep.dataset import IDX_FILES, read_idx
-from iosweep.training import base_parser
-from iosweep.training.progress import Progress
+from iosweep.run.dataset import IDX_FILES, read_idx
+from iosweep.run.training import base_parser
+from iosweep.run.training.progress import Progress
 
 
 class Net(nn.Module):

@@ -16,8 +16,8 @@ import horovod.tensorflow as hvd
 import numpy as np
 import tensorflow as tf
 
-from iosweep.training import base_parser
-from iosweep.training.progress import Progress
+from iosweep.run.training import base_parser
+from iosweep.run.training.progress import Progress
 
 
 def parse_args(argv=None):

@@ -1,6 +1,6 @@
 """Per-rank wrapper: record who this rank is, put the tracer into its environment, exec Python.
 
-The launcher starts ``python -m iosweep.rank_wrapper --run-dir DIR -- PROGRAM ARGS...`` once
+The launcher starts ``python -m iosweep.run.rank_wrapper --run-dir DIR -- PROGRAM ARGS...`` once
 per rank. The wrapper writes ``DIR/ranks/rank-R.json`` ({rank, local_rank, size, pid, host})
 and then *execs* PROGRAM, so that pid is the traced process's pid: that is how the merge ties a
 per-process log to its rank. Stdlib only, so it runs under any framework's interpreter.
@@ -50,7 +50,7 @@ def prepare_darshan_logpath(trace_dir: Path, now: dt.datetime | None = None) -> 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="iosweep.rank_wrapper", description=__doc__)
+    parser = argparse.ArgumentParser(prog="iosweep.run.rank_wrapper", description=__doc__)
     parser.add_argument("--run-dir", required=True, type=Path)
     parser.add_argument("program", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     env = dict(os.environ)
     spec_file = run_dir / "tracer.json"
     if spec_file.exists():
-        from iosweep.tracers import TracerSpec, rank_environment
+        from iosweep.run.tracers import TracerSpec, rank_environment
 
         spec = TracerSpec(**json.loads(spec_file.read_text()))
         trace_dir = run_dir / "traces" / f"rank-{rank}"

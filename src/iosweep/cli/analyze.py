@@ -21,7 +21,7 @@ import yaml
 from iosweep.analysis.run import analyze_run
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.sweep import analyze_sweep, load_summary
-from iosweep.store import open_store
+from iosweep.trace.store import open_store
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,4 +1,4 @@
-"""Read and write trace stores (one directory per run; layout in :mod:`iosweep.schema`)."""
+"""Read and write trace stores (one directory per run; layout in :mod:`iosweep.trace.schema`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from iosweep.schema import TABLES, RunMeta, conform, empty_table
+from iosweep.trace.schema import TABLES, RunMeta, conform, empty_table
 
 RUN_JSON = "run.json"
 

@@ -1,45 +1,14 @@
-"""The ``iosweep`` command line: one subcommand per workflow stage.
-
-Each subcommand is a :class:`Subcommand` in :data:`SUBCOMMANDS`: a help line, a function
-that adds its arguments to an ``argparse`` parser and a function that runs it and returns
-the exit status. Functions may be given as ``"module:function"`` strings: they are imported
-only when that subcommand is used, so ``iosweep ingest`` does not load the analysis stack.
-To add a subcommand, add an entry (``analyze``, ``report``, ``run-point`` ...).
-"""
+"""``iosweep ingest LOGDIR... -o STORE``: build a run's trace store from its Darshan/DFTracer logs."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-Fn = Callable | str
 
-
-@dataclass(frozen=True)
-class Subcommand:
-    help: str
-    add_arguments: Fn  # (parser) -> None
-    run: Fn  # (args) -> exit status
-
-
-def _resolve(fn: Fn) -> Callable:
-    if callable(fn):
-        return fn
-    module, _, name = fn.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-# ----------------------------------------------------------------------------------------
-# iosweep ingest
-# ----------------------------------------------------------------------------------------
-
-
-def add_ingest_arguments(p: argparse.ArgumentParser) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "logdirs",
         nargs="+",
@@ -72,9 +41,9 @@ def _ranks_text(ranks: list[int]) -> str:
     return ",".join(map(str, ranks))
 
 
-def run_ingest(args: argparse.Namespace) -> int:
-    from iosweep.ingest import ingest
-    from iosweep.store import open_store
+def run(args: argparse.Namespace) -> int:
+    from iosweep.trace.ingest import ingest
+    from iosweep.trace.store import open_store
 
     try:
         meta = ingest(
@@ -124,46 +93,3 @@ def run_ingest(args: argparse.Namespace) -> int:
         print("iosweep ingest: no log could be ingested", file=sys.stderr)
         return 1
     return 0
-
-
-SUBCOMMANDS: dict[str, Subcommand] = {
-    "ingest": Subcommand(
-        "build a run's trace store from its Darshan/DFTracer logs",
-        add_ingest_arguments,
-        run_ingest,
-    ),
-    "analyze": Subcommand(
-        "analyse trace stores and compare them across the sweep",
-        "iosweep.analysis.cli:add_arguments",
-        "iosweep.analysis.cli:run",
-    ),
-    "report": Subcommand(
-        "render the HTML report of run analyses and the sweep comparison",
-        "iosweep.report.cli:add_arguments",
-        "iosweep.report.cli:run",
-    ),
-}
-
-
-def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
-    """The parser; only the ``selected`` subcommand's arguments are loaded."""
-    p = argparse.ArgumentParser(
-        prog="iosweep", description="Sweep instrumented Horovod training and compare its I/O."
-    )
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, cmd in SUBCOMMANDS.items():
-        sp = sub.add_parser(name, help=cmd.help, description=cmd.help)
-        if name == selected:
-            _resolve(cmd.add_arguments)(sp)
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    selected = next((a for a in argv if not a.startswith("-")), None)
-    args = build_parser(selected if selected in SUBCOMMANDS else None).parse_args(argv)
-    return int(_resolve(SUBCOMMANDS[args.command].run)(args) or 0)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

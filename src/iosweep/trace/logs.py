@@ -1,8 +1,8 @@
 """What a tracer reader hands to the merge: one per-process (or, for MPI Darshan, per-job) log.
 
-Readers (:mod:`iosweep.darshan_log`, :mod:`iosweep.dftracer_log`) turn one log file into a
-:class:`ProcessLog`; :mod:`iosweep.ingest` ties logs to ranks and hosts, puts them on the
-run's clock and writes the trace store (:mod:`iosweep.schema`).
+Readers (:mod:`iosweep.trace.darshan.read`, :mod:`iosweep.trace.dftracer.read`) turn one log file into a
+:class:`ProcessLog`; :mod:`iosweep.trace.ingest` ties logs to ranks and hosts, puts them on the
+run's clock and writes the trace store (:mod:`iosweep.trace.schema`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from iosweep.schema import Issue
+from iosweep.trace.schema import Issue
 
 
 class LogError(Exception):

@@ -24,16 +24,16 @@ from typing import Any
 
 import iosweep
 from iosweep.config import SweepPoint
-from iosweep.launch import LaunchError, LaunchSpec, build_command, choose_launcher
 from iosweep.provenance import git_revision
-from iosweep.tracers import TracerError, resolve_tracer
+from iosweep.run.launch import LaunchError, LaunchSpec, build_command, choose_launcher
+from iosweep.run.tracers import TracerError, resolve_tracer
 
 SRC_DIR = Path(iosweep.__file__).resolve().parent.parent  # .../src, put on every rank's PYTHONPATH
 REPO_DIR = SRC_DIR.parent
 
 TRAINING_MODULES = {
-    "pytorch": ("iosweep.training.pytorch_mnist", "horovod.torch", "torch"),
-    "tensorflow": ("iosweep.training.tensorflow2_mnist", "horovod.tensorflow", "tensorflow"),
+    "pytorch": ("iosweep.run.training.pytorch_mnist", "horovod.torch", "torch"),
+    "tensorflow": ("iosweep.run.training.tensorflow2_mnist", "horovod.tensorflow", "tensorflow"),
 }
 # Interpreters tried for a framework when the config does not name one.
 DEFAULT_PYTHONS = {
@@ -250,7 +250,7 @@ def run_point(
 
     module = TRAINING_MODULES[point.framework][0]
     program = [
-        python, "-m", "iosweep.rank_wrapper", "--run-dir", str(run_dir), "--",
+        python, "-m", "iosweep.run.rank_wrapper", "--run-dir", str(run_dir), "--",
         python, "-m", module,
         "--data", str(dataset_dir),
         "--epochs", str(point.epochs),

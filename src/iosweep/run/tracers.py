@@ -1,6 +1,6 @@
 """Tracer discovery and the environment that puts a tracer into one training process.
 
-Only the training processes are traced: the per-rank wrapper (:mod:`iosweep.rank_wrapper`)
+Only the training processes are traced: the per-rank wrapper (:mod:`iosweep.run.rank_wrapper`)
 applies :func:`rank_environment` just before it execs Python, so the launcher (mpirun,
 srun, horovodrun) runs untraced.
 """

@@ -1,4 +1,4 @@
-"""Read one Darshan log into a :class:`~iosweep.logs.ProcessLog`, DXT segments in bulk.
+"""Read one Darshan log into a :class:`~iosweep.trace.logs.ProcessLog`, DXT segments in bulk.
 
 PyDarshan's own DXT path (``DarshanReport.mod_read_all_dxt_records``) builds a Python dict
 per segment, which is slow and large for millions of segments. Here each DXT record is
@@ -7,7 +7,8 @@ and its ``segment_info`` array goes to numpy/Arrow as one buffer: no Python per 
 
 libdarshan-util trusts the file. On a damaged log it can trip an ``assert`` (abort) while
 parsing name records, or scan past its buffer for the exe/mount text of the job record.
-So before any byte goes to C, :func:`check_log` validates the log in Python: the header,
+So before any byte goes to C, :func:`~iosweep.trace.darshan.check.check_log` validates the
+log in Python: the header,
 every region of its region map against the file size (overlap, truncation), and the small
 job and name-record regions, which it decompresses with Python's zlib/bz2. A module region
 cut off by truncation is never handed to C; it is reported as lost. The bulk module regions
@@ -19,35 +20,18 @@ for callers that want the last guarantee too.
 
 from __future__ import annotations
 
-import bz2
-import itertools
 import multiprocessing as mp
 import re
-import struct
-import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from iosweep.logs import LogError, ProcessLog
-from iosweep.schema import COUNTERS, SEGMENTS, SIZE_BINS, Issue
-
-DARSHAN_MAGIC = 6567223
-# Header layouts of the log format versions we read: format 3.10 (Darshan 3.1) to 3.41
-# (Darshan 3.4.x, 3.5.x). version: (module slots, partial_flag offset, its size, name_map off)
-_LAYOUTS = {
-    "3.10": (16, 20, 4, 24),
-    "3.20": (16, 20, 4, 24),
-    "3.21": (16, 20, 4, 24),
-    "3.41": (64, 24, 8, 32),
-}
-_MAX_HEADER = 48 + 64 * 20
-_COMP_ZLIB, _COMP_BZIP2, _COMP_NONE = 0, 1, 2
-_JOB_RECORD_SIZE = 4096  # DARSHAN_JOB_RECORD_SIZE: job struct + exe/mount text, uncompressed
-_JOB_STRUCT_SIZE = {"3.41": 1080}  # start/end gained a nsec field in 3.41; 1064 before
+from iosweep.trace.darshan.check import JOB_RECORD_SIZE, LogLayout, check_log
+from iosweep.trace.logs import LogError, ProcessLog
+from iosweep.trace.schema import COUNTERS, SEGMENTS, SIZE_BINS, Issue
 
 #: numpy view of libdarshan-util's ``segment_info`` (darshan-dxt-log-format.h)
 SEGMENT_DTYPE = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
@@ -57,165 +41,12 @@ _PID_IN_NAME = re.compile(r"_id(\d+)-(\d+)_")
 # a DXT time this far outside the log's own run is garbage, not a late write (seconds)
 _TIME_SLACK = 86400.0
 
-
-@dataclass
-class LogLayout:
-    """What :func:`check_log` learnt from a log without calling libdarshan-util."""
-
-    version: str  # log format version, e.g. "3.41"
-    swap: bool  # written on a machine of the other byte order
-    comp_type: int
-    size: int  # file size in bytes
-    header_size: int
-    regions: dict[str, tuple[int, int]]  # "job", "names", "slot<i>": (offset, length)
-    mapped_end: int  # where the last mapped region ends (== size for an intact log)
-    lost_slots: list[int] = field(default_factory=list)  # module slots cut off by truncation
-    names: dict[int, str] = field(default_factory=dict)  # record id -> file path
-
-
-# ----------------------------------------------------------------------------------------
-# Python-side validation: nothing here calls into C
-# ----------------------------------------------------------------------------------------
-
-
-def _decompress(path: Path, what: str, data: bytes, comp_type: int) -> bytes:
-    """Inflate one region. MPI logs concatenate one stream per rank: loop over the streams."""
-    if comp_type == _COMP_NONE:
-        return data
-    out = []
-    rest = data
-    while rest:
-        d = zlib.decompressobj() if comp_type == _COMP_ZLIB else bz2.BZ2Decompressor()
-        try:
-            out.append(d.decompress(rest))
-        except (zlib.error, OSError, ValueError) as e:
-            raise LogError(path, "corrupt", f"cannot decompress the {what} ({e})") from None
-        if not d.eof:
-            raise LogError(path, "corrupt", f"the compressed stream of the {what} is cut short")
-        rest = d.unused_data
-    return b"".join(out)
-
-
-def _parse_names(path: Path, buf: bytes, swap: bool) -> dict[int, str]:
-    """Name records: (uint64 id, NUL-terminated path) repeated, exactly filling the region."""
-    names: dict[int, str] = {}
-    fmt = ">Q" if swap else "<Q"
-    pos, n = 0, len(buf)
-    while pos < n:
-        end = buf.find(b"\0", pos + 8)
-        if end < 0:
-            raise LogError(path, "corrupt", f"the file-name records are damaged at byte {pos}")
-        (rid,) = struct.unpack_from(fmt, buf, pos)
-        names[rid] = buf[pos + 8 : end].decode("utf-8", "replace")
-        pos = end + 1
-    return names
-
-
-def check_log(path: Path | str) -> LogLayout:
-    """Validate a Darshan log's structure in Python; raise :class:`LogError` if it is unusable.
-
-    Checks the magic number and format version, that the mapped regions lie inside the file
-    and do not overlap, and that the job record and file-name records decompress and parse.
-    A log cut short keeps the module regions before the cut (``lost_slots`` lists the rest).
-    """
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            head = f.read(_MAX_HEADER)
-    except OSError as e:
-        raise LogError(path, "unreadable", f"cannot read the file ({e.strerror})") from None
-    if size == 0:
-        raise LogError(path, "unreadable", "empty file (0 bytes), not a Darshan log")
-    if len(head) < 16:
-        raise LogError(path, "unreadable", f"only {size} bytes: too short to be a Darshan log")
-    if struct.unpack_from("<q", head, 8)[0] == DARSHAN_MAGIC:
-        swap, e = False, "<"
-    elif struct.unpack_from(">q", head, 8)[0] == DARSHAN_MAGIC:
-        swap, e = True, ">"
-    else:
-        raise LogError(path, "unreadable", "not a Darshan log (no Darshan magic number)")
-    version = head[:8].split(b"\0")[0].decode("ascii", "replace")
-    if version not in _LAYOUTS:
-        try:
-            older = float(version) < 3.10
-        except ValueError:
-            raise LogError(path, "corrupt", f"damaged format version {version!r}") from None
-        why = (
-            "older than 3.10 (Darshan 3.1), the oldest iosweep reads"
-            if older
-            else "newer than the bundled libdarshan-util 3.5 knows"
-        )
-        raise LogError(path, "unsupported", f"log format version {version} is {why}")
-    nslots, _pf_off, _pf_size, nm_off = _LAYOUTS[version]
-    map_off = nm_off + 16
-    header_size = map_off + 20 * nslots  # mod_map[n] (16 B each) then mod_ver[n] (4 B each)
-    if size < header_size:
-        raise LogError(
-            path, "truncated", f"file is {size} bytes, shorter than its {header_size}-byte header"
-        )
-    comp_type = head[16]
-    if comp_type not in (_COMP_ZLIB, _COMP_BZIP2, _COMP_NONE):
-        raise LogError(path, "corrupt", f"unknown compression type {comp_type} in the header")
-
-    mapped = {}
-    off, ln = struct.unpack_from(e + "QQ", head, nm_off)
-    if ln:
-        mapped["names"] = (off, ln)
-    for i in range(nslots):
-        off, ln = struct.unpack_from(e + "QQ", head, map_off + 16 * i)
-        if ln:
-            mapped[f"slot{i}"] = (off, ln)
-    for name, (off, ln) in mapped.items():
-        if off < header_size or off + ln > 1 << 48:
-            raise LogError(path, "corrupt", f"the header's region map is damaged ({name})")
-    # the job record runs from the header to the first mapped region (or to the end)
-    job_end = min((off for off, _ in mapped.values()), default=size)
-    regions = {"job": (header_size, job_end - header_size), **mapped}
-    spans = sorted((off, off + ln, name) for name, (off, ln) in regions.items())
-    for (_s0, e0, n0), (s1, _e1, n1) in itertools.pairwise(spans):
-        if s1 < e0:
-            raise LogError(path, "corrupt", f"the header's region map is damaged ({n0}, {n1})")
-    mapped_end = max(end for _, end, _ in spans)
-    lost = []
-    for _s, end, name in spans:
-        if end <= size:
-            continue
-        if not name.startswith("slot"):
-            what = "job record" if name == "job" else "file-name records"
-            raise LogError(
-                path,
-                "truncated",
-                f"file is {size} bytes but its header maps {mapped_end}: the {what} are cut off",
-            )
-        lost.append(int(name[4:]))
-    if regions["job"][1] <= 0:
-        raise LogError(path, "corrupt", "the header's region map leaves no job record")
-
-    layout = LogLayout(version, swap, comp_type, size, header_size, regions, mapped_end, lost)
-    with open(path, "rb") as f:
-        off, ln = regions["job"]
-        f.seek(off)
-        job = _decompress(path, "job record", f.read(ln), comp_type)
-        # libdarshan-util keeps the first 4096 bytes and scans the exe/mount text after the job
-        # struct for NUL-terminated lines: without a NUL in there it would read past its buffer
-        jsize = _JOB_STRUCT_SIZE.get(version, 1064)
-        if len(job) <= jsize or (len(job) >= _JOB_RECORD_SIZE and b"\0" not in job[jsize:4096]):
-            raise LogError(path, "corrupt", f"the job record is damaged ({len(job)} bytes)")
-        if "names" in regions:
-            off, ln = regions["names"]
-            f.seek(off)
-            raw = _decompress(path, "file-name records", f.read(ln), comp_type)
-            layout.names = _parse_names(path, raw, swap)
-    return layout
-
-
 # ----------------------------------------------------------------------------------------
 # C side: PyDarshan's cffi binding of libdarshan-util
 # ----------------------------------------------------------------------------------------
 
 
-def _backend():
+def backend():
     # imported lazily: loading libdarshan-util and its cdef costs a few hundred ms
     from darshan.backend import cffi_backend as cb
 
@@ -232,7 +63,7 @@ class _Handle:
     """An open libdarshan-util log handle."""
 
     def __init__(self, path: Path):
-        self.cb = _backend()
+        self.cb = backend()
         self.ffi, self.lib = self.cb.ffi, self.cb.libdutil
         self.path = path
         self.h = self.lib.darshan_log_open(str(path).encode())
@@ -256,7 +87,7 @@ class _Handle:
         job = ffi.new("struct darshan_job *")
         if lib.darshan_log_get_job(self.h, job) < 0:
             raise LogError(self.path, "corrupt", "libdarshan-util cannot read the job record")
-        exe = ffi.new("char[]", _JOB_RECORD_SIZE)
+        exe = ffi.new("char[]", JOB_RECORD_SIZE)
         lib.darshan_log_get_exe(self.h, exe)
         meta = {}
         for line in ffi.string(job.metadata, 1024).decode("utf-8", "replace").splitlines():
@@ -849,169 +680,3 @@ def read_darshan_log_isolated(path: Path | str, timeout: float = 600.0) -> Proce
     if status == "err":
         raise LogError(*payload)
     raise LogError(path, "corrupt", f"reading the log failed: {payload}")
-
-
-# ----------------------------------------------------------------------------------------
-# Writing: real-format logs through libdarshan-util's writer (benchmarks, tests)
-# ----------------------------------------------------------------------------------------
-
-# The writer side of libdarshan-util 3.5 (darshan-logutils.h, darshan-log-format.h,
-# darshan-dxt-log-format.h, uthash.h); PyDarshan's cdef declares only the reader side.
-_WRITER_CDEF = """
-struct darshan_job {
-    int64_t uid; int64_t start_time_sec; int64_t start_time_nsec;
-    int64_t end_time_sec; int64_t end_time_nsec; int64_t nprocs; int64_t jobid;
-    char metadata[1024];
-};
-struct darshan_mnt_info { char mnt_type[3015]; char mnt_path[3015]; };
-typedef struct UT_hash_handle {
-    void *tbl; void *prev; void *next; void *hh_prev; void *hh_next;
-    void *key; unsigned keylen; unsigned hashv;
-} UT_hash_handle;
-struct darshan_name_record_ref { void *name_record; UT_hash_handle hlink; };
-struct darshan_base_record { uint64_t id; int64_t rank; };
-struct dxt_file_record {
-    struct darshan_base_record base_rec; int64_t shared_record; char hostname[64];
-    int64_t write_count; int64_t read_count;
-};
-struct darshan_posix_file {
-    struct darshan_base_record base_rec; int64_t counters[69]; double fcounters[17];
-};
-/* only the leading members are used; the rest of each module's table is not touched */
-struct darshan_mod_logutil_funcs {
-    int (*log_get_record)(void *fd, void **buf);
-    int (*log_put_record)(void *fd, void *buf);
-};
-extern struct darshan_mod_logutil_funcs posix_logutils;
-extern struct darshan_mod_logutil_funcs dxt_posix_logutils;
-void *darshan_log_create(const char *name, int comp_type, int partial_flag);
-int darshan_log_put_job(void *fd, struct darshan_job *job);
-int darshan_log_put_exe(void *fd, char *buf);
-int darshan_log_put_mounts(void *fd, struct darshan_mnt_info *mnt_data_array, int count);
-int darshan_log_put_namehash(void *fd, struct darshan_name_record_ref *hash);
-void darshan_log_close(void *fd);
-"""
-_writer = None
-
-
-def _writer_lib():
-    global _writer
-    if _writer is None:
-        import glob
-
-        import cffi
-        from darshan.discover_darshan import discover_darshan_wheel
-
-        found = glob.glob(f"{discover_darshan_wheel()}/libdarshan-util*.so*")
-        if not found:
-            raise RuntimeError("PyDarshan's bundled libdarshan-util was not found")
-        ffi = cffi.FFI()
-        ffi.cdef(_WRITER_CDEF)
-        _writer = (ffi, ffi.dlopen(found[0]))
-    return _writer
-
-
-@dataclass
-class DxtFile:
-    """One file's trace for :func:`write_darshan_log`: its writes first, then its reads."""
-
-    path: str
-    segments: np.ndarray  # SEGMENT_DTYPE, times in seconds from the log's start
-    writes: int = 0  # how many of the segments (the leading ones) are writes
-    rank: int = 0
-    host: str = "localhost"
-
-
-def write_darshan_log(
-    path: Path | str,
-    files: list[DxtFile],
-    *,
-    start: float,
-    end: float,
-    exe: str,
-    jobid: int,
-    nprocs: int = 1,
-    uid: int = 0,
-    metadata: dict[str, str] | None = None,
-) -> Path:
-    """Write a format-3.41 log (as darshan-runtime 3.5 does) with libdarshan-util's writer.
-
-    The log holds the name records, one POSIX counter record (opens, reads, writes, bytes,
-    timestamps, derived from the segments) and one DXT_POSIX record per file and rank.
-    This is for benchmarks and tests: darshan-runtime, which writes logs for real, needs
-    an instrumented process.
-    """
-    ffi, lib = _writer_lib()
-    cb = _backend()  # counter names of the same library
-    path = Path(path)
-    path.unlink(missing_ok=True)
-    fd = lib.darshan_log_create(str(path).encode(), 0, 0)  # zlib, as the runtime writes
-    if fd == ffi.NULL:
-        raise OSError(f"{path}: darshan_log_create failed")
-    keep = []  # C keeps pointers into these until the log is closed
-    ok = True
-    try:
-        job = ffi.new("struct darshan_job *")
-        job.uid, job.nprocs, job.jobid = uid, nprocs, jobid
-        job.start_time_sec, job.start_time_nsec = int(start), int(start % 1 * 1e9)
-        job.end_time_sec, job.end_time_nsec = int(end), int(end % 1 * 1e9)
-        meta = {"lib_ver": "3.5.0", **(metadata or {})}
-        job.metadata = "".join(f"{k}={v}\n" for k, v in meta.items()).encode()[:1023]
-        ok &= lib.darshan_log_put_job(fd, job) == 0
-        ok &= lib.darshan_log_put_exe(fd, exe.encode()) == 0
-        mnt = ffi.new("struct darshan_mnt_info[1]")
-        mnt[0].mnt_type, mnt[0].mnt_path = b"ext4", b"/"
-        ok &= lib.darshan_log_put_mounts(fd, mnt, 1) == 0
-        # put_namehash walks the uthash table with HASH_ITER, which follows hlink.next only:
-        # a linked list of refs is all the writer needs
-        ids = {f.path: zlib.crc32(f.path.encode()) + (1 << 40) for f in files}
-        uniq = list(ids)
-        refs = ffi.new("struct darshan_name_record_ref[]", max(len(uniq), 1))
-        for i, p in enumerate(uniq):
-            rec = ffi.new("char[]", 8 + len(p.encode()) + 1)
-            ffi.cast("uint64_t *", rec)[0] = ids[p]
-            ffi.memmove(rec + 8, p.encode(), len(p.encode()))
-            keep.append(rec)
-            refs[i].name_record = rec
-            refs[i].hlink.next = ffi.addressof(refs[i + 1]) if i + 1 < len(uniq) else ffi.NULL
-        if uniq:
-            ok &= lib.darshan_log_put_namehash(fd, refs) == 0
-        # modules in increasing id order: POSIX (1) before DXT_POSIX (10)
-        cn = {n: i for i, n in enumerate(cb.counter_names("POSIX"))}
-        fn = {n: i for i, n in enumerate(cb.fcounter_names("POSIX"))}
-        for f in files:
-            seg, w = f.segments, f.writes
-            rec = ffi.new("struct darshan_posix_file *")
-            rec.base_rec.id, rec.base_rec.rank = ids[f.path], f.rank
-            c = np.frombuffer(ffi.buffer(rec.counters), np.int64)
-            fc = np.frombuffer(ffi.buffer(rec.fcounters), np.float64)
-            c[cn["POSIX_OPENS"]] = 1
-            c[cn["POSIX_READS"]], c[cn["POSIX_WRITES"]] = len(seg) - w, w
-            c[cn["POSIX_BYTES_READ"]] = int(seg["length"][w:].sum())
-            c[cn["POSIX_BYTES_WRITTEN"]] = int(seg["length"][:w].sum())
-            if len(seg):
-                ends = seg["offset"] + seg["length"]
-                c[cn["POSIX_MAX_BYTE_READ"]] = int(ends[w:].max() - 1) if len(seg) > w else 0
-                c[cn["POSIX_MAX_BYTE_WRITTEN"]] = int(ends[:w].max() - 1) if w else 0
-                fc[fn["POSIX_F_OPEN_START_TIMESTAMP"]] = float(seg["start"].min())
-                fc[fn["POSIX_F_CLOSE_END_TIMESTAMP"]] = float(seg["end"].max())
-            dur = seg["end"] - seg["start"]
-            fc[fn["POSIX_F_READ_TIME"]] = float(dur[w:].sum())
-            fc[fn["POSIX_F_WRITE_TIME"]] = float(dur[:w].sum())
-            ok &= lib.posix_logutils.log_put_record(fd, rec) == 0
-        head = ffi.sizeof("struct dxt_file_record")
-        for f in files:
-            n = len(f.segments)
-            buf = ffi.new("char[]", head + n * SEGMENT_DTYPE.itemsize)
-            rec = ffi.cast("struct dxt_file_record *", buf)
-            rec.base_rec.id, rec.base_rec.rank = ids[f.path], f.rank
-            rec.hostname = f.host.encode()[:63]
-            rec.write_count, rec.read_count = f.writes, n - f.writes
-            seg = np.frombuffer(ffi.buffer(buf + head, n * SEGMENT_DTYPE.itemsize), SEGMENT_DTYPE)
-            seg[:] = f.segments
-            ok &= lib.dxt_posix_logutils.log_put_record(fd, buf) == 0
-    finally:
-        lib.darshan_log_close(fd)  # writes the header (region map, module versions)
-    if not ok or not path.exists():
-        raise OSError(f"{path}: libdarshan-util's writer reported an error (see stderr)")
-    return path

@@ -3,7 +3,7 @@
 :func:`ingest` finds the logs under the given paths (both the workflow's run layout and a
 plain directory of logs), reads each in isolation (a bad log becomes an :class:`Issue`, the
 others go on), ties every log to a rank and host, puts all times on one clock and writes
-the store with :func:`iosweep.store.write_store`. How ranks, hosts and the clock are
+the store with :func:`iosweep.trace.store.write_store`. How ranks, hosts and the clock are
 recovered, and what the optional ``merged.darshan`` loses, is in ``docs/data-model.md``
 ("Ingest and merge").
 """
@@ -23,8 +23,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from iosweep.logs import LogError, ProcessLog
-from iosweep.schema import (
+from iosweep.trace.logs import LogError, ProcessLog
+from iosweep.trace.schema import (
     STEPS,
     Issue,
     ProcessInfo,
@@ -33,7 +33,7 @@ from iosweep.schema import (
     conform,
     empty_table,
 )
-from iosweep.store import write_store
+from iosweep.trace.store import write_store
 
 DARSHAN_SUFFIXES = (".darshan",)
 DFTRACER_SUFFIXES = (".pfw", ".pfw.gz")
@@ -209,11 +209,11 @@ def _collect_ranks(
 
 def _read(entry: _Log, isolate: bool) -> ProcessLog:
     if entry.tracer == "darshan":
-        from iosweep.darshan_log import read_darshan_log, read_darshan_log_isolated
+        from iosweep.trace.darshan.read import read_darshan_log, read_darshan_log_isolated
 
         return (read_darshan_log_isolated if isolate else read_darshan_log)(entry.path)
     try:
-        from iosweep.dftracer_log import read_dftracer_trace
+        from iosweep.trace.dftracer.read import read_dftracer_trace
     except ImportError as e:
         raise LogError(
             entry.path, "unreadable", f"the DFTracer reader is not available ({e})"

@@ -1,4 +1,4 @@
-"""Read one DFTracer trace (``.pfw`` or ``.pfw.gz``) into a :class:`~iosweep.logs.ProcessLog`.
+"""Read one DFTracer trace (``.pfw`` or ``.pfw.gz``) into a :class:`~iosweep.trace.logs.ProcessLog`.
 
 A DFTracer trace is a stream of JSON objects, one per line (older versions open it with a
 ``[`` line and end lines with commas). ``.pfw.gz`` is gzip, possibly several members back to
@@ -34,8 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from iosweep.logs import LogError, ProcessLog
-from iosweep.schema import Issue, conform
+from iosweep.trace.logs import LogError, ProcessLog
+from iosweep.trace.schema import Issue, conform
 
 TRACER = "dftracer"
 #: ProcessLog.incomplete entry for a trace that lost events (cut, damaged or unfinished).

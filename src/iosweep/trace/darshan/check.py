@@ -1,0 +1,180 @@
+"""Check a Darshan log's layout in Python before any of it reaches libdarshan-util.
+
+libdarshan-util trusts the file: on a damaged log it can trip an ``assert`` (abort) while
+parsing name records, or scan past its buffer for the exe/mount text of the job record.
+:func:`check_log` validates the header, every region of the region map against the file
+size (overlap, truncation), and the small job and name-record regions, which it
+decompresses with Python's zlib/bz2. Nothing here calls into C.
+"""
+
+from __future__ import annotations
+
+import bz2
+import itertools
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from iosweep.trace.logs import LogError
+
+DARSHAN_MAGIC = 6567223
+# Header layouts of the log format versions we read: format 3.10 (Darshan 3.1) to 3.41
+# (Darshan 3.4.x, 3.5.x). version: (module slots, partial_flag offset, its size, name_map off)
+_LAYOUTS = {
+    "3.10": (16, 20, 4, 24),
+    "3.20": (16, 20, 4, 24),
+    "3.21": (16, 20, 4, 24),
+    "3.41": (64, 24, 8, 32),
+}
+_MAX_HEADER = 48 + 64 * 20
+_COMP_ZLIB, _COMP_BZIP2, _COMP_NONE = 0, 1, 2
+JOB_RECORD_SIZE = 4096  # DARSHANJOB_RECORD_SIZE: job struct + exe/mount text, uncompressed
+_JOB_STRUCT_SIZE = {"3.41": 1080}  # start/end gained a nsec field in 3.41; 1064 before
+
+
+@dataclass
+class LogLayout:
+    """What :func:`check_log` learnt from a log without calling libdarshan-util."""
+
+    version: str  # log format version, e.g. "3.41"
+    swap: bool  # written on a machine of the other byte order
+    comp_type: int
+    size: int  # file size in bytes
+    header_size: int
+    regions: dict[str, tuple[int, int]]  # "job", "names", "slot<i>": (offset, length)
+    mapped_end: int  # where the last mapped region ends (== size for an intact log)
+    lost_slots: list[int] = field(default_factory=list)  # module slots cut off by truncation
+    names: dict[int, str] = field(default_factory=dict)  # record id -> file path
+
+
+def _decompress(path: Path, what: str, data: bytes, comp_type: int) -> bytes:
+    """Inflate one region. MPI logs concatenate one stream per rank: loop over the streams."""
+    if comp_type == _COMP_NONE:
+        return data
+    out = []
+    rest = data
+    while rest:
+        d = zlib.decompressobj() if comp_type == _COMP_ZLIB else bz2.BZ2Decompressor()
+        try:
+            out.append(d.decompress(rest))
+        except (zlib.error, OSError, ValueError) as e:
+            raise LogError(path, "corrupt", f"cannot decompress the {what} ({e})") from None
+        if not d.eof:
+            raise LogError(path, "corrupt", f"the compressed stream of the {what} is cut short")
+        rest = d.unused_data
+    return b"".join(out)
+
+
+def _parse_names(path: Path, buf: bytes, swap: bool) -> dict[int, str]:
+    """Name records: (uint64 id, NUL-terminated path) repeated, exactly filling the region."""
+    names: dict[int, str] = {}
+    fmt = ">Q" if swap else "<Q"
+    pos, n = 0, len(buf)
+    while pos < n:
+        end = buf.find(b"\0", pos + 8)
+        if end < 0:
+            raise LogError(path, "corrupt", f"the file-name records are damaged at byte {pos}")
+        (rid,) = struct.unpack_from(fmt, buf, pos)
+        names[rid] = buf[pos + 8 : end].decode("utf-8", "replace")
+        pos = end + 1
+    return names
+
+
+def check_log(path: Path | str) -> LogLayout:
+    """Validate a Darshan log's structure in Python; raise :class:`LogError` if it is unusable.
+
+    Checks the magic number and format version, that the mapped regions lie inside the file
+    and do not overlap, and that the job record and file-name records decompress and parse.
+    A log cut short keeps the module regions before the cut (``lost_slots`` lists the rest).
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(_MAX_HEADER)
+    except OSError as e:
+        raise LogError(path, "unreadable", f"cannot read the file ({e.strerror})") from None
+    if size == 0:
+        raise LogError(path, "unreadable", "empty file (0 bytes), not a Darshan log")
+    if len(head) < 16:
+        raise LogError(path, "unreadable", f"only {size} bytes: too short to be a Darshan log")
+    if struct.unpack_from("<q", head, 8)[0] == DARSHAN_MAGIC:
+        swap, e = False, "<"
+    elif struct.unpack_from(">q", head, 8)[0] == DARSHAN_MAGIC:
+        swap, e = True, ">"
+    else:
+        raise LogError(path, "unreadable", "not a Darshan log (no Darshan magic number)")
+    version = head[:8].split(b"\0")[0].decode("ascii", "replace")
+    if version not in _LAYOUTS:
+        try:
+            older = float(version) < 3.10
+        except ValueError:
+            raise LogError(path, "corrupt", f"damaged format version {version!r}") from None
+        why = (
+            "older than 3.10 (Darshan 3.1), the oldest iosweep reads"
+            if older
+            else "newer than the bundled libdarshan-util 3.5 knows"
+        )
+        raise LogError(path, "unsupported", f"log format version {version} is {why}")
+    nslots, _pf_off, _pf_size, nm_off = _LAYOUTS[version]
+    map_off = nm_off + 16
+    header_size = map_off + 20 * nslots  # mod_map[n] (16 B each) then mod_ver[n] (4 B each)
+    if size < header_size:
+        raise LogError(
+            path, "truncated", f"file is {size} bytes, shorter than its {header_size}-byte header"
+        )
+    comp_type = head[16]
+    if comp_type not in (_COMP_ZLIB, _COMP_BZIP2, _COMP_NONE):
+        raise LogError(path, "corrupt", f"unknown compression type {comp_type} in the header")
+
+    mapped = {}
+    off, ln = struct.unpack_from(e + "QQ", head, nm_off)
+    if ln:
+        mapped["names"] = (off, ln)
+    for i in range(nslots):
+        off, ln = struct.unpack_from(e + "QQ", head, map_off + 16 * i)
+        if ln:
+            mapped[f"slot{i}"] = (off, ln)
+    for name, (off, ln) in mapped.items():
+        if off < header_size or off + ln > 1 << 48:
+            raise LogError(path, "corrupt", f"the header's region map is damaged ({name})")
+    # the job record runs from the header to the first mapped region (or to the end)
+    job_end = min((off for off, _ in mapped.values()), default=size)
+    regions = {"job": (header_size, job_end - header_size), **mapped}
+    spans = sorted((off, off + ln, name) for name, (off, ln) in regions.items())
+    for (_s0, e0, n0), (s1, _e1, n1) in itertools.pairwise(spans):
+        if s1 < e0:
+            raise LogError(path, "corrupt", f"the header's region map is damaged ({n0}, {n1})")
+    mapped_end = max(end for _, end, _ in spans)
+    lost = []
+    for _s, end, name in spans:
+        if end <= size:
+            continue
+        if not name.startswith("slot"):
+            what = "job record" if name == "job" else "file-name records"
+            raise LogError(
+                path,
+                "truncated",
+                f"file is {size} bytes but its header maps {mapped_end}: the {what} are cut off",
+            )
+        lost.append(int(name[4:]))
+    if regions["job"][1] <= 0:
+        raise LogError(path, "corrupt", "the header's region map leaves no job record")
+
+    layout = LogLayout(version, swap, comp_type, size, header_size, regions, mapped_end, lost)
+    with open(path, "rb") as f:
+        off, ln = regions["job"]
+        f.seek(off)
+        job = _decompress(path, "job record", f.read(ln), comp_type)
+        # libdarshan-util keeps the first 4096 bytes and scans the exe/mount text after the job
+        # struct for NUL-terminated lines: without a NUL in there it would read past its buffer
+        jsize = _JOB_STRUCT_SIZE.get(version, 1064)
+        if len(job) <= jsize or (len(job) >= JOB_RECORD_SIZE and b"\0" not in job[jsize:4096]):
+            raise LogError(path, "corrupt", f"the job record is damaged ({len(job)} bytes)")
+        if "names" in regions:
+            off, ln = regions["names"]
+            f.seek(off)
+            raw = _decompress(path, "file-name records", f.read(ln), comp_type)
+            layout.names = _parse_names(path, raw, swap)
+    return layout

@@ -1,0 +1,1 @@
+"""DFTracer traces: decode lines (decode), rebuild file positions (positions), build tables (read)."""
