@@ -24,6 +24,8 @@ lint:
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/snakefmt --check Snakefile workflow/rules
 	$(VENV)/bin/snakemake --lint --cores 1
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 # Set up (with the TensorFlow stack, so TF points are tested too), lint, then every test
 # (unit, real Horovod/MPI jobs, SLURM, browser).

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 
@@ -27,7 +28,8 @@ from iosweep.cli import report as rcli
 from iosweep.report import ReportSettings, render_report
 from iosweep.report.anonymize import Anonymizer
 from iosweep.report.data import slugify
-from iosweep.report.plots import allocate, load_ops
+from iosweep.report.plots import ops_sample
+from iosweep.sampling import allocate
 from iosweep.trace.schema import RankInfo, RunMeta
 from iosweep.trace.store import write_store
 
@@ -490,11 +492,15 @@ def test_two_million_segments_stay_under_20_mb(tmp_path):
     n = 2_000_000
     paths = [f"/data/shard-{i:03d}.bin" for i in range(64)]
     store = _synthetic_store(tmp_path / "store", n, paths)
-    analysis.analyze_run(store, tmp_path / "analysis")
+    sm = analysis.analyze_run(store, tmp_path / "analysis")
     settings = ReportSettings(max_points_per_plot=100_000)
-    sample = load_ops(
-        store,
-        {**{p: "dataset" for p in paths}, "/ckpt/checkpoint-0.pt": "checkpoint"},
+    # the analysis keeps plot_sample_ops (200,000) operations; the report draws 100,000 of them
+    info = sm["ops_sample"]
+    assert info["shown"] == 200_000 and info["total"] == n + 2
+    sample = ops_sample(
+        pd.read_parquet(tmp_path / "analysis" / "ops_sample.parquet"),
+        info["total"],
+        info["excluded"],
         settings.max_points_per_plot,
     )
     assert sample.total == n + 2 and sample.shown <= 100_000

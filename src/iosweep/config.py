@@ -41,11 +41,17 @@ def _key_path(error: jsonschema.ValidationError) -> str:
     return ".".join(str(p) for p in error.absolute_path) or "<top level>"
 
 
+def _description(error: jsonschema.ValidationError) -> str:
+    sub = error.schema if isinstance(error.schema, dict) else {}
+    return str(sub.get("description", error.message))
+
+
 def _explain(error: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
     where = _key_path(error)
     if error.validator == "additionalProperties":
-        allowed = sorted(error.schema.get("properties", {}))
-        extra = sorted(set(error.instance) - set(allowed))
+        sub = error.schema if isinstance(error.schema, dict) else {}
+        allowed = sorted(sub.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed))  # type: ignore[arg-type]
         prefix = f"{where}." if error.absolute_path else ""
         return (
             f"unknown config key {', '.join(repr(prefix + k) for k in extra)}; "
@@ -61,7 +67,7 @@ def _explain(error: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
     if error.validator == "type":
         return f"config key {where!r}: {error.instance!r} is not of type {error.validator_value}"
     if error.validator in ("anyOf", "oneOf"):
-        return f"config key {where!r}: {error.instance!r} is not allowed ({error.schema.get('description', error.message)})"
+        return f"config key {where!r}: {error.instance!r} is not allowed ({_description(error)})"
     return f"config key {where!r}: {error.message}"
 
 

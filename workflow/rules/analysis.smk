@@ -1,8 +1,8 @@
 rule analyze_run:
     input:
-        store=f"{RESULTS}/runs/{{run_id}}/store/run.json",
+        **store_files(RUN_DIR),
     output:
-        f"{RESULTS}/runs/{{run_id}}/analysis/summary.json",
+        **analysis_files(RUN_DIR),
     log:
         f"{RESULTS}/logs/analyze/{{run_id}}.log",
     benchmark:
@@ -18,10 +18,11 @@ rule analyze_run:
 rule analyze_sweep:
     input:
         summaries=expand(
-            f"{RESULTS}/runs/{{run_id}}/analysis/summary.json", run_id=RUN_IDS
+            analysis_files(RUN_DIR)["summary"],
+            run_id=RUN_IDS,
         ),
     output:
-        f"{RESULTS}/sweep/sweep.csv",
+        **sweep_files(),
     log:
         f"{RESULTS}/logs/analyze_sweep.log",
     benchmark:

@@ -8,6 +8,11 @@ from snakemake.exceptions import WorkflowError
 # (e.g. the interpreter of a --sdm conda run).
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from iosweep.config import ConfigError, expand_sweep, validate_config  # noqa: E402
+from iosweep.analysis.summary import (
+    SWEEP_FILES,
+    TABLES as ANALYSIS_TABLES,
+)  # noqa: E402
+from iosweep.trace.schema import TABLES as STORE_TABLES  # noqa: E402
 
 try:
     validate_config(config)
@@ -31,6 +36,24 @@ else:
     RUN_IDS = list(POINTS)
 
 REPORT_HTML = f"{RESULTS}/report/report.html"
+RUN_DIR = f"{RESULTS}/runs/{{run_id}}"
+
+
+# Every file a stage writes, by name, so Snakemake tracks, cleans and reruns them.
+def store_files(run_dir):
+    files = {"meta": f"{run_dir}/store/run.json"}
+    files.update({t: f"{run_dir}/store/{t}.parquet" for t in STORE_TABLES})
+    return files
+
+
+def analysis_files(run_dir):
+    files = {"summary": f"{run_dir}/analysis/summary.json"}
+    files.update({t: f"{run_dir}/analysis/{t}.parquet" for t in ANALYSIS_TABLES})
+    return files
+
+
+def sweep_files():
+    return {f.replace(".", "_"): f"{RESULTS}/sweep/{f}" for f in SWEEP_FILES}
 
 
 def point(wildcards):

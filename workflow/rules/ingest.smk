@@ -2,7 +2,7 @@ rule ingest_run:
     input:
         manifest=f"{RESULTS}/runs/{{run_id}}/manifest.json",
     output:
-        f"{RESULTS}/runs/{{run_id}}/store/run.json",
+        **store_files(RUN_DIR),
     log:
         f"{RESULTS}/logs/ingest/{{run_id}}.log",
     benchmark:
@@ -18,7 +18,7 @@ rule ingest_run:
 # Darshan logs the workflow did not produce (config: ingest.runs).
 rule ingest_external:
     output:
-        f"{RESULTS}/runs/external~{{name}}/store/run.json",
+        **store_files(f"{RESULTS}/runs/external~{{name}}"),
     log:
         f"{RESULTS}/logs/ingest/external~{{name}}.log",
     benchmark:

@@ -8,8 +8,12 @@ FIGURES = f"{RESULTS}/report/figures"
 
 rule report:
     input:
-        sweep=rules.analyze_sweep.output[0],
+        **rules.analyze_sweep.output,
         summaries=rules.analyze_sweep.input.summaries,
+        tables=expand(
+            list(analysis_files(RUN_DIR).values()),
+            run_id=RUN_IDS,
+        ),
     output:
         html=report(
             REPORT_HTML,
@@ -17,6 +21,7 @@ rule report:
             category="1. Report",
             labels={"file": "report.html"},
         ),
+        figures_index=f"{FIGURES}/figures.json",
         sweep_figures=report(
             directory(f"{FIGURES}/sweep"),
             patterns=["{figure}.png"],

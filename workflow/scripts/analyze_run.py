@@ -9,7 +9,7 @@ from iosweep.analysis import AnalysisSettings, analyze_run  # noqa: E402
 
 smk = snakemake  # noqa: F821
 analyze_run(
-    Path(smk.input.store).parent,
-    Path(smk.output[0]).parent,
+    Path(smk.input.meta).parent,
+    Path(smk.output.summary).parent,
     AnalysisSettings.from_dict(smk.params.settings),
 )

@@ -10,6 +10,6 @@ from iosweep.analysis import AnalysisSettings, analyze_sweep  # noqa: E402
 smk = snakemake  # noqa: F821
 analyze_sweep(
     [Path(p) for p in smk.input.summaries],
-    Path(smk.output[0]).parent,
+    Path(smk.output.sweep_parquet).parent,
     AnalysisSettings.from_dict(smk.params.settings),
 )

@@ -8,7 +8,7 @@ setup(snakemake)  # noqa: F821 - injected by Snakemake
 from iosweep.trace.ingest import ingest  # noqa: E402
 
 smk = snakemake  # noqa: F821
-store = Path(smk.output[0]).parent
+store = Path(smk.output.meta).parent
 if hasattr(smk.input, "manifest"):  # Namedlist: `in` tests values, not names
     run_dir = Path(smk.input.manifest).parent
     ingest([run_dir], store, manifest=run_dir / "manifest.json", run_id=smk.wildcards.run_id)

@@ -11,7 +11,7 @@ from iosweep.report import ReportSettings, render_report  # noqa: E402
 smk = snakemake  # noqa: F821
 out = render_report(
     [Path(p).parent for p in smk.input.summaries],
-    Path(smk.input.sweep).parent,
+    Path(smk.input.sweep_parquet).parent,
     Path(smk.output.html),
     ReportSettings.from_dict(smk.params.report),
     config=smk.params.config,

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.data import WRITE, RunData
+from iosweep.trace.schema import RunMeta
 
 CLASS = "checkpoint"
 
@@ -132,3 +133,42 @@ def _after_epoch(t: float, ep: pd.DataFrame) -> int | None:
         return None
     done = ep[ep["end"] <= t + 1e-6]
     return int(done["epoch"].max()) if len(done) else None
+
+
+def app_saves(meta: RunMeta) -> list[dict[str, Any]]:
+    """Checkpoint saves as the training script timed them (manifest ``phases``: per rank,
+    ``checkpoint-<epoch>: [start, end]`` in Unix seconds), on the run's clock."""
+    phases = meta.manifest.get("phases") or {}
+    out: list[dict[str, Any]] = []
+    if not isinstance(phases, dict):
+        return out
+    for rank, ph in phases.items():
+        for name, span in (ph or {}).items() if isinstance(ph, dict) else ():
+            if not (str(name).startswith("checkpoint") and isinstance(span, list | tuple)):
+                continue
+            if len(span) != 2:
+                continue
+            try:
+                start, end = float(span[0]) - meta.clock_zero, float(span[1]) - meta.clock_zero
+                out.append({"rank": int(rank), "name": str(name), "start": start, "end": end})
+            except (TypeError, ValueError):
+                continue
+    return sorted(out, key=lambda e: (e["start"], e["rank"]))
+
+
+def outputs_on_disk(meta: RunMeta) -> dict[str, int]:
+    """Files and bytes the job left in its checkpoint directory (manifest ``outputs``)."""
+    outs = [o for o in meta.manifest.get("outputs") or [] if isinstance(o, dict)]
+    return {"files": len(outs), "bytes": sum(int(o.get("size") or 0) for o in outs)}
+
+
+def checkpoint_summary(rd: RunData, file_rank: pd.DataFrame, windows: pd.DataFrame) -> dict:
+    """Traced checkpoints, plus what the job itself recorded, for when the tracer missed the
+    writes (DFTracer does not see torch.save's): ``app_saves``, ``on_disk`` and ``marks``
+    (the times to show: traced bursts, else the script's saves)."""
+    out = analyze_checkpoints(rd, file_rank, windows)
+    out["app_saves"] = app_saves(rd.meta)
+    out["on_disk"] = outputs_on_disk(rd.meta)
+    traced = [e for e in out.get("events") or [] if "start" in e]
+    out["marks"] = traced or out["app_saves"]
+    return out

@@ -97,11 +97,11 @@ class Ops:
     """
 
     actor: np.ndarray  # int32: rank, or process ordinal when no rank is known
-    pid: np.ndarray  # int64
-    host: np.ndarray  # int32 code into RunData.hosts
+    pid: np.ndarray | None  # int64
+    host: np.ndarray | None  # int32 code into RunData.hosts
     file: np.ndarray  # int32 code into RunData.paths
     op: np.ndarray  # int8: READ | WRITE
-    module: np.ndarray  # int32 code into RunData.modules
+    module: np.ndarray | None  # int32 code into RunData.modules
     offset: np.ndarray  # int64, -1 where unknown
     length: np.ndarray  # int64
     start: np.ndarray  # float64 seconds from run start
@@ -135,7 +135,7 @@ class RunData:
     run_start: float
     run_end: float
     excluded_ops: int  # segments dropped by exclude_pattern / modules
-    unattributed: dict[str, float]  # I/O by processes not tied to any rank
+    unattributed: dict[str, int]  # I/O by processes not tied to any rank
     issues: list[Issue] = field(default_factory=list)  # found while loading
     cache: dict = field(default_factory=dict, repr=False)  # sorts and unions several steps reuse
 

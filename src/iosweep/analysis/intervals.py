@@ -44,10 +44,10 @@ def _positions(group: np.ndarray, lo: np.ndarray, hi: np.ndarray):
             return None
         base = gi * span - lmin
         return base + lo, base + hi
-    lmin = float(lo.min())
-    shift = float(hi.max()) - lmin + 1.0
-    base = gi * shift - lmin
-    return base + lo, base + hi
+    flo = float(lo.min())
+    shift = float(hi.max()) - flo + 1.0
+    fbase = gi * shift - flo
+    return fbase + lo, fbase + hi
 
 
 def _sorted(group: np.ndarray, lo: np.ndarray) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import asdict
@@ -13,20 +12,19 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.access import class_strategy
-from iosweep.analysis.checkpoints import analyze_checkpoints
+from iosweep.analysis.checkpoints import checkpoint_summary
 from iosweep.analysis.data import RunData, load_run
 from iosweep.analysis.insights import run_insights
 from iosweep.analysis.metadata import analyze_metadata
 from iosweep.analysis.overlap import analyze_overlap
+from iosweep.analysis.sample import sample_ops
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.sizes import analyze_sizes
 from iosweep.analysis.spatial import CATEGORIES, classify_ops
+from iosweep.analysis.summary import SCHEMA, to_dict, validate, write_summary
 from iosweep.analysis.temporal import epoch_windows, phases, signatures
 from iosweep.analysis.volume import build_tables
-from iosweep.trace.schema import Issue
-
-SUMMARY_SCHEMA = "iosweep.analysis.run/1"
-TABLES = ("files", "file_ranks", "ranks", "nodes", "sizes", "phases", "overlap")
+from iosweep.trace.schema import Issue, RunMeta
 
 
 def analyze_run(
@@ -42,11 +40,9 @@ def analyze_run(
     for name, df in tables.items():
         _write_parquet(df, out_dir / f"{name}.parquet")
     summary["tables"] = {name: f"{name}.parquet" for name in tables}
-    summary = _clean(summary)
-    tmp = out_dir / "summary.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=1) + "\n")
-    os.replace(tmp, out_dir / "summary.json")  # summary.json last: its presence means done
-    return summary
+    model = validate(_clean(summary), str(out_dir))
+    write_summary(model, out_dir)  # last: its presence means done
+    return to_dict(model)
 
 
 def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
@@ -57,7 +53,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     t = build_tables(rd, sp)
     # Free what later steps do not use: the stream sort and the per-op columns only the
     # tables needed (ten million segments: ~400 MB).
-    sp.order = sp.key = None
+    sp.order = sp.key = np.empty(0, np.int64)
     rd.ops.pid = rd.ops.host = rd.ops.module = None
     file_size = np.zeros(len(rd.paths), np.int64)
     if len(t.files):
@@ -118,7 +114,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     }
     hosts = sorted({h for h in rd.actor_host.values() if h})
     summary: dict[str, Any] = {
-        "schema": SUMMARY_SCHEMA,
+        "schema": SCHEMA,
         "run_id": meta.run_id,
         "params": meta.params,
         "store": str(Path(rd.store).resolve()),
@@ -163,11 +159,13 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
             "same_sequence": sig["same_sequence"],
             "signature_groups": sig["groups"],
             "phases": _phase_summary(ph),
+            "epochs": _epochs(windows),
         },
         "nodes": t.nodes.to_dict(orient="records"),
-        "checkpoints": analyze_checkpoints(rd, t.file_rank, windows),
+        "checkpoints": checkpoint_summary(rd, t.file_rank, windows),
         "overlap": ov_summary,
     }
+    summary["run_meta"] = _run_meta(meta)
     summary["volume"] = _volume(rd, ranks)
     summary["imbalance"] = _imbalance(ranks)
     summary["headline"] = _headline(rd, summary, t, ranks)
@@ -178,7 +176,14 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     fr.insert(2, "path", [rd.paths[i] for i in fr["file"]])
     fr["class"] = [rd.class_names[c] for c in fr["class"]]
     fr.insert(1, "host", [rd.actor_host.get(a, "") for a in fr["rank"]])
+    sample, info = sample_ops(
+        rd.store,
+        dict(zip(t.files["path"].astype(str), t.files["class"].astype(str), strict=True)),
+        s.plot_sample_ops,
+    )
+    summary["ops_sample"] = asdict(info)
     tables = {
+        "ops_sample": sample,
         "files": t.files,
         "file_ranks": fr,
         "ranks": ranks,
@@ -237,7 +242,7 @@ def _classes(rd: RunData, t) -> dict[str, Any]:
 
 def _coverage_issues(rd: RunData, t) -> list[dict[str, Any]]:
     """Ranks the run should have that left no trace."""
-    out = []
+    out: list[dict[str, Any]] = []
     meta = rd.meta
     if meta.tracer == "none":
         return out
@@ -263,6 +268,26 @@ def _coverage_issues(rd: RunData, t) -> list[dict[str, Any]]:
                 )
             )
     return out
+
+
+def _epochs(windows: pd.DataFrame) -> list[dict[str, Any]]:
+    """Run-wide epoch windows (earliest start, latest end over ranks), in epoch order."""
+    ep = windows[windows["step"] < 0].sort_values("epoch")
+    return [
+        {"epoch": int(r.epoch), "start": float(r.start), "end": float(r.end)}
+        for r in ep.itertuples()
+    ]
+
+
+def _run_meta(meta: RunMeta) -> dict[str, Any]:
+    """What the report states about how the run was made (from the store's run.json)."""
+    return {
+        "clock_zero": meta.clock_zero,
+        "command": list(meta.command),
+        "ranks": [{"rank": r.rank, "host": r.host} for r in meta.ranks],
+        "versions": dict(meta.versions),
+        "manifest": meta.manifest,
+    }
 
 
 def _volume(rd: RunData, ranks: pd.DataFrame) -> dict[str, Any]:

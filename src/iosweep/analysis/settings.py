@@ -35,6 +35,7 @@ Every key below may appear in ``config.yaml`` under ``analysis:``; unknown keys 
 | `exposed_io_share` | share | 0.1 | insight `exposed_io`: a rank's I/O not overlapped with compute above this share of its epochs' time |
 | `trace_completeness_min` | share | 0.99 | insight `truncated_trace`: traced (DXT) operations below this share of those the counters saw; any error issue fires it too |
 | `tracer_overhead_share` | share | 0.05 | sweep insight `tracer_overhead`: traced run time above the untraced (`tracer: none`) baseline by more than this share |
+| `plot_sample_ops` | int | 200000 | operations kept in `ops_sample.parquet`, the table the report's per-operation plots draw; above it a deterministic sample per file class and direction |
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ class AnalysisSettings:
     exposed_io_share: float = 0.1
     trace_completeness_min: float = 0.99
     tracer_overhead_share: float = 0.05
+    plot_sample_ops: int = 200000
 
     def __post_init__(self) -> None:
         self.validate()

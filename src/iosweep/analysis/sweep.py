@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.settings import AnalysisSettings
+from iosweep.analysis.summary import SUMMARY_FILE, read_summary, to_dict
 
 PARAM_COLUMNS = ["framework", "tracer", "nodes", "ppn", "ranks", "rep"]
 SCALE = ["ranks", "nodes", "ppn"]
@@ -36,19 +37,15 @@ _TOTALS = {
 
 
 def load_summary(path: Path | str) -> dict[str, Any]:
-    """A run's summary.json, given the file or the run's analysis directory."""
+    """A run's summary.json (the file or the run's analysis directory), checked against
+    :mod:`iosweep.analysis.summary`, as a mapping; SummaryError (a ValueError) if it is not."""
     p = Path(path)
     if p.is_dir():
-        p = p / "summary.json"
+        p = p / SUMMARY_FILE
     if not p.exists():
         raise FileNotFoundError(f"{p}: no summary.json (analyse the run first)")
-    try:
-        d = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{p}: not valid JSON: {e}") from e
-    if not isinstance(d, dict) or "run_id" not in d:
-        raise ValueError(f"{p}: not a run analysis summary (no run_id)")
-    d.setdefault("_path", str(p))
+    d = to_dict(read_summary(p))
+    d["_path"] = str(p)
     return d
 
 
@@ -186,7 +183,7 @@ def scaling(df: pd.DataFrame) -> dict[str, Any]:
         ranks = np.array(
             [p["ranks"] if p["ranks"] is not None else np.nan for p in points], np.float64
         )
-        series = {"key": key, "points": points, "metrics": {}}
+        series: dict[str, Any] = {"key": key, "points": points, "metrics": {}}
         for m in metrics:
             vals = pd.to_numeric(g[m], errors="coerce")
             mean = (

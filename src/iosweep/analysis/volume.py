@@ -227,6 +227,7 @@ def build_tables(rd: RunData, sp: Spatial) -> Tables:
     fr["seg_ops"] = (col("seg_reads") + col("seg_writes")).astype(np.int64)
     fr["ctr_ops"] = (col("ctr_reads") + col("ctr_writes")).astype(np.int64)
 
+    assert ops.module is not None, "build_tables runs before the per-op columns are released"
     seg_posix_ops = (
         int(np.isin(ops.module, [rd.modules.index("POSIX")]).sum()) if "POSIX" in rd.modules else 0
     )
@@ -335,14 +336,14 @@ def _files_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
     files.insert(1, "path", [rd.paths[i] for i in files["file"]])
     files.insert(2, "class", files["file"].map(lambda i: rd.class_names[rd.file_class[i]]))
     s = rd.settings
-    for d in ("read", "write"):
-        nact = files[f"n_{WHO[d]}"].to_numpy()
-        whole = files[f"whole_{WHO[d]}"].to_numpy()
-        union = files[f"{d}_union"].to_numpy()
-        shared = files[f"{d}_shared"].to_numpy()
+    for direction in ("read", "write"):
+        nact = files[f"n_{WHO[direction]}"].to_numpy()
+        whole = files[f"whole_{WHO[direction]}"].to_numpy()
+        union = files[f"{direction}_union"].to_numpy()
+        shared = files[f"{direction}_shared"].to_numpy()
         seg_cov = (files["coverage_source"] == "segments").to_numpy()
         overlap = np.divide(shared, union, out=np.zeros(len(files)), where=union > 0)
-        files[f"{d}_overlap"] = overlap
+        files[f"{direction}_overlap"] = overlap
         strat = np.select(
             [
                 nact == 0,
@@ -354,7 +355,7 @@ def _files_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
             ["", "exclusive", "shared-whole", "shared-unknown", "shared-disjoint"],
             default="shared-overlapping",
         )
-        files[f"{d}_strategy"] = strat
+        files[f"{direction}_strategy"] = strat
     return files
 
 

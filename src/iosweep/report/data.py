@@ -1,8 +1,8 @@
-"""What the report reads: each run's analysis (summary.json + tables), its trace store's run.json,
-and the sweep analysis (sweep.parquet, scaling.json, insights_across.json, overhead.json).
-
-Everything here is read defensively: a field the analysis did not write is ``None``, never an
-error, so a report can still be made from an older or partial analysis.
+"""What the report reads: each run's analysis (summary.json, through
+:mod:`iosweep.analysis.summary`, and the tables beside it) and the sweep analysis
+(sweep.parquet, scaling.json, insights_across.json, overhead.json). Nothing else: never a
+trace store, never the analysis code. A summary of another shape or version is reported as
+a problem with the run, not read half-way.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from iosweep.trace.schema import RunMeta
+from iosweep.analysis.summary import RunInfo, SummaryError, read_summary, to_dict
 
 _STATUS_ORDER = {"ok": 0, "partial": 1, "failed": 2, "skipped": 3}
 
@@ -34,7 +34,7 @@ class RunView:
 
     analysis_dir: Path
     summary: dict[str, Any]
-    meta: RunMeta | None = None
+    meta: RunInfo | None = None  # how the run was made (the summary's run_meta)
     meta_error: str = ""
     slug: str = ""
     _tables: dict[str, pd.DataFrame | None] = field(default_factory=dict, repr=False)
@@ -46,9 +46,7 @@ class RunView:
 
     @property
     def params(self) -> dict[str, Any]:
-        p = dict(self.meta.params) if self.meta and self.meta.params else {}
-        p.update(self.summary.get("params") or {})
-        return p
+        return dict(self.summary.get("params") or {})
 
     def param(self, key: str, default: Any = None) -> Any:
         v = self.params.get(key)
@@ -109,9 +107,7 @@ class RunView:
     @property
     def status(self) -> str:
         """The run's own status: ok | partial | failed | skipped (from the manifest)."""
-        return str(
-            self.summary.get("status") or (self.meta.status if self.meta else "") or "unknown"
-        )
+        return str(self.summary.get("status") or "unknown")
 
     @property
     def reason(self) -> str:
@@ -135,18 +131,9 @@ class RunView:
         return dict(self.meta.manifest or {}) if self.meta else {}
 
     @property
-    def store_path(self) -> Path | None:
-        """The run's trace store: as recorded, else relative to the analysis (results moved)."""
-        cands = []
-        for key, rel_to in (("store", None), ("store_relative", self.analysis_dir)):
-            v = self.summary.get(key)
-            if isinstance(v, str) and v:
-                p = Path(v)
-                cands.append(p if p.is_absolute() or rel_to is None else (rel_to / p).resolve())
-        for p in cands:
-            if (p / "run.json").exists():
-                return p
-        return cands[0] if cands else None
+    def store(self) -> str:
+        """Where the run's trace store was when it was analysed (for provenance only)."""
+        return str(self.summary.get("store") or "")
 
     # --- tables ----------------------------------------------------------------------------
     def table(self, name: str) -> pd.DataFrame | None:
@@ -161,34 +148,12 @@ class RunView:
                 self.summary.setdefault("_report_warnings", []).append(f"{f.name}: {e}")
         return self._tables[name]
 
-    def store_table(self, name: str, columns: list[str] | None = None) -> pd.DataFrame | None:
-        p = self.store_path
-        if p is None or not (p / f"{name}.parquet").exists():
-            return None
-        import pyarrow.parquet as pq
-
-        try:
-            return pq.read_table(p / f"{name}.parquet", columns=columns).to_pandas()
-        except (OSError, ValueError, KeyError):
-            return None
-
     def paths_by_class(self) -> dict[str, list[str]]:
         files = self.table("files")
         if files is None or files.empty or "path" not in files:
             return {}
         cls = files["class"] if "class" in files else pd.Series(["all"] * len(files))
         return {str(c): files.loc[cls == c, "path"].astype(str).tolist() for c in cls.unique()}
-
-
-def _read_summary(d: Path) -> dict[str, Any]:
-    try:
-        from iosweep.analysis import load_summary
-    except ImportError:  # analysis not installed: read the file directly
-        load_summary = None
-    if load_summary is not None:
-        return load_summary(d)
-    p = d / "summary.json" if d.is_dir() else d
-    return json.loads(p.read_text())
 
 
 def load_runs(analysis_dirs: list[Path]) -> tuple[list[RunView], list[dict[str, str]]]:
@@ -200,20 +165,12 @@ def load_runs(analysis_dirs: list[Path]) -> tuple[list[RunView], list[dict[str, 
         if d.name == "summary.json":
             d = d.parent
         try:
-            summary = _read_summary(d)
-        except (OSError, ValueError) as e:
+            model = read_summary(d)
+        except SummaryError as e:
             problems.append({"source": str(d), "message": str(e)})
             continue
-        rv = RunView(analysis_dir=d, summary=summary)
-        sp = rv.store_path
-        if sp is not None and (sp / "run.json").exists():
-            try:
-                rv.meta = RunMeta.read(sp / "run.json")
-            except (OSError, ValueError, TypeError) as e:
-                rv.meta_error = f"{sp / 'run.json'}: {e}"
-        elif sp is not None:
-            rv.meta_error = f"trace store {sp} not found (moved or deleted?)"
-        runs.append(rv)
+        meta = getattr(model, "run_meta", None)
+        runs.append(RunView(analysis_dir=d, summary=to_dict(model), meta=meta))
     runs.sort(key=RunView.sort_key)
     seen: dict[str, int] = {}
     for r in runs:
@@ -240,21 +197,19 @@ def _json(p: Path, default: Any) -> Any:
         return default
 
 
-def load_sweep(sweep_dir: Path | None, runs: list[RunView]) -> SweepView:
-    """The sweep analysis from ``sweep_dir``, or computed from the runs' summaries if absent."""
+def load_sweep(sweep_dir: Path | None) -> SweepView:
+    """The sweep analysis in ``sweep_dir``; an empty one (source ``none``) if there is none."""
     if sweep_dir is not None:
         sweep_dir = Path(sweep_dir)
         if sweep_dir.is_file():
             sweep_dir = sweep_dir.parent
-        df = None
         for name, reader in (("sweep.parquet", pd.read_parquet), ("sweep.csv", pd.read_csv)):
-            if (sweep_dir / name).exists():
-                try:
-                    df = reader(sweep_dir / name)
-                    break
-                except (OSError, ValueError):
-                    continue
-        if df is not None:
+            if not (sweep_dir / name).exists():
+                continue
+            try:
+                df = reader(sweep_dir / name)
+            except (OSError, ValueError):
+                continue
             return SweepView(
                 df,
                 _json(sweep_dir / "scaling.json", {}),
@@ -262,14 +217,4 @@ def load_sweep(sweep_dir: Path | None, runs: list[RunView]) -> SweepView:
                 _json(sweep_dir / "overhead.json", []),
                 str(sweep_dir),
             )
-    try:
-        from iosweep.analysis.sweep import insights_across, scaling, sweep_table
-    except ImportError:
-        return SweepView(pd.DataFrame(), {}, {}, [], "none")
-    summaries = [dict(r.summary) for r in runs]
-    df = sweep_table(summaries)
-    if df.empty:
-        return SweepView(df, {}, {}, [], "computed")
-    return SweepView(
-        df, scaling(df), insights_across(df, []), [], "computed from the run summaries"
-    )
+    return SweepView(pd.DataFrame(), {}, {}, [], "none")

@@ -22,9 +22,6 @@ from typing import Any
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm
@@ -40,6 +37,7 @@ from matplotlib.ticker import (
 )
 
 from iosweep.report.fmt import human_bytes
+from iosweep.sampling import pick
 
 Anon = Callable[[str], str]
 
@@ -126,96 +124,32 @@ class OpsSample:
         )
 
 
-def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
-    """(int codes, values) of a dictionary or string column."""
-    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    if not pa.types.is_dictionary(arr.type):
-        arr = pc.dictionary_encode(arr)
-    codes = arr.indices.to_numpy(zero_copy_only=False)
-    if arr.null_count:
-        codes = np.where(arr.is_null().to_numpy(zero_copy_only=False), -1, codes)
-    return codes.astype(np.int64), [str(v) for v in arr.dictionary.to_pylist()]
-
-
-def _num(col: pa.ChunkedArray, dtype, fill) -> np.ndarray:
-    return col.fill_null(fill).to_numpy().astype(dtype, copy=False)
-
-
-def allocate(counts: np.ndarray, k: int) -> np.ndarray:
-    """How many of each stratum to keep: at least a fair share each, the rest by size."""
-    counts = np.asarray(counts, np.int64)
-    if counts.sum() <= k:
-        return counts.copy()
-    floor = np.minimum(counts, max(k // (4 * len(counts)), 1))
-    rest = k - floor.sum()
-    extra = counts - floor
-    add = np.floor(extra * (rest / extra.sum())).astype(np.int64) if extra.sum() else extra * 0
-    return np.minimum(floor + add, counts)
-
-
-def load_ops(store, file_classes: dict[str, str] | None, max_points: int) -> OpsSample | None:
-    """Operations of a trace store's segments.parquet, sampled to at most ``max_points``.
-
-    ``file_classes`` maps each analysed path to its class (the analysis's files table);
-    operations on other paths are left out, as the analysis left them out. None: every path
-    is kept, in class ``all``.
-    """
-    f = store / "segments.parquet"
-    if not f.exists():
+def ops_sample(df: pd.DataFrame, total: int, excluded: int, max_points: int) -> OpsSample | None:
+    """The analysis's ``ops_sample`` table as arrays; above ``max_points`` rows it is thinned
+    with the analysis's own rule (:func:`iosweep.sampling.pick`). None when it holds no operation."""
+    if df is None or df.empty:
         return None
-    cols = ["rank", "path", "op", "offset", "length", "start", "end"]
-    t = pq.read_table(f, columns=cols)
-    if t.num_rows == 0:
-        return None
-    file, paths = _codes(t.column("path"))
-    opc, ops = _codes(t.column("op"))
-    is_write = np.isin(opc, [i for i, o in enumerate(ops) if o == "write"])
-    is_rw = np.isin(opc, [i for i, o in enumerate(ops) if o in ("read", "write")])
-    if file_classes is not None:
-        names = sorted(set(file_classes.values()))
-        # Classes in a stable reading order: dataset first, checkpoint next, the rest by name.
-        names.sort(key=lambda c: ({"dataset": 0, "checkpoint": 1}.get(c, 2), c))
-        cidx = {c: i for i, c in enumerate(names)}
-        path_cls = np.array([cidx.get(file_classes.get(p, ""), -1) for p in paths] + [-1], np.int64)
-    else:
-        names = ["all"]
-        path_cls = np.zeros(len(paths) + 1, np.int64)
-    cls = path_cls[file]  # file -1 (null path) takes the appended -1
-    keep = is_rw & (cls >= 0)
-    excluded = int((~keep).sum())
-    idx = np.flatnonzero(keep)
-    rank = _num(t.column("rank"), np.int64, -1)
-    start = _num(t.column("start"), np.float64, np.nan)
-    total = len(idx)
-    if total > max_points:
-        order = idx[np.lexsort((start[idx], rank[idx]))]
-        strata = cls[order] * 2 + is_write[order]
-        ids, counts = np.unique(strata, return_counts=True)
-        quota = allocate(counts, max_points)
-        picked = []
-        for s, q in zip(ids, quota, strict=True):
-            members = order[strata == s]
-            if q >= len(members):
-                picked.append(members)
-            elif q > 0:
-                picked.append(members[np.linspace(0, len(members) - 1, q).round().astype(np.int64)])
-        idx = np.sort(np.concatenate(picked)) if picked else idx[:0]
-    take = pa.array(idx)
-    sub = t.take(take)
-    del t
+    path = df["path"].astype("category")
+    cls = df["class"].astype("category")
+    keep = pick(
+        df["rank"].to_numpy(np.int64),
+        df["start"].to_numpy(np.float64),
+        cls.cat.codes.to_numpy(np.int64) * 2 + df["write"].to_numpy(np.int64),
+        max_points,
+    )
     return OpsSample(
-        rank=rank[idx].astype(np.int32),
-        file=file[idx].astype(np.int32),
-        cls=cls[idx].astype(np.int16),
-        write=is_write[idx],
-        offset=_num(sub.column("offset"), np.int64, -1),
-        length=_num(sub.column("length"), np.int64, 0),
-        start=start[idx],
-        end=_num(sub.column("end"), np.float64, np.nan),
-        paths=paths,
-        class_names=names,
-        total=total,
-        excluded=excluded,
+        rank=df["rank"].to_numpy(np.int32)[keep],
+        file=path.cat.codes.to_numpy(np.int32)[keep],
+        cls=cls.cat.codes.to_numpy(np.int16)[keep],
+        write=df["write"].to_numpy(bool)[keep],
+        offset=df["offset"].to_numpy(np.int64)[keep],
+        length=df["length"].to_numpy(np.int64)[keep],
+        start=df["start"].to_numpy(np.float64)[keep],
+        end=df["end"].to_numpy(np.float64)[keep],
+        paths=[str(v) for v in path.cat.categories],
+        class_names=[str(v) for v in cls.cat.categories],
+        total=int(total),
+        excluded=int(excluded),
     )
 
 
@@ -386,12 +320,13 @@ def draw_temporal(
     """Operations over time per rank: reads just below a rank's line, writes just above."""
     cmap = mpl.colormaps[SIZE_CMAP]
     if epochs is not None and len(epochs):
-        for i, e in enumerate(epochs.itertuples(index=False)):
-            ax.axvspan(e.start, e.end, color="#000000", alpha=0.05 if i % 2 == 0 else 0.09, lw=0)
+        spans = zip(epochs["epoch"], epochs["start"], epochs["end"], strict=True)
+        for i, (epoch, start, end) in enumerate(spans):
+            ax.axvspan(start, end, color="#000000", alpha=0.05 if i % 2 == 0 else 0.09, lw=0)
             ax.text(
-                (e.start + e.end) / 2,
+                (start + end) / 2,
                 0.99,
-                f"epoch {e.epoch}",
+                f"epoch {epoch}",
                 transform=ax.get_xaxis_transform(),
                 ha="center",
                 va="top",
@@ -674,6 +609,8 @@ def scaling_figure(
     handles = []
     for ax, p in zip(axes, panels, strict=False):
         vals_all = panel_values(df, p)
+        if vals_all is None:  # not reached: panels holds only metrics with values
+            continue
         for gi, (key, g) in enumerate(groups):
             name = " ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
             color = series_color(name, gi)

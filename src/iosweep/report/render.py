@@ -147,14 +147,6 @@ def _hosts(run: RunView) -> dict[int, str]:
     return {}
 
 
-def _file_classes(run: RunView) -> dict[str, str] | None:
-    files = run.table("files")
-    if files is None or "path" not in files:
-        return None
-    cls = files["class"] if "class" in files else pd.Series(["all"] * len(files))
-    return dict(zip(files["path"].astype(str), cls.astype(str), strict=True))
-
-
 def _strategies(run: RunView) -> dict[str, str]:
     """class -> "read: shared-whole; write: single-rank" for figure titles."""
     out = {}
@@ -166,13 +158,9 @@ def _strategies(run: RunView) -> dict[str, str]:
 
 
 def _epochs(run: RunView) -> pd.DataFrame | None:
-    st = run.store_table("steps")
-    if st is None or st.empty or "step" not in st:
-        return None
-    ep = st[st["step"] == -1]
-    if ep.empty:
-        return None
-    return ep.groupby("epoch", as_index=False).agg(start=("start", "min"), end=("end", "max"))
+    """The run's epoch windows, as the analysis placed them."""
+    ep = pd.DataFrame((run.summary.get("temporal") or {}).get("epochs") or [])
+    return None if ep.empty else ep[["epoch", "start", "end"]]
 
 
 def _checkpoint_events(run: RunView) -> list[dict[str, Any]]:
@@ -249,32 +237,14 @@ def _plural(n: Any, word: str) -> str:
 
 
 def app_checkpoints(run: RunView) -> list[dict[str, Any]]:
-    """Checkpoint saves as the training script timed them (manifest ``phases``: per rank,
-    ``checkpoint-<epoch>: [start, end]`` in Unix seconds), on the run's clock."""
-    phases = run.manifest.get("phases") or {}
-    zero = run.meta.clock_zero if run.meta else None
-    out = []
-    if not isinstance(phases, dict) or zero is None:
-        return out
-    for rank, ph in phases.items():
-        for name, span in (ph or {}).items() if isinstance(ph, dict) else ():
-            if (
-                str(name).startswith("checkpoint")
-                and isinstance(span, list | tuple)
-                and len(span) == 2
-            ):
-                try:
-                    start, end = float(span[0]) - zero, float(span[1]) - zero
-                    out.append({"rank": int(rank), "name": str(name), "start": start, "end": end})
-                except (TypeError, ValueError):
-                    continue
-    return sorted(out, key=lambda e: (e["start"], e["rank"]))
+    """Checkpoint saves as the training script timed them (the analysis's ``app_saves``)."""
+    return list((run.summary.get("checkpoints") or {}).get("app_saves") or [])
 
 
 def _outputs_on_disk(run: RunView) -> tuple[int, int]:
-    """(files, bytes) the job left in its checkpoint directory (manifest ``outputs``)."""
-    outs = [o for o in run.manifest.get("outputs") or [] if isinstance(o, dict)]
-    return len(outs), sum(int(o.get("size") or 0) for o in outs)
+    """(files, bytes) the job left in its checkpoint directory."""
+    d = (run.summary.get("checkpoints") or {}).get("on_disk") or {}
+    return int(d.get("files") or 0), int(d.get("bytes") or 0)
 
 
 def checkpoint_sentence(run: RunView) -> str:
@@ -327,7 +297,7 @@ def checkpoint_gap(run: RunView) -> str:
 
 def _checkpoint_marks(run: RunView) -> list[dict[str, Any]]:
     """Checkpoint times for the temporal plot: traced bursts, else the script's own record."""
-    return _checkpoint_events(run) or app_checkpoints(run)
+    return list((run.summary.get("checkpoints") or {}).get("marks") or [])
 
 
 # --- context --------------------------------------------------------------------------------
@@ -352,17 +322,13 @@ class ReportBuilder:
         self._samples: dict[str, plots.OpsSample | None] = {}
 
     def sample(self, run: RunView) -> plots.OpsSample | None:
+        """The analysis's sample of the run's operations (``ops_sample.parquet``)."""
         if run.slug not in self._samples:
-            sp = run.store_path
-            s = None
-            if sp is not None and run.has_io:
-                try:
-                    s = plots.load_ops(sp, _file_classes(run), self.s.max_points_per_plot)
-                except (OSError, ValueError, KeyError) as e:
-                    run.summary.setdefault("_report_warnings", []).append(
-                        f"segments not readable: {e}"
-                    )
-            self._samples[run.slug] = s
+            info = run.summary.get("ops_sample") or {}
+            df = run.table("ops_sample") if run.has_io else None
+            self._samples[run.slug] = plots.ops_sample(
+                df, info.get("total", 0), info.get("excluded", 0), self.s.max_points_per_plot
+            )
         return self._samples[run.slug]
 
     # overview
@@ -729,7 +695,7 @@ class ReportBuilder:
             cand = [r for r in rs if r.ranks == ranks] if ranks else rs
             cand = cand or rs
             chosen.append(min(cand, key=lambda r: (-(r.ranks or 0), r.nodes or 0, r.rep)))
-        items = []
+        items: list[dict[str, Any]] = []
         for r in chosen:
             s = self.sample(r)
             if s is None:
@@ -965,10 +931,10 @@ class ReportBuilder:
     def versions(self) -> list[dict[str, str]]:
         vals: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
         for r in self.runs:
-            for k, v in ((r.meta.versions if r.meta else {}) or {}).items():
+            for k, v in (r.meta.versions if r.meta else {}).items():
                 vals[k][str(v)].append(r.label)
             for k, v in (r.manifest.get("versions") or {}).items():
-                if r.meta is None or k not in (r.meta.versions or {}):
+                if r.meta is None or k not in r.meta.versions:
                     vals[k][str(v)].append(r.label)
         out = []
         for k in sorted(vals):
@@ -990,7 +956,7 @@ class ReportBuilder:
 
     def provenance(self) -> dict[str, Any]:
         runs = []
-        tracers = {}
+        tracers: dict[str, list[str]] = {}
         for r in self.runs:
             man = r.manifest
             cmd = r.meta.command if r.meta and r.meta.command else man.get("command") or []
@@ -1015,7 +981,7 @@ class ReportBuilder:
                     "launcher": str(man.get("launcher") or ""),
                     "slurm_job": str(man.get("slurm_job_id") or ""),
                     "command": shlex.join(str(a) for a in cmd) if cmd else "",
-                    "store": str(r.store_path or ""),
+                    "store": r.store,
                     "analysis": str(r.analysis_dir),
                 }
             )
@@ -1026,7 +992,7 @@ class ReportBuilder:
                 if cf and Path(cf).is_file() and Path(cf).stat().st_size < 8192:
                     text += f"\n--- {cf}\n" + Path(cf).read_text(errors="replace").strip()
                 tracers.setdefault(text, []).append(r.label)
-        analysis_settings = {}
+        analysis_settings: dict[str, Any] = {}
         for r in self.runs:
             st = r.summary.get("settings")
             if isinstance(st, dict):
@@ -1306,11 +1272,11 @@ def render_report(
     out_html = Path(out_html)
     out_html.parent.mkdir(parents=True, exist_ok=True)
     runs, problems = load_runs([Path(p) for p in analysis_dirs])
-    sweep = load_sweep(Path(sweep_dir) if sweep_dir else None, runs)
+    sweep = load_sweep(Path(sweep_dir) if sweep_dir else None)
     anon: Anonymizer | Any = build_anonymizer(runs, config) if settings.anonymize else identity
     figs = FigureStore(out_html.parent, settings)
     b = ReportBuilder(runs, sweep, settings, figs, anon, config, problems)
-    ctx = {
+    ctx: dict[str, Any] = {
         "title": settings.title,
         "anonymized": settings.anonymize,
         "what": b.what_was_run(),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 LAUNCHERS = ("mpirun", "mpirun-mpich", "horovodrun", "srun")
@@ -31,7 +32,7 @@ class LaunchSpec:
         return self.nodes * self.ppn
 
 
-def in_slurm_allocation(env: dict[str, str] | None = None) -> bool:
+def in_slurm_allocation(env: Mapping[str, str] | None = None) -> bool:
     env = os.environ if env is None else env
     return "SLURM_JOB_ID" in env
 
@@ -49,7 +50,7 @@ def _host_list(spec: LaunchSpec) -> str:
     return ",".join(f"{h}:{spec.ppn}" for h in spec.hosts)
 
 
-def build_command(spec: LaunchSpec, env: dict[str, str] | None = None) -> list[str]:
+def build_command(spec: LaunchSpec, env: Mapping[str, str] | None = None) -> list[str]:
     """The argv that starts ``spec.ranks`` copies of ``spec.program``, ``spec.ppn`` per node."""
     env = os.environ if env is None else env
     if spec.nodes < 1 or spec.ppn < 1:

@@ -59,6 +59,13 @@ class _Log:
     attributed_by: str = ""
     warnings: list[str] = field(default_factory=list)
 
+    @property
+    def plog(self) -> ProcessLog:
+        """The log as read; only for entries that were read (``log`` is set)."""
+        if self.log is None:
+            raise RuntimeError(f"{self.path}: used before it was read")
+        return self.log
+
 
 # ----------------------------------------------------------------------------------------
 # discovery
@@ -248,14 +255,19 @@ def _attribute(entries: list[_Log], ranks: list[RankInfo], rank_source: str) -> 
         return None
 
     for e in read:
-        L = e.log
+        L = e.plog
         if L.mpi:
             e.rank, e.role, e.attributed_by = -1, "rank", "mpi"  # ranks are inside the log
             e.host = L.host or ""
             continue
-        r = rank_for(L.pid, L.host)
-        if r is not None:
-            e.rank, e.role, e.host, e.attributed_by = r.rank, "rank", L.host or r.host, rank_source
+        info = rank_for(L.pid, L.host)
+        if info is not None:
+            e.rank, e.role, e.host, e.attributed_by = (
+                info.rank,
+                "rank",
+                L.host or info.host,
+                rank_source,
+            )
             continue
         # a forked worker: Darshan records the parent (fork_parent) and keeps the parent's
         # pid as job id; DFTracer records ppid
@@ -269,7 +281,7 @@ def _attribute(entries: list[_Log], ranks: list[RankInfo], rank_source: str) -> 
         if e.dir_rank is not None and e.dir_rank in by_rank:
             owner = by_rank.get(e.dir_rank)
             same_exe = any(
-                o.log.exe == L.exe and o.role == "rank" and o.rank == e.dir_rank
+                o.plog.exe == L.exe and o.role == "rank" and o.rank == e.dir_rank
                 for o in read
                 if o is not e and o.log is not None
             )
@@ -290,7 +302,7 @@ def _attribute(entries: list[_Log], ranks: list[RankInfo], rank_source: str) -> 
             continue
         e.host = L.host or ""
 
-    pending = [e for e in read if not e.log.mpi and not e.attributed_by]
+    pending = [e for e in read if not e.plog.mpi and not e.attributed_by]
     if not pending:
         return issues
     if ranks:
@@ -300,7 +312,7 @@ def _attribute(entries: list[_Log], ranks: list[RankInfo], rank_source: str) -> 
                 Issue(
                     str(e.path),
                     "unattributed",
-                    f"pid {e.log.pid} ({_short(e.log.exe)}) is not a rank and was not forked "
+                    f"pid {e.plog.pid} ({_short(e.plog.exe)}) is not a rank and was not forked "
                     "by one (a child such as TensorFlow's uname, or a rank missing from the "
                     "rank files): kept as rank -1, role 'child'",
                     "warning",
@@ -310,16 +322,16 @@ def _attribute(entries: list[_Log], ranks: list[RankInfo], rank_source: str) -> 
 
     # no rank information at all: forked children follow their parent log, the other
     # processes are numbered in start order
-    by_key = {(e.log.host, e.log.pid): e for e in pending}
+    by_key = {(e.plog.host, e.plog.pid): e for e in pending}
     by_pid_log: dict[int, list[_Log]] = {}
     for e in pending:
-        by_pid_log.setdefault(e.log.pid, []).append(e)
+        by_pid_log.setdefault(e.plog.pid, []).append(e)
 
     def parent_log(e: _Log) -> _Log | None:
-        for pid in (e.log.ppid, e.log.jobid if e.log.jobid != e.log.pid else None):
+        for pid in (e.plog.ppid, e.plog.jobid if e.plog.jobid != e.plog.pid else None):
             if pid is None:
                 continue
-            p = by_key.get((e.log.host, pid))
+            p = by_key.get((e.plog.host, pid))
             if p is None and len(by_pid_log.get(pid, [])) == 1:
                 p = by_pid_log[pid][0]
             if p is not None and p is not e:
@@ -327,13 +339,13 @@ def _attribute(entries: list[_Log], ranks: list[RankInfo], rank_source: str) -> 
         return None
 
     roots = [e for e in pending if parent_log(e) is None]
-    roots.sort(key=lambda e: (e.log.start, e.log.pid, str(e.path)))
+    roots.sort(key=lambda e: (e.plog.start, e.plog.pid, str(e.path)))
     # the run layout's traces/rank-R/ directories name ranks even without rank files: the
     # first process started there is the rank, later unrelated ones are its children
     in_dirs = [e for e in roots if e.dir_rank is not None]
     for e in in_dirs:
         first = next(o for o in in_dirs if o.dir_rank == e.dir_rank)
-        e.rank, e.attributed_by = e.dir_rank, "log-dir"
+        e.rank, e.attributed_by = int(e.dir_rank or 0), "log-dir"  # not None: in_dirs
         e.role = "rank" if e is first else "child"
     roots = [e for e in roots if e.dir_rank is None]
     base = max((e.rank for e in in_dirs), default=-1) + 1
@@ -357,7 +369,7 @@ def _attribute(entries: list[_Log], ranks: list[RankInfo], rank_source: str) -> 
                 f"no rank information (no manifest ranks, no ranks/rank-R.json files): "
                 f"{len(roots)} processes numbered {base}..{base + len(roots) - 1} in order of "
                 "start time; these are not Horovod/MPI ranks. Map: "
-                + ", ".join(f"{e.rank}=pid {e.log.pid}" for e in roots),
+                + ", ".join(f"{e.rank}=pid {e.plog.pid}" for e in roots),
                 "warning",
             )
         )
@@ -399,7 +411,7 @@ def _fill_dict_column(col: pa.ChunkedArray, value: str) -> pa.ChunkedArray:
 
 def _place(table: pa.Table, e: _Log, delta: float, time_cols: tuple[str, ...]) -> pa.Table:
     """One log's table with the attributed rank/host/pid and times shifted by ``delta``."""
-    L = e.log
+    L = e.plog
     n = table.num_rows
     if n == 0:
         return table
@@ -554,16 +566,16 @@ def ingest(
                 Issue(str(e.path), "unreadable", f"reader failed: {type(err).__name__}: {err}")
             )
         else:
-            issues.extend(e.log.issues)
+            issues.extend(e.plog.issues)
     read = [e for e in entries if e.log is not None]
 
-    mpi_jobs = {e.log.jobid for e in read if e.log.mpi and e.log.tracer == "darshan"}
+    mpi_jobs = {e.plog.jobid for e in read if e.plog.mpi and e.plog.tracer == "darshan"}
     if len(mpi_jobs) > 1:
         issues.append(
             Issue(
                 "logs",
                 "mixed-jobs",
-                f"logs of {len(mpi_jobs)} different MPI jobs ({sorted(mpi_jobs)}) in one run: "
+                f"logs of {len(mpi_jobs)} different MPI jobs ({sorted(mpi_jobs, key=lambda j: (j is None, j or 0))}) in one run: "
                 "their ranks overlap",
                 "warning",
             )
@@ -574,22 +586,22 @@ def ingest(
     if isinstance(man.get("start_time"), (int, float)):
         clock_zero = float(man["start_time"])
     elif read:
-        clock_zero = min(e.log.start for e in read)
+        clock_zero = min(e.plog.start for e in read)
     else:
         clock_zero = 0.0
 
     # an MPI log holds its ranks itself; DXT records name each rank's host
-    mpi_hosts = {id(e): _mpi_hosts(e.log) for e in read if e.log.mpi}
+    mpi_hosts = {id(e): _mpi_hosts(e.plog) for e in read if e.plog.mpi}
     if not ranks:  # no manifest/rank files: the ranks are those the logs know
         seen: dict[int, RankInfo] = {}
         for e in read:
-            if e.log.mpi:
-                for r in range(e.log.nprocs):
-                    host = mpi_hosts[id(e)].get(r, e.log.host or "")
-                    pid = e.log.pid if r == 0 else -1
-                    seen.setdefault(r, RankInfo(r, -1, e.log.nprocs, pid, host))
+            if e.plog.mpi:
+                for r in range(e.plog.nprocs):
+                    host = mpi_hosts[id(e)].get(r, e.plog.host or "")
+                    pid = e.plog.pid if r == 0 else -1
+                    seen.setdefault(r, RankInfo(r, -1, e.plog.nprocs, pid, host))
             elif e.role == "rank":
-                seen.setdefault(e.rank, RankInfo(e.rank, -1, -1, e.log.pid, e.host))
+                seen.setdefault(e.rank, RankInfo(e.rank, -1, -1, e.plog.pid, e.host))
         ranks = [seen[r] for r in sorted(seen)]
 
     # every rank the manifest or rank files name should have left a log
@@ -597,17 +609,18 @@ def ingest(
     tracer_name = str(tracer.get("name", "") if isinstance(tracer, dict) else tracer or "")
     if tracer_name != "none" and (rank_source or man):
         have = {e.rank for e in read if e.role == "rank"}
-        have |= {r for e in read if e.log.mpi for r in range(e.log.nprocs)}
+        have |= {r for e in read if e.plog.mpi for r in range(e.plog.nprocs)}
         have |= {e.rank for e in entries if e.log is None and e.rank >= 0}
         failed_logs = {str(e.path) for e in entries if e.log is None}
-        for r in ranks:
-            if r.rank in have:
+        for info in ranks:
+            if info.rank in have:
                 continue
             issues.append(
                 Issue(
-                    f"rank {r.rank}",
+                    f"rank {info.rank}",
                     "missing-log",
-                    f"rank {r.rank} (pid {r.pid} on {r.host or 'unknown host'}) has no readable "
+                    f"rank {info.rank} (pid {info.pid} on {info.host or 'unknown host'}) has no "
+                    "readable "
                     "trace log"
                     + (
                         f" ({len(failed_logs)} log(s) could not be read)"
@@ -616,7 +629,7 @@ def ingest(
                     ),
                 )
             )
-    dup = Counter(e.rank for e in read if e.role == "rank" and not e.log.mpi)
+    dup = Counter(e.rank for e in read if e.role == "rank" and not e.plog.mpi)
     for r, n in dup.items():
         if n > 1:
             issues.append(
@@ -632,7 +645,7 @@ def ingest(
     seg_parts, ctr_parts, app_parts = [], [], []
     processes: list[ProcessInfo] = []
     for e in read:
-        L = e.log
+        L = e.plog
         delta = L.start - clock_zero
         seg_parts.append(_place(L.segments, e, delta, ("start", "end")))
         if L.counters is not None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 import horovod.torch as hvd
 import numpy as np
@@ -43,8 +45,8 @@ class Net(nn.Module):
 
 
 def load_split(data_dir: str, split: str) -> torch.utils.data.TensorDataset:
-    images = read_idx(os.path.join(data_dir, IDX_FILES[f"{split}_images"]))
-    labels = read_idx(os.path.join(data_dir, IDX_FILES[f"{split}_labels"]))
+    images = read_idx(Path(data_dir) / IDX_FILES[f"{split}_images"])
+    labels = read_idx(Path(data_dir) / IDX_FILES[f"{split}_labels"])
     x = torch.from_numpy(images.astype(np.float32) / 255.0).unsqueeze(1)
     x = (x - 0.1307) / 0.3081  # MNIST mean/std, as in torchvision's transforms
     return torch.utils.data.TensorDataset(x, torch.from_numpy(labels.astype(np.int64)))
@@ -66,7 +68,9 @@ def main(argv=None) -> int:
 
     with progress.phase("load-train"):
         train = load_split(args.data, "train")
-    sampler = torch.utils.data.distributed.DistributedSampler(train, num_replicas=size, rank=rank)
+    sampler: torch.utils.data.distributed.DistributedSampler[Any] = (
+        torch.utils.data.distributed.DistributedSampler(train, num_replicas=size, rank=rank)
+    )
     loader = torch.utils.data.DataLoader(
         train, batch_size=args.batch_size, sampler=sampler, num_workers=args.loader_workers
     )

@@ -100,9 +100,9 @@ def check_log(path: Path | str) -> LogLayout:
     if len(head) < 16:
         raise LogError(path, "unreadable", f"only {size} bytes: too short to be a Darshan log")
     if struct.unpack_from("<q", head, 8)[0] == DARSHAN_MAGIC:
-        swap, e = False, "<"
+        swap, order = False, "<"
     elif struct.unpack_from(">q", head, 8)[0] == DARSHAN_MAGIC:
-        swap, e = True, ">"
+        swap, order = True, ">"
     else:
         raise LogError(path, "unreadable", "not a Darshan log (no Darshan magic number)")
     version = head[:8].split(b"\0")[0].decode("ascii", "replace")
@@ -129,11 +129,11 @@ def check_log(path: Path | str) -> LogLayout:
         raise LogError(path, "corrupt", f"unknown compression type {comp_type} in the header")
 
     mapped = {}
-    off, ln = struct.unpack_from(e + "QQ", head, nm_off)
+    off, ln = struct.unpack_from(order + "QQ", head, nm_off)
     if ln:
         mapped["names"] = (off, ln)
     for i in range(nslots):
-        off, ln = struct.unpack_from(e + "QQ", head, map_off + 16 * i)
+        off, ln = struct.unpack_from(order + "QQ", head, map_off + 16 * i)
         if ln:
             mapped[f"slot{i}"] = (off, ln)
     for name, (off, ln) in mapped.items():

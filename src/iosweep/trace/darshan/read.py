@@ -338,7 +338,10 @@ def _segments_table(
                 rep([k[1] for k in gkeys], np.int32),
                 rep([k[2] for k in gkeys], np.int32),
                 op,
-                *(np.concatenate([getattr(p, f) for p in group]) for f in SEGMENT_DTYPE.names),
+                *(
+                    np.concatenate([getattr(p, f) for p in group])
+                    for f in SEGMENT_DTYPE.names or ()
+                ),
             ]
         rank, hi, pid, rid, pi, mi, op, *seg = cols
         dict_col = pa.DictionaryArray.from_arrays
@@ -355,7 +358,8 @@ def _segments_table(
             dict_col(consts(src, rows, i32), d_src),
         ]
         batches.append(pa.RecordBatch.from_arrays(batch, schema=SEGMENTS))
-        parts[i:j] = [None] * (j - i)  # let the copies go once they are in a batch
+        # let the copies go once they are in a batch
+        parts[i:j] = [None] * (j - i)  # type: ignore[list-item]
         i = j
     return pa.Table.from_batches(batches, schema=SEGMENTS)
 
@@ -401,7 +405,7 @@ _COUNTER_SPECS = {
 }
 
 
-def _read_counters(h: _Handle, module: str, idx: int) -> dict[str, np.ndarray] | None:
+def _read_counters(h: _Handle, module: str, idx: int) -> dict[str, Any] | None:
     """Per-record counters of POSIX or STDIO as columns (None if the module has no records)."""
     ctype, cmap = _COUNTER_SPECS[module]
     cnames = {n: i for i, n in enumerate(h.cb.counter_names(module))}
@@ -422,7 +426,7 @@ def _read_counters(h: _Handle, module: str, idx: int) -> dict[str, np.ndarray] |
     if not ids:
         return None
     c, f = np.vstack(ints), np.vstack(floats)
-    cols: dict[str, np.ndarray] = {
+    cols: dict[str, Any] = {  # ids as arrays, counters as masked arrays
         "file_id": np.array(ids, np.uint64),
         "rank": np.array(ranks, np.int64),
     }
@@ -533,7 +537,7 @@ def _read(path: Path, layout: LogLayout, h: _Handle) -> ProcessLog:
 
     duration = max(job["end"] - job["start"], 0.0)
     dxt_parts: list[_DxtPart] = []
-    counter_parts: list[dict[str, np.ndarray]] = []
+    counter_parts: list[dict[str, Any]] = []
     read_ok: list[str] = []
     for name in by_idx:
         m = mods[name]

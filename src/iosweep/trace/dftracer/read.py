@@ -950,8 +950,8 @@ def _build(
     path_vals = [files.get(h) if h else None for h in fh_vals]
     file_ids = pa.array([_hash_to_u64(h) for h in fh_vals] + [None], type=pa.uint64())
     rank_col = np.full(len(ph), -1, dtype=np.int32)
-    for p, rk in rank_of_pid.items():
-        rank_col[pid == p] = rk
+    for rank_pid, rk in rank_of_pid.items():
+        rank_col[pid == rank_pid] = rk
     source = path.name
 
     def common(mask: np.ndarray) -> dict[str, Any]:

@@ -1,0 +1,83 @@
+"""The stages' contract, at run time: the report formats what the analysis handed on
+(summary.json and its declared tables) and nothing else."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from iosweep.analysis.run import analyze_run
+from iosweep.analysis.summary import SCHEMA, SummaryError, read_summary
+from iosweep.report import ReportSettings, render_report
+from iosweep.trace.ingest import ingest
+
+NP2 = "horovod-pytorch-mnist/darshan-np2"
+
+
+def test_importing_the_report_loads_no_trace_or_analysis_code():
+    code = (
+        "import sys, iosweep.report, iosweep.cli.report\n"
+        "print('\\n'.join(m for m in sys.modules if m.startswith("
+        "('iosweep.trace', 'iosweep.run', 'iosweep.analysis'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert sorted(out.stdout.split()) == ["iosweep.analysis", "iosweep.analysis.summary"]
+
+
+@pytest.fixture
+def analysed_without_store(shared_data: Path, tmp_path: Path) -> Path:
+    """An analysis of the PyTorch np2 Darshan run whose trace store was then deleted."""
+    ingest([shared_data / NP2], tmp_path / "store")
+    analyze_run(tmp_path / "store", tmp_path / "analysis")
+    shutil.rmtree(tmp_path / "store")
+    return tmp_path / "analysis"
+
+
+def test_report_needs_only_the_analysis(analysed_without_store: Path, tmp_path: Path):
+    out = render_report(
+        [analysed_without_store], None, tmp_path / "r" / "report.html", ReportSettings()
+    )
+    index = json.loads((tmp_path / "r" / "figures" / "figures.json").read_text())
+    drawn = {Path(f["file"]).name for f in index}
+    # the per-operation plots come from ops_sample.parquet, not from the (deleted) store
+    assert {"spatial.png", "temporal.png"} <= drawn
+    page = out.read_text()
+    assert "not found" not in page and "unreadable" not in page
+    # Below plot_sample_ops the sample is every operation: per the fixture README each of the
+    # 2 ranks reads each of the 4 IDX files with one whole-file read and one read at EOF.
+    sm = read_summary(analysed_without_store)
+    assert sm.ops_sample.total == sm.ops_sample.shown
+    ops = pd.read_parquet(analysed_without_store / "ops_sample.parquet")
+    reads = ops[(ops["class"] == "dataset") & ~ops["write"]]
+    assert len(reads) == 16 and sorted(reads["rank"].unique()) == [0, 1]
+
+
+def test_summary_of_another_version_is_refused_by_name(analysed_without_store: Path):
+    f = analysed_without_store / "summary.json"
+    d = json.loads(f.read_text())
+    d["schema"] = "iosweep.analysis.run/1"
+    f.write_text(json.dumps(d))
+    with pytest.raises(SummaryError, match=r"summary.json: summary schema .*run/1.*rerun the"):
+        read_summary(f)
+    d["schema"] = SCHEMA
+    del d["checkpoints"]
+    f.write_text(json.dumps(d))
+    with pytest.raises(SummaryError, match=r"summary.json: checkpoints: Field required"):
+        read_summary(f)
+
+
+def test_report_lists_an_outdated_summary_as_a_problem(analysed_without_store: Path, tmp_path):
+    f = analysed_without_store / "summary.json"
+    d = json.loads(f.read_text())
+    d["schema"] = "iosweep.analysis.run/1"
+    f.write_text(json.dumps(d))
+    out = render_report(
+        [analysed_without_store], None, tmp_path / "r" / "report.html", ReportSettings()
+    )
+    assert "rerun the analysis" in out.read_text()
