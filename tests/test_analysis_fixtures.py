@@ -11,10 +11,7 @@ import pytest
 
 from iosweep.analysis import analyze_run, analyze_sweep
 from iosweep.analysis.temporal import human_bytes
-
-ingest_mod = pytest.importorskip(
-    "iosweep.trace.ingest", reason="iosweep.trace.ingest (issue 3) not available yet"
-)
+from iosweep.trace import ingest as ingest_mod
 
 IDX = [
     "train-images-idx3-ubyte",

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import darshan
 import numpy as np
 import pytest
 
@@ -69,7 +70,6 @@ def test_mpi_log_with_dxt_keeps_real_ranks_and_hosts(shared_data: Path):
 
 
 def test_matches_pydarshan_segment_for_segment(shared_data: Path):
-    darshan = pytest.importorskip("darshan")
     for rel in ("darshan-logs/nonmpi_dxt_anonymized/nonmpi_dxt_anonymized.darshan", PT_NP1):
         path = shared_data / rel
         ours = read_darshan_log(path).segments.to_pandas()
@@ -337,7 +337,6 @@ def test_isolated_reader_gives_the_same_answer(tmp_path: Path, shared_data: Path
 
 
 def test_written_log_reads_back_in_pydarshan_and_here(tmp_path: Path):
-    darshan = pytest.importorskip("darshan")
     seg = np.zeros(5, SEGMENT_DTYPE)
     seg["offset"] = np.arange(5) * 4096
     seg["length"] = 4096

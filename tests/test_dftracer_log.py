@@ -11,6 +11,7 @@ from datetime import datetime
 from functools import cache
 from pathlib import Path
 
+import darshan
 import pytest
 
 from iosweep.trace.dftracer.read import INCOMPLETE_TRACE, read_dftracer_trace
@@ -140,7 +141,6 @@ def test_tf2_each_rank_reads_only_its_own_npz(n):
 def test_rebuilt_offsets_equal_darshan_dxt(framework, n):
     """DFTracer logs no offsets for read(); the rebuilt ones must match what Darshan's DXT
     recorded for the same program on the same files (same access sequence, another run)."""
-    darshan = pytest.importorskip("darshan")
     dxt = []
     for f in sorted((DATA / framework / f"darshan-np{n}" / "logs").glob("*.darshan")):
         rep = darshan.DarshanReport(str(f), read_all=True)

@@ -24,21 +24,16 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from iosweep import analysis
 from iosweep.cli import report as rcli
 from iosweep.report import ReportSettings, render_report
 from iosweep.report.anonymize import Anonymizer
 from iosweep.report.data import slugify
 from iosweep.report.plots import ops_sample
 from iosweep.sampling import allocate
+from iosweep.trace import ingest as ingest_mod
 from iosweep.trace.schema import RankInfo, RunMeta
 from iosweep.trace.store import write_store
-
-ingest_mod = pytest.importorskip(
-    "iosweep.trace.ingest", reason="iosweep.trace.ingest (issue 3) is not there yet"
-)
-analysis = pytest.importorskip(
-    "iosweep.analysis", reason="iosweep.analysis (issue 4) is not there yet"
-)
 
 # The user and prefixes the test manifests mention, which --anonymize must hide.
 USER = "alice"
