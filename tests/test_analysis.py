@@ -848,3 +848,34 @@ def test_sweep_from_paths_keeps_other_params_apart(tmp_path):
     assert df["summary_path"].str.endswith("summary.json").all()
     with pytest.raises(FileNotFoundError, match="summary"):
         analyze_sweep([tmp_path / "nothing-here"], tmp_path / "sweep2")
+
+
+# --- insight rules, one at a time -------------------------------------------------------------
+def _ctx(**sections):
+    from iosweep.analysis.insights import Context
+
+    summary = {"ranks": {"count": 4, "kind": "rank"}, **sections}
+    return Context(summary, pd.DataFrame(), pd.DataFrame(), AnalysisSettings())
+
+
+def test_imbalance_rule_fires_on_the_spread_it_reports():
+    from iosweep.analysis.insights import imbalance
+
+    # bytes per rank 10, 10, 10, 4: (max - min) / max = 6 / 10 = 0.6 > 0.3 (the default)
+    fired = imbalance(_ctx(imbalance={"bytes": 0.6, "io_time": 0.05, "stragglers": []}))
+    assert [i.id for i in fired] == ["imbalance"]
+    assert fired[0].numbers == {"bytes": 0.6, "stragglers": [], "threshold_share": 0.3}
+    # exactly at the threshold does not fire (strictly above it does)
+    assert imbalance(_ctx(imbalance={"bytes": 0.3, "io_time": None, "stragglers": []})) == []
+
+
+def test_single_rank_checkpoint_rule_names_the_writer():
+    from iosweep.analysis.insights import single_rank_checkpoint
+
+    ck = {"available": True, "n_writers": 1, "writers": [0], "bytes_written": 122_270}
+    (ins,) = single_rank_checkpoint(_ctx(checkpoints=ck))
+    assert ins.title == "Only rank 0 writes checkpoints" and ins.class_ == "checkpoint"
+    assert "122.3 kB" in ins.message and "the other 3 ranks write none" in ins.message
+    one_rank = _ctx(checkpoints=ck)
+    one_rank.summary["ranks"]["count"] = 1
+    assert single_rank_checkpoint(one_rank) == []

@@ -1,16 +1,22 @@
 """Insights: rules in the spirit of Drishti, each reporting the numbers that fired it.
 
-Every insight is ``{id, severity, title, message, numbers, recommendation, class}``;
-severity is ``high`` (data lost or a likely bottleneck), ``warn`` or ``info``.
+Each rule is a small function of a run's :class:`Context` returning the
+:class:`~iosweep.analysis.summary.Insight` s it fires (``id``, ``severity``, ``title``,
+``message``, ``numbers``, ``recommendation``, ``class``); severity is ``high`` (data lost or a
+likely bottleneck), ``warn`` or ``info``. :data:`RULES` lists them in the order the summary
+holds their insights; each can be called and tested alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from iosweep.analysis.settings import AnalysisSettings
+from iosweep.analysis.summary import Insight
 from iosweep.units import human_bytes
 
 
@@ -22,16 +28,18 @@ def _mk(
     numbers: dict,
     recommendation: str,
     cls: str | None = None,
-):
-    return {
-        "id": id_,
-        "severity": severity,
-        "title": title,
-        "message": message,
-        "numbers": numbers,
-        "recommendation": recommendation,
-        "class": cls,
-    }
+) -> Insight:
+    return Insight.model_validate(
+        {
+            "id": id_,
+            "severity": severity,
+            "title": title,
+            "message": message,
+            "numbers": numbers,
+            "recommendation": recommendation,
+            "class": cls,
+        }
+    )
 
 
 def _span(v: pd.Series) -> str:
@@ -39,15 +47,37 @@ def _span(v: pd.Series) -> str:
     return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
-def run_insights(
-    summary: dict[str, Any], files: pd.DataFrame, ranks: pd.DataFrame, s: AnalysisSettings
-) -> list[dict]:
-    out: list[dict] = []
-    n_ranks = summary["ranks"]["count"]
-    who = summary["ranks"].get("kind", "rank")  # "process" when the store knows no ranks
-    whos = {"rank": "ranks", "process": "processes"}.get(who, who + "s")
+@dataclass(frozen=True)
+class Context:
+    """What the rules look at: the run's summary so far, its files and ranks tables."""
 
-    # Nothing recorded at all; else truncated / incomplete trace.
+    summary: dict[str, Any]
+    files: pd.DataFrame
+    ranks: pd.DataFrame
+    settings: AnalysisSettings
+
+    @property
+    def n_ranks(self) -> int:
+        return int(self.summary["ranks"]["count"])
+
+    @property
+    def who(self) -> str:
+        """ "rank", or "process" when the store knows no ranks."""
+        return str(self.summary["ranks"].get("kind", "rank"))
+
+    @property
+    def whos(self) -> str:
+        return {"rank": "ranks", "process": "processes"}.get(self.who, self.who + "s")
+
+
+Rule = Callable[[Context], list[Insight]]
+
+
+def no_io_or_truncated(c: Context) -> list[Insight]:
+    """Nothing recorded at all; else truncated / incomplete trace."""
+    out: list[Insight] = []
+    summary = c.summary
+    s = c.settings
     trace = summary["trace"]
     errors = [i for i in summary["issues"] if i.get("severity", "error") == "error"]
     comp = trace.get("completeness")
@@ -93,8 +123,14 @@ def run_insights(
                 "after every traced process has exited.",
             )
         )
+    return out
 
-    # Small requests (Drishti: < 1 MiB, > 10 % and > 1000 requests).
+
+def small_requests(c: Context) -> list[Insight]:
+    """Small requests (Drishti: < 1 MiB, > 10 % and > 1000 requests)."""
+    out: list[Insight] = []
+    summary = c.summary
+    s = c.settings
     for op in ("read", "write"):
         d = summary["sizes"]["by_class"].get("all", {}).get(op)
         if not d:
@@ -132,8 +168,14 @@ def run_insights(
                     worst[0],
                 )
             )
+    return out
 
-    # Random access.
+
+def random_access(c: Context) -> list[Insight]:
+    """Random access."""
+    out: list[Insight] = []
+    summary = c.summary
+    s = c.settings
     sp = summary["spatial"]
     if sp.get("ops", 0):
         rnd = sp["ops_by_category"].get("random", 0)
@@ -155,8 +197,14 @@ def run_insights(
                     "of samples inside a file), or enable read-ahead/prefetching in the data loader.",
                 )
             )
+    return out
 
-    # Metadata heavy.
+
+def metadata_heavy(c: Context) -> list[Insight]:
+    """Metadata heavy."""
+    out: list[Insight] = []
+    summary = c.summary
+    s = c.settings
     md = summary["metadata"]
     if md.get("meta_time_share") is not None and (
         md["meta_time_share"] > s.metadata_time_share
@@ -181,8 +229,16 @@ def run_insights(
                 "and avoid repeated stat/exists checks in the data loader.",
             )
         )
+    return out
 
-    # The same bytes read by many ranks.
+
+def redundant_reads(c: Context) -> list[Insight]:
+    """The same bytes read by many ranks."""
+    out: list[Insight] = []
+    summary = c.summary
+    s = c.settings
+    files = c.files
+    whos = c.whos
     if len(files):
         red = files[
             (files["n_readers"] >= max(s.redundant_read_min_ranks, 2)) & (files["read_union"] > 0)
@@ -222,8 +278,15 @@ def run_insights(
                     red["class"].mode().iloc[0] if len(red) else None,
                 )
             )
+    return out
 
-    # File per process at scale.
+
+def file_per_process_at_scale(c: Context) -> list[Insight]:
+    """File per process at scale."""
+    out: list[Insight] = []
+    summary = c.summary
+    s = c.settings
+    n_ranks = c.n_ranks
     for cls, acc in summary["classes"].items():
         for d in ("read", "write"):
             a = acc.get("access", {}).get(d)
@@ -245,8 +308,17 @@ def run_insights(
                         cls,
                     )
                 )
+    return out
 
-    # One rank writes every checkpoint.
+
+def single_rank_checkpoint(c: Context) -> list[Insight]:
+    """One rank writes every checkpoint."""
+    out: list[Insight] = []
+    summary = c.summary
+    s = c.settings
+    n_ranks = c.n_ranks
+    who = c.who
+    whos = c.whos
     ck = summary.get("checkpoints", {})
     if (
         ck.get("available")
@@ -279,8 +351,15 @@ def run_insights(
                 "checkpoint",
             )
         )
+    return out
 
-    # Imbalance and stragglers.
+
+def imbalance(c: Context) -> list[Insight]:
+    """Imbalance and stragglers."""
+    out: list[Insight] = []
+    summary = c.summary
+    s = c.settings
+    n_ranks = c.n_ranks
     imb = summary.get("imbalance", {})
     if n_ranks > 1 and imb:
         fired = {}
@@ -312,8 +391,14 @@ def run_insights(
                     "stragglers' nodes (storage path, local contention).",
                 )
             )
+    return out
 
-    # I/O bound and exposed I/O.
+
+def io_bound(c: Context) -> list[Insight]:
+    """I/O bound."""
+    out: list[Insight] = []
+    summary = c.summary
+    s = c.settings
     h = summary["headline"]
     if h.get("io_share_max") is not None and h["io_share_max"] > s.io_time_share:
         out.append(
@@ -332,6 +417,14 @@ def run_insights(
                 "memory or on node-local storage, or use a faster file system tier.",
             )
         )
+    return out
+
+
+def exposed_io(c: Context) -> list[Insight]:
+    """Exposed I/O."""
+    out: list[Insight] = []
+    summary = c.summary
+    s = c.settings
     ov = summary.get("overlap", {})
     if (
         ov.get("available")
@@ -355,3 +448,25 @@ def run_insights(
             )
         )
     return out
+
+
+RULES: list[Rule] = [
+    no_io_or_truncated,
+    small_requests,
+    random_access,
+    metadata_heavy,
+    redundant_reads,
+    file_per_process_at_scale,
+    single_rank_checkpoint,
+    imbalance,
+    io_bound,
+    exposed_io,
+]
+
+
+def run_insights(
+    summary: dict[str, Any], files: pd.DataFrame, ranks: pd.DataFrame, s: AnalysisSettings
+) -> list[dict]:
+    """Every rule's insights, in RULES order, as summary.json holds them."""
+    ctx = Context(summary, files, ranks, s)
+    return [i.model_dump(by_alias=True) for rule in RULES for i in rule(ctx)]
