@@ -46,10 +46,51 @@ class Tables:
 
 
 def build_tables(rd: RunData, sp: Spatial) -> Tables:
+    """The (rank, file), files, ranks and nodes tables of a run, from its segments (reduced
+    per stream in ``sp``'s order) and counters."""
     ops = rd.ops
     nf = max(len(rd.paths), 1)
+    seg = _segment_streams(rd, sp)
+    ctr, ctr_posix_ops = _counter_streams(rd, nf)
+    fr, has_seg = _merge_streams(rd, seg, ctr, nf)
+    _coverage_and_pattern(rd, fr, has_seg)
+    completeness = _completeness(rd, ctr_posix_ops)
+    files = _files_table(rd, fr, ops)
+    ranks = _ranks_table(rd, fr, ops)
+    nodes = _nodes_table(rd, fr, ranks, ops)
+    keep = _FILE_RANK_COLUMNS + [c for c in fr.columns if c.startswith("ctr_size_")]
+    return Tables(fr[keep], files, ranks, nodes, len(ops) > 0, completeness)
 
-    # --- segments per (actor, file), reduced in stream order (actor, file, op, time) --------
+
+_FILE_RANK_COLUMNS = [
+    "actor",
+    "file",
+    "class",
+    *SUMMED_METRICS,
+    "file_size",
+    "extent",
+    "read_coverage",
+    "write_coverage",
+    "read_coverage_frac",
+    "read_whole",
+    "write_whole",
+    "coverage_source",
+    "pattern",
+    *[f"frac_{c}" for c in CATEGORIES],
+    *[f"ops_{c}" for c in CATEGORIES],
+    "first_io",
+    "last_io",
+    "eof_at",
+    "seg_ops",
+    "ctr_ops",
+    "source",
+]
+
+
+def _segment_streams(rd: RunData, sp: Spatial) -> pd.DataFrame:
+    """Segments per (actor, file), reduced in stream order (actor, file, op, time): counts,
+    bytes, times, extent, end-of-file marks, spatial categories and byte coverage."""
+    ops = rd.ops
     order, ks = sp.order, sp.key
     nops = len(order)
     af_s = ks >> 1  # stream key = ((actor + 1) * nf + file) * 2 + op
@@ -115,7 +156,11 @@ def build_tables(rd: RunData, sp: Spatial) -> Tables:
     ).astype(np.int64)
     del m_af, m_len, rmask, idx
 
-    # --- counters per (actor, file) --------------------------------------------------------
+    return seg
+
+
+def _counter_streams(rd: RunData, nf: int) -> tuple[pd.DataFrame, int]:
+    """Counters per (actor, file) (columns ``ctr_*``), and the POSIX reads + writes counted."""
     c = rd.counters
     if len(c):
         c = c.assign(key=(c["actor"].astype(np.int64) + 1) * nf + c["file"])
@@ -142,6 +187,14 @@ def build_tables(rd: RunData, sp: Spatial) -> Tables:
         ctr = pd.DataFrame({"key": np.empty(0, np.int64)})
         ctr_posix_ops = 0
 
+    return ctr, ctr_posix_ops
+
+
+def _merge_streams(
+    rd: RunData, seg: pd.DataFrame, ctr: pd.DataFrame, nf: int
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """One row per (actor, file) from segments and counters, the larger of the two per
+    metric; also whether each row has segments."""
     fr = seg.merge(ctr, on="key", how="outer")
     fr["actor"] = (fr["key"] // nf - 1).astype(np.int32)
     fr["file"] = (fr["key"] % nf).astype(np.int32)
@@ -150,9 +203,7 @@ def build_tables(rd: RunData, sp: Spatial) -> Tables:
     has_ctr = fr["ctr_reads"].notna().to_numpy() if "ctr_reads" in fr else np.zeros(len(fr), bool)
     fr["source"] = np.where(has_seg & has_ctr, "both", np.where(has_seg, "segments", "counters"))
 
-    def col(name: str, fill=0) -> np.ndarray:
-        return fr[name].fillna(fill).to_numpy() if name in fr else np.full(len(fr), fill)
-
+    col = _column_getter(fr)
     for m in ("reads", "writes", "bytes_read", "bytes_written"):
         fr[m] = np.maximum(col(f"seg_{m}"), col(f"ctr_{m}")).astype(np.int64)
     for m in ("read_time", "write_time"):
@@ -162,6 +213,21 @@ def build_tables(rd: RunData, sp: Spatial) -> Tables:
     fr["meta_time"] = col("ctr_meta_time", 0.0)
     fr["class"] = rd.file_class[fr["file"].to_numpy()] if len(fr) else np.empty(0, np.int8)
 
+    return fr, has_seg
+
+
+def _column_getter(fr: pd.DataFrame):
+    """``col(name, fill)``: a column of ``fr`` with nulls filled; all ``fill`` if it is absent."""
+
+    def col(name: str, fill=0) -> np.ndarray:
+        return fr[name].fillna(fill).to_numpy() if name in fr else np.full(len(fr), fill)
+
+    return col
+
+
+def _coverage_and_pattern(rd: RunData, fr: pd.DataFrame, has_seg: np.ndarray) -> None:
+    """File sizes, byte coverage, whole-file flags and the spatial pattern of each row."""
+    col = _column_getter(fr)
     # File size: the furthest byte any rank touched, by segment or by counter (+1: Darshan's
     # MAX_BYTE is the last byte offset).
     ext = np.maximum.reduce(
@@ -227,42 +293,17 @@ def build_tables(rd: RunData, sp: Spatial) -> Tables:
     fr["seg_ops"] = (col("seg_reads") + col("seg_writes")).astype(np.int64)
     fr["ctr_ops"] = (col("ctr_reads") + col("ctr_writes")).astype(np.int64)
 
+
+def _completeness(rd: RunData, ctr_posix_ops: int) -> float | None:
+    """Traced (DXT) POSIX operations over those the counters saw; None without both."""
+    ops = rd.ops
     assert ops.module is not None, "build_tables runs before the per-op columns are released"
     seg_posix_ops = (
         int(np.isin(ops.module, [rd.modules.index("POSIX")]).sum()) if "POSIX" in rd.modules else 0
     )
-    dxt_available = len(ops) > 0
-    completeness = None
-    if dxt_available and ctr_posix_ops > 0:
-        completeness = min(1.0, seg_posix_ops / ctr_posix_ops)
-
-    files = _files_table(rd, fr, ops)
-    ranks = _ranks_table(rd, fr, ops)
-    nodes = _nodes_table(rd, fr, ranks, ops)
-    keep = [
-        "actor",
-        "file",
-        "class",
-        *SUMMED_METRICS,
-        "file_size",
-        "extent",
-        "read_coverage",
-        "write_coverage",
-        "read_coverage_frac",
-        "read_whole",
-        "write_whole",
-        "coverage_source",
-        "pattern",
-        *[f"frac_{c}" for c in CATEGORIES],
-        *[f"ops_{c}" for c in CATEGORIES],
-        "first_io",
-        "last_io",
-        "eof_at",
-        "seg_ops",
-        "ctr_ops",
-        "source",
-    ] + [c for c in fr.columns if c.startswith("ctr_size_")]
-    return Tables(fr[keep], files, ranks, nodes, dxt_available, completeness)
+    if len(ops) and ctr_posix_ops > 0:
+        return min(1.0, seg_posix_ops / ctr_posix_ops)
+    return None
 
 
 def _files_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:

@@ -170,23 +170,9 @@ def _read_json_files(directory: Path, pattern: str) -> list[dict[str, Any]]:
     return out
 
 
-def run_point(
-    config: dict[str, Any],
-    point: SweepPoint,
-    run_dir: Path,
-    dataset_dir: Path,
-    log=lambda msg: print(msg, file=sys.stderr, flush=True),
-) -> dict[str, Any]:
-    """Run ``point`` into ``run_dir`` and return (and write) its manifest."""
-    run_dir = Path(run_dir).resolve()
-    dataset_dir = Path(dataset_dir).resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    for sub in RUN_SUBDIRS:  # a rerun must not mix old ranks' logs into the new run
-        shutil.rmtree(run_dir / sub, ignore_errors=True)
-    for stale in ("tracer.json", "darshan.conf", "launcher.log"):
-        (run_dir / stale).unlink(missing_ok=True)
-    training, launcher_cfg, tracer_cfg = config["training"], config["launcher"], config["tracer"]
-    manifest: dict[str, Any] = {
+def _new_manifest(point: SweepPoint, dataset_dir: Path) -> dict[str, Any]:
+    """The manifest before the job runs (docs/data-model.md lists its fields)."""
+    return {
         "run_id": point.run_id,
         "params": point.params(),
         "status": "ok",
@@ -218,6 +204,89 @@ def run_point(
         },
     }
 
+
+def _program(
+    python: str, point: SweepPoint, training: dict[str, Any], run_dir: Path, dataset_dir: Path
+) -> list[str]:
+    """What the launcher starts on every rank: the rank wrapper, then the training script."""
+    module = TRAINING_MODULES[point.framework][0]
+    program = [
+        python, "-m", "iosweep.run.rank_wrapper", "--run-dir", str(run_dir), "--",
+        python, "-m", module,
+        "--data", str(dataset_dir),
+        "--epochs", str(point.epochs),
+        "--steps-per-epoch", str(point.steps),
+        "--batch-size", str(point.batch_size),
+        "--lr", str(training["learning_rate"]),
+        "--threads", str(training["threads_per_rank"]),
+        "--progress", str(run_dir / "progress" / "rank-{rank}.json"),
+    ]  # fmt: skip
+    if training["checkpoint"]:
+        program += ["--checkpoint-dir", str(run_dir / "checkpoints")]
+    if point.framework == "pytorch":
+        program += ["--loader-workers", str(training["loader_workers"])]
+    return program
+
+
+def _run_launcher(
+    cmd: list[str], env: dict[str, str], timeout: float, launcher_log: Path
+) -> tuple[int, bool]:
+    """(exit code, timed out): the launcher in its own session, killed as a group (TERM,
+    then KILL after 30 s) when it outlives ``timeout``."""
+    timed_out = False
+    with open(launcher_log, "wb") as out:
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        try:
+            exit_code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                exit_code = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                exit_code = proc.wait()
+    return exit_code, timed_out
+
+
+def _collect_progress(manifest: dict[str, Any], run_dir: Path, n_ranks: int) -> list[dict]:
+    """Fill the manifest's ranks, steps, phases, metrics and failed ranks from the rank and
+    progress files; return the rank records."""
+    ranks = _read_json_files(run_dir / "ranks", "rank-*.json")
+    manifest["ranks"] = sorted(ranks, key=lambda r: r["rank"])
+    for doc in _read_json_files(run_dir / "progress", "rank-*.json"):
+        manifest["steps"] += [{"rank": doc["rank"], **s} for s in doc["steps"]]
+        manifest["phases"][str(doc["rank"])] = doc["phases"]
+        if doc["rank"] == 0:
+            manifest["metrics"] = doc["metrics"]
+    finished = {int(r) for r in manifest["phases"]}
+    expected = list(range(n_ranks))
+    missing_rank = [r for r in expected if r not in {x["rank"] for x in ranks}]
+    unfinished = [r for r in expected if r not in finished]
+    manifest["failed_ranks"] = sorted(set(missing_rank) | set(unfinished))
+    return ranks
+
+
+def run_point(
+    config: dict[str, Any],
+    point: SweepPoint,
+    run_dir: Path,
+    dataset_dir: Path,
+    log=lambda msg: print(msg, file=sys.stderr, flush=True),
+) -> dict[str, Any]:
+    """Run ``point`` into ``run_dir`` and return (and write) its manifest."""
+    run_dir = Path(run_dir).resolve()
+    dataset_dir = Path(dataset_dir).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for sub in RUN_SUBDIRS:  # a rerun must not mix old ranks' logs into the new run
+        shutil.rmtree(run_dir / sub, ignore_errors=True)
+    for stale in ("tracer.json", "darshan.conf", "launcher.log"):
+        (run_dir / stale).unlink(missing_ok=True)
+    training, launcher_cfg, tracer_cfg = config["training"], config["launcher"], config["tracer"]
+    manifest = _new_manifest(point, dataset_dir)
+
     def finish(status: str, reason: str = "") -> dict[str, Any]:
         manifest["status"], manifest["reason"] = status, reason
         (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
@@ -248,22 +317,7 @@ def run_point(
     if tracer.name != "none":
         (run_dir / "tracer.json").write_text(json.dumps(asdict(tracer)) + "\n")
 
-    module = TRAINING_MODULES[point.framework][0]
-    program = [
-        python, "-m", "iosweep.run.rank_wrapper", "--run-dir", str(run_dir), "--",
-        python, "-m", module,
-        "--data", str(dataset_dir),
-        "--epochs", str(point.epochs),
-        "--steps-per-epoch", str(point.steps),
-        "--batch-size", str(point.batch_size),
-        "--lr", str(training["learning_rate"]),
-        "--threads", str(training["threads_per_rank"]),
-        "--progress", str(run_dir / "progress" / "rank-{rank}.json"),
-    ]  # fmt: skip
-    if training["checkpoint"]:
-        program += ["--checkpoint-dir", str(run_dir / "checkpoints")]
-    if point.framework == "pytorch":
-        program += ["--loader-workers", str(training["loader_workers"])]
+    program = _program(python, point, training, run_dir, dataset_dir)
     env = _base_env(training["threads_per_rank"])
     try:
         launcher = choose_launcher(launcher_cfg["kind"], env)
@@ -294,21 +348,7 @@ def run_point(
 
     launcher_log = run_dir / "launcher.log"
     manifest["start_time"] = time.time()
-    timed_out = False
-    with open(launcher_log, "wb") as out:
-        proc = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-        try:
-            exit_code = proc.wait(timeout=training["timeout"])
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                exit_code = proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                exit_code = proc.wait()
+    exit_code, timed_out = _run_launcher(cmd, env, training["timeout"], launcher_log)
     manifest["end_time"] = time.time()
     manifest["exit_code"] = exit_code
     log(
@@ -316,18 +356,7 @@ def run_point(
         f"{manifest['end_time'] - manifest['start_time']:.1f} s"
     )
 
-    ranks = _read_json_files(run_dir / "ranks", "rank-*.json")
-    manifest["ranks"] = sorted(ranks, key=lambda r: r["rank"])
-    for doc in _read_json_files(run_dir / "progress", "rank-*.json"):
-        manifest["steps"] += [{"rank": doc["rank"], **s} for s in doc["steps"]]
-        manifest["phases"][str(doc["rank"])] = doc["phases"]
-        if doc["rank"] == 0:
-            manifest["metrics"] = doc["metrics"]
-    finished = {int(r) for r in manifest["phases"]}
-    expected = list(range(point.ranks))
-    missing_rank = [r for r in expected if r not in {x["rank"] for x in ranks}]
-    unfinished = [r for r in expected if r not in finished]
-    manifest["failed_ranks"] = sorted(set(missing_rank) | set(unfinished))
+    ranks = _collect_progress(manifest, run_dir, point.ranks)
 
     trace_problems = {}
     if tracer.name != "none" and ranks:

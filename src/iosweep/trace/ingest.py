@@ -233,95 +233,113 @@ def _read(entry: _Log, isolate: bool) -> ProcessLog:
 # ----------------------------------------------------------------------------------------
 
 
-def _attribute(entries: list[_Log], ranks: list[RankInfo], rank_source: str) -> list[Issue]:
-    """Set rank/role/host/attributed_by on every read log; return the warnings."""
-    issues: list[Issue] = []
-    by_hostpid = {(r.host, r.pid): r for r in ranks}
-    by_pid: dict[int, list[RankInfo]] = {}
-    for r in ranks:
-        by_pid.setdefault(r.pid, []).append(r)
-    by_rank = {r.rank: r for r in ranks}
-    read = [e for e in entries if e.log is not None]
+class _RankIndex:
+    """The known ranks, looked up by (host, pid), by pid alone, or by rank."""
 
-    def rank_for(pid: int | None, host: str | None) -> RankInfo | None:
+    def __init__(self, ranks: list[RankInfo]):
+        self.by_hostpid = {(r.host, r.pid): r for r in ranks}
+        self.by_pid: dict[int, list[RankInfo]] = {}
+        for r in ranks:
+            self.by_pid.setdefault(r.pid, []).append(r)
+        self.by_rank = {r.rank: r for r in ranks}
+
+    def find(self, pid: int | None, host: str | None) -> RankInfo | None:
         if pid is None:
             return None
-        if host and (host, pid) in by_hostpid:
-            return by_hostpid[(host, pid)]
-        cands = by_pid.get(pid, [])
+        if host and (host, pid) in self.by_hostpid:
+            return self.by_hostpid[(host, pid)]
+        cands = self.by_pid.get(pid, [])
         # a log without a host record (no DXT) matches by pid when that is unambiguous
         if len(cands) == 1 and (not host or not cands[0].host):
             return cands[0]
         return None
 
-    for e in read:
-        L = e.plog
-        if L.mpi:
-            e.rank, e.role, e.attributed_by = -1, "rank", "mpi"  # ranks are inside the log
-            e.host = L.host or ""
-            continue
-        info = rank_for(L.pid, L.host)
-        if info is not None:
-            e.rank, e.role, e.host, e.attributed_by = (
-                info.rank,
-                "rank",
-                L.host or info.host,
-                rank_source,
-            )
-            continue
-        # a forked worker: Darshan records the parent (fork_parent) and keeps the parent's
-        # pid as job id; DFTracer records ppid
-        parent = rank_for(L.ppid, L.host) or (
-            rank_for(L.jobid, L.host) if L.jobid != L.pid else None
-        )
-        if parent is not None:
-            e.rank, e.role, e.host = parent.rank, "worker", L.host or parent.host
-            e.attributed_by = "parent-pid"
-            continue
-        if e.dir_rank is not None and e.dir_rank in by_rank:
-            owner = by_rank.get(e.dir_rank)
-            same_exe = any(
-                o.plog.exe == L.exe and o.role == "rank" and o.rank == e.dir_rank
-                for o in read
-                if o is not e and o.log is not None
-            )
-            e.rank, e.attributed_by = e.dir_rank, "log-dir"
-            e.host = L.host or (owner.host if owner else "")
-            e.role = "worker" if same_exe else "child"
-            if e.role == "child":
-                issues.append(
-                    Issue(
-                        str(e.path),
-                        "child-process",
-                        f"pid {L.pid} ({_short(L.exe)}) is a child process of rank "
-                        f"{e.dir_rank} (found in its trace directory), not the rank itself: "
-                        "its I/O is kept under that rank with role 'child'",
-                        "warning",
-                    )
-                )
-            continue
-        e.host = L.host or ""
 
+def _attribute(entries: list[_Log], ranks: list[RankInfo], rank_source: str) -> list[Issue]:
+    """Set rank/role/host/attributed_by on every read log; return the warnings."""
+    index = _RankIndex(ranks)
+    read = [e for e in entries if e.log is not None]
+    issues = [i for e in read if (i := _attribute_one(e, read, index, rank_source)) is not None]
     pending = [e for e in read if not e.plog.mpi and not e.attributed_by]
     if not pending:
         return issues
     if ranks:
-        for e in pending:
-            e.rank, e.role = -1, "child"
-            issues.append(
-                Issue(
-                    str(e.path),
-                    "unattributed",
-                    f"pid {e.plog.pid} ({_short(e.plog.exe)}) is not a rank and was not forked "
-                    "by one (a child such as TensorFlow's uname, or a rank missing from the "
-                    "rank files): kept as rank -1, role 'child'",
-                    "warning",
-                )
-            )
-        return issues
+        return issues + _unattributed(pending)
+    return issues + _number_processes(pending)
 
-    # no rank information at all: forked children follow their parent log, the other
-    # processes are numbered in start order
+
+def _attribute_one(e: _Log, read: list[_Log], index: _RankIndex, rank_source: str) -> Issue | None:
+    """Tie one log to a rank by the known ranks: an MPI log, a rank's own pid, a forked
+    worker's parent pid, or the rank directory it lies in; a warning for a child process."""
+    L = e.plog
+    if L.mpi:
+        e.rank, e.role, e.attributed_by = -1, "rank", "mpi"  # ranks are inside the log
+        e.host = L.host or ""
+        return None
+    info = index.find(L.pid, L.host)
+    if info is not None:
+        e.rank, e.role, e.host, e.attributed_by = (
+            info.rank,
+            "rank",
+            L.host or info.host,
+            rank_source,
+        )
+        return None
+    # a forked worker: Darshan records the parent (fork_parent) and keeps the parent's
+    # pid as job id; DFTracer records ppid
+    parent = index.find(L.ppid, L.host) or (
+        index.find(L.jobid, L.host) if L.jobid != L.pid else None
+    )
+    if parent is not None:
+        e.rank, e.role, e.host = parent.rank, "worker", L.host or parent.host
+        e.attributed_by = "parent-pid"
+        return None
+    if e.dir_rank is None or e.dir_rank not in index.by_rank:
+        e.host = L.host or ""
+        return None
+    owner = index.by_rank.get(e.dir_rank)
+    same_exe = any(
+        o.plog.exe == L.exe and o.role == "rank" and o.rank == e.dir_rank
+        for o in read
+        if o is not e and o.log is not None
+    )
+    e.rank, e.attributed_by = e.dir_rank, "log-dir"
+    e.host = L.host or (owner.host if owner else "")
+    e.role = "worker" if same_exe else "child"
+    if e.role == "worker":
+        return None
+    return Issue(
+        str(e.path),
+        "child-process",
+        f"pid {L.pid} ({_short(L.exe)}) is a child process of rank "
+        f"{e.dir_rank} (found in its trace directory), not the rank itself: "
+        "its I/O is kept under that rank with role 'child'",
+        "warning",
+    )
+
+
+def _unattributed(pending: list[_Log]) -> list[Issue]:
+    """Processes that are no known rank and were forked by none: rank -1, role child."""
+    issues = []
+    for e in pending:
+        e.rank, e.role = -1, "child"
+        issues.append(
+            Issue(
+                str(e.path),
+                "unattributed",
+                f"pid {e.plog.pid} ({_short(e.plog.exe)}) is not a rank and was not forked "
+                "by one (a child such as TensorFlow's uname, or a rank missing from the "
+                "rank files): kept as rank -1, role 'child'",
+                "warning",
+            )
+        )
+    return issues
+
+
+def _number_processes(pending: list[_Log]) -> list[Issue]:
+    """No rank information at all: forked children follow their parent log, the other
+    processes are numbered in start order."""
+    issues: list[Issue] = []
     by_key = {(e.plog.host, e.plog.pid): e for e in pending}
     by_pid_log: dict[int, list[_Log]] = {}
     for e in pending:
@@ -548,7 +566,43 @@ def ingest(
             )
         )
     ranks, rank_source = _collect_ranks(man, _rank_files(inputs), issues)
+    _read_all(entries, isolate, issues)
+    read = [e for e in entries if e.log is not None]
+    issues.extend(_mixed_jobs(read))
+    issues.extend(_attribute(entries, ranks, rank_source))
 
+    # one clock: the manifest's start time, else the earliest log start
+    if isinstance(man.get("start_time"), (int, float)):
+        clock_zero = float(man["start_time"])
+    elif read:
+        clock_zero = min(e.plog.start for e in read)
+    else:
+        clock_zero = 0.0
+
+    # an MPI log holds its ranks itself; DXT records name each rank's host
+    mpi_hosts = {id(e): _mpi_hosts(e.plog) for e in read if e.plog.mpi}
+    if not ranks:  # no manifest/rank files: the ranks are those the logs know
+        ranks = _ranks_from_logs(read, mpi_hosts)
+    tracer = man.get("tracer")
+    tracer_name = str(tracer.get("name", "") if isinstance(tracer, dict) else tracer or "")
+    if tracer_name != "none" and (rank_source or man):
+        issues.extend(_missing_ranks(entries, read, ranks))
+    issues.extend(_duplicate_ranks(read))
+
+    darshan_read = [e.path for e in read if e.tracer == "darshan"]
+    tables, processes = _place_all(read, clock_zero, mpi_hosts)
+    tables["steps"] = _steps_table(man, clock_zero, issues)
+    meta = _run_meta(man, inputs, run_id, params, tracer_name, clock_zero, ranks, processes, issues)
+    write_store(out, meta, tables)
+    problem = write_merged_darshan(darshan_read, out / MERGED_DARSHAN)
+    if problem is not None:
+        meta.issues.append(problem)
+        meta.write(out / "run.json")
+    return meta
+
+
+def _read_all(entries: list[_Log], isolate: bool, issues: list[Issue]) -> None:
+    """Read every discovered log; a log that cannot be read becomes an issue."""
     for e in entries:
         try:
             e.log = _read(e, isolate)
@@ -567,81 +621,81 @@ def ingest(
             )
         else:
             issues.extend(e.plog.issues)
-    read = [e for e in entries if e.log is not None]
 
+
+def _mixed_jobs(read: list[_Log]) -> list[Issue]:
+    """A warning when the Darshan MPI logs come from several jobs (their ranks overlap)."""
     mpi_jobs = {e.plog.jobid for e in read if e.plog.mpi and e.plog.tracer == "darshan"}
     if len(mpi_jobs) > 1:
-        issues.append(
+        return [
             Issue(
                 "logs",
                 "mixed-jobs",
-                f"logs of {len(mpi_jobs)} different MPI jobs ({sorted(mpi_jobs, key=lambda j: (j is None, j or 0))}) in one run: "
+                f"logs of {len(mpi_jobs)} different MPI jobs "
+                f"({sorted(mpi_jobs, key=lambda j: (j is None, j or 0))}) in one run: "
                 "their ranks overlap",
                 "warning",
             )
+        ]
+    return []
+
+
+def _ranks_from_logs(read: list[_Log], mpi_hosts: dict[int, dict[int, str]]) -> list[RankInfo]:
+    """The ranks the logs themselves know, when no manifest or rank file names them."""
+    seen: dict[int, RankInfo] = {}
+    for e in read:
+        if e.plog.mpi:
+            for r in range(e.plog.nprocs):
+                host = mpi_hosts[id(e)].get(r, e.plog.host or "")
+                pid = e.plog.pid if r == 0 else -1
+                seen.setdefault(r, RankInfo(r, -1, e.plog.nprocs, pid, host))
+        elif e.role == "rank":
+            seen.setdefault(e.rank, RankInfo(e.rank, -1, -1, e.plog.pid, e.host))
+    return [seen[r] for r in sorted(seen)]
+
+
+def _missing_ranks(entries: list[_Log], read: list[_Log], ranks: list[RankInfo]) -> list[Issue]:
+    """Every rank the manifest or rank files name should have left a log."""
+    have = {e.rank for e in read if e.role == "rank"}
+    have |= {r for e in read if e.plog.mpi for r in range(e.plog.nprocs)}
+    have |= {e.rank for e in entries if e.log is None and e.rank >= 0}
+    failed_logs = {str(e.path) for e in entries if e.log is None}
+    why = (
+        f" ({len(failed_logs)} log(s) could not be read)"
+        if failed_logs
+        else "; Darshan writes a log only when the process exits"
+    )
+    return [
+        Issue(
+            f"rank {info.rank}",
+            "missing-log",
+            f"rank {info.rank} (pid {info.pid} on {info.host or 'unknown host'}) has no "
+            "readable trace log" + why,
         )
-    issues.extend(_attribute(entries, ranks, rank_source))
+        for info in ranks
+        if info.rank not in have
+    ]
 
-    # one clock: the manifest's start time, else the earliest log start
-    if isinstance(man.get("start_time"), (int, float)):
-        clock_zero = float(man["start_time"])
-    elif read:
-        clock_zero = min(e.plog.start for e in read)
-    else:
-        clock_zero = 0.0
 
-    # an MPI log holds its ranks itself; DXT records name each rank's host
-    mpi_hosts = {id(e): _mpi_hosts(e.plog) for e in read if e.plog.mpi}
-    if not ranks:  # no manifest/rank files: the ranks are those the logs know
-        seen: dict[int, RankInfo] = {}
-        for e in read:
-            if e.plog.mpi:
-                for r in range(e.plog.nprocs):
-                    host = mpi_hosts[id(e)].get(r, e.plog.host or "")
-                    pid = e.plog.pid if r == 0 else -1
-                    seen.setdefault(r, RankInfo(r, -1, e.plog.nprocs, pid, host))
-            elif e.role == "rank":
-                seen.setdefault(e.rank, RankInfo(e.rank, -1, -1, e.plog.pid, e.host))
-        ranks = [seen[r] for r in sorted(seen)]
-
-    # every rank the manifest or rank files name should have left a log
-    tracer = man.get("tracer")
-    tracer_name = str(tracer.get("name", "") if isinstance(tracer, dict) else tracer or "")
-    if tracer_name != "none" and (rank_source or man):
-        have = {e.rank for e in read if e.role == "rank"}
-        have |= {r for e in read if e.plog.mpi for r in range(e.plog.nprocs)}
-        have |= {e.rank for e in entries if e.log is None and e.rank >= 0}
-        failed_logs = {str(e.path) for e in entries if e.log is None}
-        for info in ranks:
-            if info.rank in have:
-                continue
-            issues.append(
-                Issue(
-                    f"rank {info.rank}",
-                    "missing-log",
-                    f"rank {info.rank} (pid {info.pid} on {info.host or 'unknown host'}) has no "
-                    "readable "
-                    "trace log"
-                    + (
-                        f" ({len(failed_logs)} log(s) could not be read)"
-                        if failed_logs
-                        else "; Darshan writes a log only when the process exits"
-                    ),
-                )
-            )
+def _duplicate_ranks(read: list[_Log]) -> list[Issue]:
+    """A warning for each rank that several (non-MPI) logs claim."""
     dup = Counter(e.rank for e in read if e.role == "rank" and not e.plog.mpi)
-    for r, n in dup.items():
-        if n > 1:
-            issues.append(
-                Issue(
-                    f"rank {r}",
-                    "duplicate-rank",
-                    f"{n} logs claim to be rank {r}: their I/O is all counted under rank {r}",
-                    "warning",
-                )
-            )
+    return [
+        Issue(
+            f"rank {r}",
+            "duplicate-rank",
+            f"{n} logs claim to be rank {r}: their I/O is all counted under rank {r}",
+            "warning",
+        )
+        for r, n in dup.items()
+        if n > 1
+    ]
 
-    darshan_read = [e.path for e in read if e.tracer == "darshan"]
+
+def _place_all(
+    read: list[_Log], clock_zero: float, mpi_hosts: dict[int, dict[int, str]]
+) -> tuple[dict[str, pa.Table], list[ProcessInfo]]:
+    """Every log's tables on the run's clock, concatenated, and one ProcessInfo per process."""
     seg_parts, ctr_parts, app_parts = [], [], []
     processes: list[ProcessInfo] = []
     for e in read:
@@ -683,9 +737,22 @@ def ingest(
         "segments": _concat("segments", seg_parts),
         "counters": _concat("counters", ctr_parts),
         "app_events": _concat("app_events", app_parts),
-        "steps": _steps_table(man, clock_zero, issues),
     }
+    return tables, processes
 
+
+def _run_meta(
+    man: dict[str, Any],
+    inputs: list[Path],
+    run_id: str | None,
+    params: dict | None,
+    tracer_name: str,
+    clock_zero: float,
+    ranks: list[RankInfo],
+    processes: list[ProcessInfo],
+    issues: list[Issue],
+) -> RunMeta:
+    """The store's run.json: the manifest's facts plus what ingesting found."""
     incomplete = any(i.severity == "error" for i in issues)
     status = str(man.get("status") or "ok")
     if incomplete and status == "ok":
@@ -695,7 +762,7 @@ def ingest(
     tracers = sorted({p.tracer for p in processes})
     start = man.get("start_time")
     end = man.get("end_time")
-    meta = RunMeta(
+    return RunMeta(
         run_id=run_id,
         clock_zero=clock_zero,
         params={**(params or {}), **(man.get("params") or {})},
@@ -715,9 +782,3 @@ def ingest(
         command=[str(c) for c in man.get("command") or []],
         manifest=man,
     )
-    write_store(out, meta, tables)
-    problem = write_merged_darshan(darshan_read, out / MERGED_DARSHAN)
-    if problem is not None:
-        meta.issues.append(problem)
-        meta.write(out / "run.json")
-    return meta

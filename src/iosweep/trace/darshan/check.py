@@ -99,24 +99,7 @@ def check_log(path: Path | str) -> LogLayout:
         raise LogError(path, "unreadable", "empty file (0 bytes), not a Darshan log")
     if len(head) < 16:
         raise LogError(path, "unreadable", f"only {size} bytes: too short to be a Darshan log")
-    if struct.unpack_from("<q", head, 8)[0] == DARSHAN_MAGIC:
-        swap, order = False, "<"
-    elif struct.unpack_from(">q", head, 8)[0] == DARSHAN_MAGIC:
-        swap, order = True, ">"
-    else:
-        raise LogError(path, "unreadable", "not a Darshan log (no Darshan magic number)")
-    version = head[:8].split(b"\0")[0].decode("ascii", "replace")
-    if version not in _LAYOUTS:
-        try:
-            older = float(version) < 3.10
-        except ValueError:
-            raise LogError(path, "corrupt", f"damaged format version {version!r}") from None
-        why = (
-            "older than 3.10 (Darshan 3.1), the oldest iosweep reads"
-            if older
-            else "newer than the bundled libdarshan-util 3.5 knows"
-        )
-        raise LogError(path, "unsupported", f"log format version {version} is {why}")
+    swap, order, version = _byte_order_and_version(path, head)
     nslots, _pf_off, _pf_size, nm_off = _LAYOUTS[version]
     map_off = nm_off + 16
     header_size = map_off + 20 * nslots  # mod_map[n] (16 B each) then mod_ver[n] (4 B each)
@@ -128,6 +111,42 @@ def check_log(path: Path | str) -> LogLayout:
     if comp_type not in (_COMP_ZLIB, _COMP_BZIP2, _COMP_NONE):
         raise LogError(path, "corrupt", f"unknown compression type {comp_type} in the header")
 
+    regions, mapped_end, lost = _regions(path, head, order, nm_off, nslots, size)
+    layout = LogLayout(version, swap, comp_type, size, header_size, regions, mapped_end, lost)
+    _check_records(path, layout)
+    return layout
+
+
+def _byte_order_and_version(path: Path, head: bytes) -> tuple[bool, str, str]:
+    """(byte-swapped, struct byte order, format version); LogError for a log we cannot read."""
+    if struct.unpack_from("<q", head, 8)[0] == DARSHAN_MAGIC:
+        swap, order = False, "<"
+    elif struct.unpack_from(">q", head, 8)[0] == DARSHAN_MAGIC:
+        swap, order = True, ">"
+    else:
+        raise LogError(path, "unreadable", "not a Darshan log (no Darshan magic number)")
+    version = head[:8].split(b"\0")[0].decode("ascii", "replace")
+    if version in _LAYOUTS:
+        return swap, order, version
+    try:
+        older = float(version) < 3.10
+    except ValueError:
+        raise LogError(path, "corrupt", f"damaged format version {version!r}") from None
+    why = (
+        "older than 3.10 (Darshan 3.1), the oldest iosweep reads"
+        if older
+        else "newer than the bundled libdarshan-util 3.5 knows"
+    )
+    raise LogError(path, "unsupported", f"log format version {version} is {why}")
+
+
+def _regions(
+    path: Path, head: bytes, order: str, nm_off: int, nslots: int, size: int
+) -> tuple[dict[str, tuple[int, int]], int, list[int]]:
+    """(regions by name, end of the last one, module slots cut off by truncation): the
+    header's region map checked against itself and the file size."""
+    map_off = nm_off + 16
+    header_size = map_off + 20 * nslots
     mapped = {}
     off, ln = struct.unpack_from(order + "QQ", head, nm_off)
     if ln:
@@ -161,8 +180,12 @@ def check_log(path: Path | str) -> LogLayout:
         lost.append(int(name[4:]))
     if regions["job"][1] <= 0:
         raise LogError(path, "corrupt", "the header's region map leaves no job record")
+    return regions, mapped_end, lost
 
-    layout = LogLayout(version, swap, comp_type, size, header_size, regions, mapped_end, lost)
+
+def _check_records(path: Path, layout: LogLayout) -> None:
+    """Decompress and check the job record; parse the file-name records into the layout."""
+    regions, comp_type, version = layout.regions, layout.comp_type, layout.version
     with open(path, "rb") as f:
         off, ln = regions["job"]
         f.seek(off)
@@ -176,5 +199,4 @@ def check_log(path: Path | str) -> LogLayout:
             off, ln = regions["names"]
             f.seek(off)
             raw = _decompress(path, "file-name records", f.read(ln), comp_type)
-            layout.names = _parse_names(path, raw, swap)
-    return layout
+            layout.names = _parse_names(path, raw, layout.swap)
