@@ -134,3 +134,28 @@ def test_every_analysis_setting_is_documented_in_config_readme():
         f.name for f in dataclasses.fields(AnalysisSettings) if f"`analysis.{f.name}`" not in readme
     ]
     assert not missing, f"config/README.md does not document analysis settings: {missing}"
+
+
+def test_config_readme_key_tables_are_generated_from_the_schema():
+    from iosweep.config import render_docs
+
+    readme = (REPO / "config" / "README.md").read_text()
+    assert readme.count("<!-- keys: ") == 9
+    assert render_docs(readme) == readme, "run: python -m iosweep.config --write-docs"
+
+
+def test_settings_classes_are_the_schema_sections():
+    import dataclasses
+
+    from iosweep.analysis import AnalysisSettings
+    from iosweep.config import section_defaults
+    from iosweep.report import ReportSettings
+
+    for cls, section in ((AnalysisSettings, "analysis"), (ReportSettings, "report")):
+        assert [f.name for f in dataclasses.fields(cls)] == list(section_defaults(section))
+        assert cls().to_dict() == section_defaults(section)
+
+
+def test_a_bad_analysis_regex_in_the_workflow_config_is_named():
+    with pytest.raises(ConfigError, match=r"analysis\.exclude_pattern.*regex"):
+        validate_config({"analysis": {"exclude_pattern": "(["}})

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +21,71 @@ class ConfigError(ValueError):
     """A config value that is not allowed; the message names the key."""
 
 
-def load_schema() -> dict[str, Any]:
+@functools.cache
+def _schema() -> dict[str, Any]:
     return yaml.safe_load(SCHEMA_FILE.read_text())
+
+
+def load_schema() -> dict[str, Any]:
+    """The config schema: the one definition of every key (type, range, default, meaning)."""
+    return copy.deepcopy(_schema())
+
+
+def section_schema(section: str) -> dict[str, Any]:
+    """The schema of one top-level section (``analysis``, ``report``), with the definitions
+    its references need."""
+    schema = _schema()
+    return {"definitions": schema["definitions"], **schema["properties"][section]}
+
+
+def section_defaults(section: str) -> dict[str, Any]:
+    """Every key of a section with its default."""
+    return {
+        k: copy.deepcopy(v["default"])
+        for k, v in _schema()["properties"][section]["properties"].items()
+    }
+
+
+class SettingsError(ConfigError):
+    """A bad value of an analysis or report setting."""
+
+
+class UnknownSettingError(SettingsError, KeyError):
+    """A setting no section knows."""
+
+    def __str__(self) -> str:  # KeyError's own quotes the message
+        return str(self.args[0])
+
+
+class SettingTypeError(SettingsError, TypeError):
+    """A setting of the wrong type."""
+
+
+def _setting_path(error: jsonschema.ValidationError) -> str:
+    """``file_classes[0].pattern``: the key path as a Python reader writes it."""
+    out = ""
+    for p in error.absolute_path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def check_section(section: str, values: dict[str, Any]) -> None:
+    """Validate one section's mapping against the schema; SettingsError naming the key."""
+    validator = jsonschema.Draft202012Validator(
+        section_schema(section), format_checker=jsonschema.FormatChecker()
+    )
+    errors = sorted(validator.iter_errors(values), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return
+    e = errors[0]
+    if e.validator == "additionalProperties":
+        known = sorted(e.schema.get("properties", {})) if isinstance(e.schema, dict) else []
+        extra = sorted(set(e.instance) - set(known))
+        where = _setting_path(e)
+        names = ", ".join(repr(f"{where}.{k}" if where else k) for k in extra)
+        raise UnknownSettingError(f"unknown {section} setting {names}; known: {', '.join(known)}")
+    msg = f"{section} setting {_setting_path(e)!r}: {e.message}"
+    raise (SettingTypeError if e.validator == "type" else SettingsError)(msg)
 
 
 def _fill_defaults(validator_cls):
@@ -74,19 +139,12 @@ def _explain(error: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
 def validate_config(config: dict[str, Any]) -> dict[str, Any]:
     """Validate ``config`` in place, filling defaults; raise ConfigError naming every bad key."""
     schema = load_schema()
-    validator = _fill_defaults(jsonschema.Draft202012Validator)(schema)
+    validator = _fill_defaults(jsonschema.Draft202012Validator)(
+        schema, format_checker=jsonschema.FormatChecker()
+    )
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         raise ConfigError("invalid config:\n  " + "\n  ".join(_explain(e, schema) for e in errors))
-    # The analysis section is owned by AnalysisSettings, which rejects unknown keys itself.
-    try:
-        from iosweep.analysis import AnalysisSettings
-    except ImportError:  # analysis not installed in this environment (e.g. the TF training env)
-        return config
-    try:
-        AnalysisSettings.from_dict(config.get("analysis", {}))
-    except (KeyError, TypeError, ValueError) as e:
-        raise ConfigError(f"invalid config: analysis: {e}") from e
     return config
 
 
@@ -162,3 +220,123 @@ def point_by_run_id(config: dict[str, Any], run_id: str) -> SweepPoint:
         if p.run_id == run_id:
             return p
     raise ConfigError(f"run {run_id!r} is not a point of the configured sweep")
+
+
+# ----------------------------------------------------------------------------------------
+# config/README.md's key tables, generated from the schema
+# ----------------------------------------------------------------------------------------
+
+_KEYS_BLOCK = re.compile(r"<!-- keys: ([a-z_ ]+) -->\n.*?<!-- /keys -->", re.S)
+
+
+def _resolve(sub: dict[str, Any]) -> dict[str, Any]:
+    ref = sub.get("$ref")
+    if not ref:
+        return sub
+    target = _schema()["definitions"][ref.rsplit("/", 1)[-1]]
+    return {**target, **{k: v for k, v in sub.items() if k != "$ref"}, "_ref": ref}
+
+
+def _range(sub: dict[str, Any]) -> str:
+    lo, hi = sub.get("minimum"), sub.get("maximum")
+    if "exclusiveMinimum" in sub:
+        return f" > {sub['exclusiveMinimum']}"
+    if lo is not None and hi is not None:
+        return f" in [{lo}, {hi}]"
+    return f" ≥ {lo}" if lo is not None else (f" ≤ {hi}" if hi is not None else "")
+
+
+def _type_text(sub: dict[str, Any]) -> str:
+    """The type of a key, for a reader: ``integer ≥ 1``, ``list of regex``, ``one of a, b``."""
+    sub = _resolve(sub)
+    if sub.get("_ref", "").endswith("/path"):
+        return "path"
+    if "enum" in sub:
+        return "one of " + ", ".join(f"`{v}`" for v in sub["enum"])
+    if "anyOf" in sub:
+        return " or ".join(_type_text(s) for s in sub["anyOf"])
+    t = sub.get("type")
+    if t == "array":
+        return "list of " + _type_text(sub.get("items", {}))
+    if t == "object" and sub.get("required"):
+        return "`{" + ", ".join(sub["required"]) + "}`"
+    if t == "object":
+        return "mapping"
+    if t == "string" and sub.get("format") == "regex":
+        return "regex"
+    if t in ("integer", "number"):
+        return str(t) + _range(sub)
+    return str(t or "any")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _flow(v: Any) -> str:
+    """A value as YAML flow text, unquoted: ``[^/proc, \\.py$]``, ``null``, ``true``."""
+    if isinstance(v, list):
+        return "[" + ", ".join(_flow(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_flow(x)}" for k, x in v.items()) + "}"
+    if v is None or isinstance(v, bool):
+        return {None: "null", True: "true", False: "false"}[v]
+    return str(v)
+
+
+def _default_text(sub: dict[str, Any], required: bool) -> str:
+    if "x-doc-default" in sub:
+        return _cell(sub["x-doc-default"])
+    if "default" not in sub:
+        return "(required)" if required else "(optional)"
+    text = _flow(sub["default"])
+    return f"`{_cell(text)}`"
+
+
+def _rows(name: str, sub: dict[str, Any], required: bool = False) -> list[str]:
+    sub = _resolve(sub)
+    meaning = _cell(sub.get("description", ""))
+    rows = [f"| `{name}` | {_type_text(sub)} | {_default_text(sub, required)} | {meaning} |"]
+    for key, child in sub.get("properties", {}).items():
+        rows += _rows(f"{name}.{key}", child, key in sub.get("required", []))
+    extra = sub.get("additionalProperties")
+    if isinstance(extra, dict) and extra.get("properties"):
+        for key, child in extra["properties"].items():
+            rows += _rows(f"{name}.<name>.{key}", child, key in extra.get("required", []))
+    return rows
+
+
+def key_table(sections: list[str]) -> str:
+    """The markdown table of the top-level keys ``sections`` and everything under them."""
+    rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    for name in sections:
+        rows += _rows(name, _schema()["properties"][name])
+    return "\n".join(rows)
+
+
+def render_docs(text: str) -> str:
+    """``text`` (config/README.md) with every ``<!-- keys: a b -->`` block regenerated."""
+
+    def block(m: re.Match[str]) -> str:
+        sections = m.group(1).split()
+        return f"<!-- keys: {m.group(1)} -->\n{key_table(sections)}\n<!-- /keys -->"
+
+    return _KEYS_BLOCK.sub(block, text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m iosweep.config --write-docs [README]``: regenerate the key tables."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m iosweep.config", description=main.__doc__)
+    p.add_argument("--write-docs", action="store_true", required=True)
+    p.add_argument("readme", nargs="?", type=Path, default=Path("config/README.md"))
+    args = p.parse_args(argv)
+    text = args.readme.read_text()
+    args.readme.write_text(render_docs(text))
+    print(f"{args.readme}: key tables regenerated from {SCHEMA_FILE.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
