@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from iosweep.analysis.classify import classify_paths
 from iosweep.analysis.intervals import merge
 from iosweep.analysis.settings import AnalysisSettings
+from iosweep.columns import numbers
 from iosweep.trace.schema import SIZE_BINS, Issue, RunMeta
 from iosweep.trace.store import open_store
 
@@ -79,13 +80,6 @@ class StringCodes:
 
     def __len__(self) -> int:
         return len(self.values)
-
-
-def _num(col: pa.ChunkedArray, dtype, fill) -> np.ndarray:
-    if col.null_count:
-        col = pc.fill_null(col, fill)
-    a = col.to_numpy()
-    return a.astype(dtype, copy=False)
 
 
 @dataclass
@@ -196,9 +190,9 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
     def seg(name: str) -> pa.ChunkedArray:
         return store.table("segments", columns=[name])[name]
 
-    rank = _num(seg("rank"), np.int32, -1)
+    rank = numbers(seg("rank"), np.int32, -1)
     n_total = len(rank)
-    pid = _num(seg("pid"), np.int64, -1)
+    pid = numbers(seg("pid"), np.int64, -1)
     host = hosts.codes(seg("host"), "")
     path = paths.codes(seg("path"), "<unknown>")
     module = modules.codes(seg("module"), "")
@@ -209,20 +203,20 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
     )
     op = op_lut[op_raw] if len(op_raw) else np.empty(0, np.int8)
     del op_raw
-    offset = _num(seg("offset"), np.int64, -1)
-    length = _num(seg("length"), np.int64, 0)
-    start = _num(seg("start"), np.float64, np.nan)
-    end = _num(seg("end"), np.float64, np.nan)
+    offset = numbers(seg("offset"), np.int64, -1)
+    length = numbers(seg("length"), np.int64, 0)
+    start = numbers(seg("start"), np.float64, np.nan)
+    end = numbers(seg("end"), np.float64, np.nan)
 
     counters = store.table("counters", columns=COUNTER_COLUMNS)
-    c_rank = _num(counters["rank"], np.int32, -1)
-    c_pid = _num(counters["pid"], np.int64, -1)
+    c_rank = numbers(counters["rank"], np.int32, -1)
+    c_pid = numbers(counters["pid"], np.int64, -1)
     c_host = hosts.codes(counters["host"], "")
     c_path = paths.codes(counters["path"], "<unknown>")
     c_module = modules.codes(counters["module"], "")
     cdf = pd.DataFrame(
         {
-            c: _num(
+            c: numbers(
                 counters[c],
                 np.float64 if c.endswith(("_time", "_start", "_end")) else np.int64,
                 np.nan if c.endswith(("_time", "_start", "_end")) else 0,
@@ -348,12 +342,12 @@ def _load_app_events(store, meta: RunMeta, actor_kind: str) -> pd.DataFrame:
     t = store.table("app_events", columns=["rank", "pid", "cat", "name", "start", "end"])
     df = pd.DataFrame(
         {
-            "actor": _num(t["rank"], np.int32, -1),
-            "pid": _num(t["pid"], np.int64, -1),
+            "actor": numbers(t["rank"], np.int32, -1),
+            "pid": numbers(t["pid"], np.int64, -1),
             "cat": pd.Categorical(t["cat"].to_pylist()) if t.num_rows else pd.Categorical([]),
             "name": pd.Categorical(t["name"].to_pylist()) if t.num_rows else pd.Categorical([]),
-            "start": _num(t["start"], np.float64, np.nan),
-            "end": _num(t["end"], np.float64, np.nan),
+            "start": numbers(t["start"], np.float64, np.nan),
+            "end": numbers(t["end"], np.float64, np.nan),
         }
     )
     if actor_kind == "process":

@@ -24,6 +24,7 @@ from iosweep.analysis.spatial import CATEGORIES, classify_ops
 from iosweep.analysis.summary import SCHEMA, to_dict, validate, write_summary
 from iosweep.analysis.temporal import epoch_windows, phases, signatures
 from iosweep.analysis.volume import build_tables
+from iosweep.files import atomic_write, json_safe
 from iosweep.trace.schema import Issue, RunMeta
 
 
@@ -40,7 +41,7 @@ def analyze_run(
     for name, df in tables.items():
         _write_parquet(df, out_dir / f"{name}.parquet")
     summary["tables"] = {name: f"{name}.parquet" for name in tables}
-    model = validate(_clean(summary), str(out_dir))
+    model = validate(json_safe(summary), str(out_dir))
     write_summary(model, out_dir)  # last: its presence means done
     return to_dict(model)
 
@@ -415,26 +416,5 @@ def _headline(rd: RunData, sm: dict[str, Any], t, ranks: pd.DataFrame) -> dict[s
 
 
 def _write_parquet(df: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_suffix(".parquet.tmp")
-    df.reset_index(drop=True).to_parquet(tmp, index=False, compression="zstd")
-    os.replace(tmp, path)
-
-
-def _clean(o: Any) -> Any:
-    """JSON-safe: numpy scalars to Python, NaN/inf to null."""
-    if isinstance(o, dict):
-        return {str(k): _clean(v) for k, v in o.items()}
-    if isinstance(o, list | tuple):
-        return [_clean(v) for v in o]
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating | float):
-        f = float(o)
-        return f if math.isfinite(f) else None
-    if isinstance(o, np.bool_):
-        return bool(o)
-    if isinstance(o, np.ndarray):
-        return _clean(o.tolist())
-    if o is pd.NA or o is pd.NaT:
-        return None
-    return o
+    table = df.reset_index(drop=True)
+    atomic_write(path, lambda p: table.to_parquet(p, index=False, compression="zstd"))

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from iosweep.columns import codes, numbers
 from iosweep.sampling import pick
 
 #: the columns of ``ops_sample.parquet``
@@ -39,21 +39,6 @@ def class_order(names: set[str]) -> list[str]:
     return sorted(names, key=lambda c: ({"dataset": 0, "checkpoint": 1}.get(c, 2), c))
 
 
-def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
-    """(int codes, values) of a dictionary or string column."""
-    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    if not pa.types.is_dictionary(arr.type):
-        arr = pc.dictionary_encode(arr)
-    codes = arr.indices.to_numpy(zero_copy_only=False)
-    if arr.null_count:
-        codes = np.where(arr.is_null().to_numpy(zero_copy_only=False), -1, codes)
-    return codes.astype(np.int64), [str(v) for v in arr.dictionary.to_pylist()]
-
-
-def _num(col: pa.ChunkedArray, dtype, fill) -> np.ndarray:
-    return col.fill_null(fill).to_numpy().astype(dtype, copy=False)
-
-
 def sample_ops(
     store: Path, file_classes: dict[str, str], max_points: int
 ) -> tuple[pd.DataFrame, OpsSampleInfo]:
@@ -67,8 +52,9 @@ def sample_ops(
     t = pq.read_table(f, columns=["rank", "path", "op", "offset", "length", "start", "end"])
     if t.num_rows == 0:
         return empty, OpsSampleInfo(0, 0, 0, names)
-    file, paths = _codes(t.column("path"))
-    opc, ops = _codes(t.column("op"))
+    file, path_values = codes(t.column("path"))
+    paths = [str(p) for p in path_values]
+    opc, ops = codes(t.column("op"))
     is_write = np.isin(opc, [i for i, o in enumerate(ops) if o == "write"])
     is_rw = np.isin(opc, [i for i, o in enumerate(ops) if o in ("read", "write")])
     cidx = {c: i for i, c in enumerate(names)}
@@ -76,8 +62,8 @@ def sample_ops(
     cls = path_cls[file]  # file -1 (null path) takes the appended -1
     keep = is_rw & (cls >= 0)
     idx = np.flatnonzero(keep)
-    rank = _num(t.column("rank"), np.int64, -1)
-    start = _num(t.column("start"), np.float64, np.nan)
+    rank = numbers(t.column("rank"), np.int64, -1)
+    start = numbers(t.column("start"), np.float64, np.nan)
     idx = idx[pick(rank[idx], start[idx], cls[idx] * 2 + is_write[idx], max_points)]
     sub = t.take(pa.array(idx))
     df = pd.DataFrame(
@@ -86,10 +72,10 @@ def sample_ops(
             "path": pd.Categorical.from_codes(file[idx], categories=paths),
             "class": pd.Categorical.from_codes(cls[idx], categories=names),
             "write": is_write[idx],
-            "offset": _num(sub.column("offset"), np.int64, -1),
-            "length": _num(sub.column("length"), np.int64, 0),
+            "offset": numbers(sub.column("offset"), np.int64, -1),
+            "length": numbers(sub.column("length"), np.int64, 0),
             "start": start[idx],
-            "end": _num(sub.column("end"), np.float64, np.nan),
+            "end": numbers(sub.column("end"), np.float64, np.nan),
         }
     )
     info = OpsSampleInfo(int(keep.sum()), len(idx), int((~keep).sum()), names)

@@ -6,7 +6,7 @@ Both are written with :func:`write_summary` and read with :func:`read_summary`, 
 the shape (pydantic, unknown keys rejected) and the schema version, so a report never reads
 a summary of another shape by accident.
 
-This module imports nothing else from iosweep: the report imports it (and only it) from the
+This module imports nothing else from iosweep but its file helpers: the report imports it (and only it) from the
 analysis package, a contract ``make lint`` checks.
 
 Sections whose inner shape varies with the data (per-class maps, the headline metrics that
@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from iosweep.files import write_text
 
 #: schema version of summary.json; bump it when a field changes meaning or shape
 SCHEMA = "iosweep.analysis.run/2"
@@ -258,11 +259,7 @@ def validate(d: dict[str, Any], source: str = "summary") -> Summary:
 def write_summary(summary: Summary | dict[str, Any], out_dir: Path | str) -> Path:
     """Check, then write ``out_dir/summary.json`` atomically (its presence means done)."""
     model = summary if isinstance(summary, BaseModel) else validate(summary, str(out_dir))
-    path = Path(out_dir) / SUMMARY_FILE
-    tmp = path.with_name(SUMMARY_FILE + ".tmp")
-    tmp.write_text(json.dumps(to_dict(model), indent=1) + "\n")
-    os.replace(tmp, path)
-    return path
+    return write_text(Path(out_dir) / SUMMARY_FILE, json.dumps(to_dict(model), indent=1) + "\n")
 
 
 def read_summary(path: Path | str) -> Summary:

@@ -3,9 +3,7 @@ and the tracer's overhead against ``tracer: none`` baselines (docs/analysis.md).
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ import pandas as pd
 
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.summary import SUMMARY_FILE, read_summary, to_dict
+from iosweep.files import atomic_write, write_json
 
 PARAM_COLUMNS = ["framework", "tracer", "nodes", "ppn", "ranks", "rep"]
 SCALE = ["ranks", "nodes", "ppn"]
@@ -344,29 +343,9 @@ def analyze_sweep(
         "insights_across": insights_across(df, ov) if len(df) else {"series": []},
         "overhead": ov,
     }
-    _atomic(out_dir / "sweep.csv", lambda p: df.to_csv(p, index=False))
-    _atomic(out_dir / "sweep.parquet", lambda p: df.to_parquet(p, index=False))
+    atomic_write(out_dir / "sweep.csv", lambda p: df.to_csv(p, index=False))
+    atomic_write(out_dir / "sweep.parquet", lambda p: df.to_parquet(p, index=False))
     for name in ("scaling", "insights_across", "overhead"):
-        _atomic(
-            out_dir / f"{name}.json",
-            lambda p, n=name: Path(p).write_text(json.dumps(_jsonable(result[n]), indent=1) + "\n"),
-        )
+        write_json(out_dir / f"{name}.json", result[name])
     result["table"] = df
     return result
-
-
-def _atomic(path: Path, write) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
-
-
-def _jsonable(o: Any) -> Any:
-    if isinstance(o, dict):
-        return {str(k): _jsonable(v) for k, v in o.items()}
-    if isinstance(o, list | tuple):
-        return [_jsonable(v) for v in o]
-    v = _py(o)
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import json
-import os
 import platform
 import shlex
 import socket
@@ -26,6 +24,7 @@ import pandas as pd
 import yaml
 
 import iosweep
+from iosweep.files import write_json, write_text
 from iosweep.provenance import git_revision
 from iosweep.report import fmt, plots
 from iosweep.report.anonymize import Anonymizer, build_anonymizer, identity
@@ -121,7 +120,7 @@ class FigureStore:
     def write_index(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         index = [r.entry for r in self.refs]
-        (self.root / "figures.json").write_text(json.dumps(index, indent=1) + "\n")
+        write_json(self.root / "figures.json", index)
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -1299,7 +1298,4 @@ def render_report(
         ctx["budget"]["linked"] = figs.linked
         html = template.render(**ctx)
     figs.write_index()
-    tmp = out_html.with_name(out_html.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    os.replace(tmp, out_html)
-    return out_html
+    return write_text(out_html, html)

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from iosweep.columns import codes, ints_valid
 from iosweep.trace.dftracer.decode import (
     PH_AGGREGATED,
     PH_COMPLETE,
@@ -122,21 +123,6 @@ def read_dftracer_trace(path: Path) -> ProcessLog:
 # normalised table -> ProcessLog
 
 
-def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list]:
-    """Dictionary-encode: (int32 codes, -1 for null; the distinct values)."""
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    d = pc.dictionary_encode(arr)
-    codes = pc.fill_null(d.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32)
-    return codes, d.dictionary.to_pylist()
-
-
-def _ints(t: pa.Table, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(int64 values with nulls as 0, validity mask)."""
-    col = t.column(name)
-    valid = pc.is_valid(col).to_numpy(zero_copy_only=False)
-    return pc.fill_null(col, 0).to_numpy(zero_copy_only=False).astype(np.int64), valid
-
-
 def _dict_array(codes: np.ndarray, values: list[str | None]) -> pa.DictionaryArray:
     """Dictionary column from codes into ``values``; code -1 or a None value gives null."""
     values = list(values)
@@ -225,7 +211,7 @@ def _build(
     ev = _events(path, norm, lines, warnings)
     meta = _metadata(ev)
     start_rows, end_rows, start_args, end_args = _tracer_events(ev)
-    dur, _ = _ints(norm, "dur")
+    dur, _ = ints_valid(norm.column("dur"))
     t_first = int(ev.ts[ev.timed].min())
     t_last = int((ev.ts + dur)[ev.timed].max())
     epoch_start = _check_epoch(ev, t_first, meta)
@@ -295,8 +281,8 @@ def _damage(
 def _events(path: Path, norm: pa.Table, lines: Lines, warnings: list[Issue]) -> _Events:
     """The columns every step uses; LogError when no line is a timed trace event."""
     ph = norm.column("ph").to_numpy(zero_copy_only=False)
-    ts, ts_ok = _ints(norm, "ts")
-    name_c, names = _codes(norm.column("name"))
+    ts, ts_ok = ints_valid(norm.column("ts"))
+    name_c, names = codes(norm.column("name"))
     is_meta = ph == PH_METADATA
     timed = ~is_meta & ts_ok & (name_c >= 0)
     if not timed.any():
@@ -313,8 +299,8 @@ def _events(path: Path, norm: pa.Table, lines: Lines, warnings: list[Issue]) -> 
         warnings.append(
             Issue(src, "corrupt", f"{untimed} events without name or ts were skipped", "warning")
         )
-    cat_c, cats = _codes(norm.column("cat"))
-    pid, pid_ok = _ints(norm, "pid")
+    cat_c, cats = codes(norm.column("cat"))
+    pid, pid_ok = ints_valid(norm.column("pid"))
     return _Events(
         src=src,
         lines=lines,
@@ -406,7 +392,7 @@ def _process(
     else:
         vals, counts = np.unique(ev.pid[ev.timed & ev.pid_ok], return_counts=True)
         main_pid = int(vals[np.argmax(counts)]) if len(vals) else -1
-    hh_c, hh_vals = _codes(ev.norm.column("a_hhash"))
+    hh_c, hh_vals = codes(ev.norm.column("a_hhash"))
     host_vals = [meta.hosts.get(h) if h else None for h in hh_vals]
     host: str | None = None
     if len(start_rows) and hh_c[start_rows[0]] >= 0:
@@ -490,10 +476,10 @@ def _io_calls(ev: _Events) -> dict[str, Any]:
     """Classify the calls, rebuild each read/write's offset, and pick segments and app events."""
     io: dict[str, Any] = _classify(ev)
     kind, catc = io["kind"], io["catc"]
-    fh_c, fh_vals = _codes(ev.norm.column("a_fhash"))
+    fh_c, fh_vals = codes(ev.norm.column("a_fhash"))
     complete = (ev.ph == PH_COMPLETE) | (ev.ph == PH_UNKNOWN)  # very old traces may lack "ph"
     modelled = ev.timed & complete & (kind > 0) & (fh_c >= 0)
-    args = {c: _ints(ev.norm, f"a_{c}") for c in _INT_ARGS}
+    args = {c: ints_valid(ev.norm.column(f"a_{c}")) for c in _INT_ARGS}
     nbytes, failed = bytes_moved(io["brule"], kind, args)
     flags, flags_ok = args["flags"]
     append = (kind == Kind.OPEN) & flags_ok & ((flags & O_APPEND) != 0)
@@ -592,9 +578,9 @@ def _tables(
     rank_col = np.full(len(ev), -1, dtype=np.int32)
     for rank_pid, rk in meta.rank_of_pid.items():
         rank_col[ev.pid == rank_pid] = rk
-    hh_c, hh_vals = _codes(ev.norm.column("a_hhash"))
+    hh_c, hh_vals = codes(ev.norm.column("a_hhash"))
     host_vals = [meta.hosts.get(h) if h else None for h in hh_vals]
-    tid, tid_ok = _ints(ev.norm, "tid")
+    tid, tid_ok = ints_valid(ev.norm.column("tid"))
 
     def common(mask: np.ndarray) -> dict[str, Any]:
         rows = np.flatnonzero(mask)
