@@ -17,13 +17,12 @@ docs/analysis.md.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from iosweep.files import write_text
+from iosweep.files import json_safe, write_text
 
 #: schema version of summary.json; bump it when a field changes meaning or shape
 SCHEMA = "iosweep.analysis.run/2"
@@ -217,20 +216,10 @@ class SummaryError(ValueError):
     """A summary.json that is missing, unreadable, or not of this version's shape."""
 
 
-def _finite(o: Any) -> Any:
-    """JSON-safe: NaN and infinities become null (pydantic writes them as-is)."""
-    if isinstance(o, dict):
-        return {k: _finite(v) for k, v in o.items()}
-    if isinstance(o, list):
-        return [_finite(v) for v in o]
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    return o
-
-
 def to_dict(summary: Summary) -> dict[str, Any]:
     """The summary as summary.json holds it."""
-    return _finite(summary.model_dump(mode="json", by_alias=True, exclude_none=False))
+    # pydantic writes NaN and infinities as they are; summary.json holds null
+    return json_safe(summary.model_dump(mode="json", by_alias=True, exclude_none=False))
 
 
 def validate(d: dict[str, Any], source: str = "summary") -> Summary:

@@ -111,7 +111,9 @@ def check_log(path: Path | str) -> LogLayout:
     if comp_type not in (_COMP_ZLIB, _COMP_BZIP2, _COMP_NONE):
         raise LogError(path, "corrupt", f"unknown compression type {comp_type} in the header")
 
-    regions, mapped_end, lost = _regions(path, head, order, nm_off, nslots, size)
+    regions, mapped_end, lost = _regions(
+        path, head, order, (nm_off, map_off, nslots, header_size), size
+    )
     layout = LogLayout(version, swap, comp_type, size, header_size, regions, mapped_end, lost)
     _check_records(path, layout)
     return layout
@@ -141,12 +143,12 @@ def _byte_order_and_version(path: Path, head: bytes) -> tuple[bool, str, str]:
 
 
 def _regions(
-    path: Path, head: bytes, order: str, nm_off: int, nslots: int, size: int
+    path: Path, head: bytes, order: str, header: tuple[int, int, int, int], size: int
 ) -> tuple[dict[str, tuple[int, int]], int, list[int]]:
     """(regions by name, end of the last one, module slots cut off by truncation): the
-    header's region map checked against itself and the file size."""
-    map_off = nm_off + 16
-    header_size = map_off + 20 * nslots
+    header's region map checked against itself and the file size. ``header``: the name
+    map's offset, the module map's offset, its slots, and the header's size."""
+    nm_off, map_off, nslots, header_size = header
     mapped = {}
     off, ln = struct.unpack_from(order + "QQ", head, nm_off)
     if ln:

@@ -181,6 +181,9 @@ class _Events:
     line: np.ndarray
     timed: np.ndarray  # events with a name and a time (not metadata records)
     is_meta: np.ndarray
+    cat_is_tracer: np.ndarray  # DFTracer's own events (cat "dftracer")
+    hh_c: np.ndarray  # host-hash code per event
+    hh_vals: list  # the host hashes
     warnings: list[Issue] = field(default_factory=list)
 
     def __len__(self) -> int:
@@ -222,7 +225,7 @@ def _build(
     io = _io_calls(ev)
     tables = _tables(path, ev, meta, io, rel_start, rel_end)
     _io_warnings(ev, meta, io)
-    pids = np.unique(ev.pid[ev.timed & ev.pid_ok & ~io["cat_is_tracer"]])
+    pids = np.unique(ev.pid[ev.timed & ev.pid_ok & ~ev.cat_is_tracer])
     return ProcessLog(
         source=path,
         tracer=TRACER,
@@ -301,6 +304,7 @@ def _events(path: Path, norm: pa.Table, lines: Lines, warnings: list[Issue]) -> 
         )
     cat_c, cats = codes(norm.column("cat"))
     pid, pid_ok = ints_valid(norm.column("pid"))
+    hh_c, hh_vals = codes(norm.column("a_hhash"))
     return _Events(
         src=src,
         lines=lines,
@@ -316,6 +320,9 @@ def _events(path: Path, norm: pa.Table, lines: Lines, warnings: list[Issue]) -> 
         line=norm.column("line").to_numpy(),
         timed=timed,
         is_meta=is_meta,
+        cat_is_tracer=np.array([c == TRACER for c in cats] + [False])[cat_c],
+        hh_c=hh_c,
+        hh_vals=hh_vals,
         warnings=warnings,
     )
 
@@ -357,9 +364,8 @@ def _metadata(ev: _Events) -> _Meta:
 
 def _tracer_events(ev: _Events) -> tuple[np.ndarray, np.ndarray, list[dict], list[dict]]:
     """DFTracer's own start/end events: (start rows, end rows, their args)."""
-    cat_is_tracer = np.array([c == TRACER for c in ev.cats] + [False])[ev.cat_c]
     name_lookup = {v: i for i, v in enumerate(ev.names)}
-    is_tr = ev.timed & cat_is_tracer
+    is_tr = ev.timed & ev.cat_is_tracer
     start_rows = np.flatnonzero(is_tr & (ev.name_c == name_lookup.get("start", -2)))
     end_rows = np.flatnonzero(is_tr & (ev.name_c == name_lookup.get("end", -2)))
     start_args = [o.get("args") or {} for o in _reparse(ev.lines, ev.line[start_rows])]
@@ -392,8 +398,8 @@ def _process(
     else:
         vals, counts = np.unique(ev.pid[ev.timed & ev.pid_ok], return_counts=True)
         main_pid = int(vals[np.argmax(counts)]) if len(vals) else -1
-    hh_c, hh_vals = codes(ev.norm.column("a_hhash"))
-    host_vals = [meta.hosts.get(h) if h else None for h in hh_vals]
+    hh_c = ev.hh_c
+    host_vals = [meta.hosts.get(h) if h else None for h in ev.hh_vals]
     host: str | None = None
     if len(start_rows) and hh_c[start_rows[0]] >= 0:
         host = host_vals[hh_c[start_rows[0]]]
@@ -498,7 +504,6 @@ def _io_calls(ev: _Events) -> dict[str, Any]:
     depth[idx] = depth_m
     offset, offset_ok = args["offset"]
     explicit = kind == Kind.IO_EXPLICIT
-    cat_is_tracer = np.array([c == TRACER for c in ev.cats] + [False])[ev.cat_c]
     is_seg = modelled & (kind >= Kind.IO_POS) & ~failed & ~np.isnan(nbytes)
     io.update(
         fh_c=fh_c,
@@ -507,9 +512,8 @@ def _io_calls(ev: _Events) -> dict[str, Any]:
         offset=np.where(explicit, np.where(offset_ok, offset, -1).astype(float), pos),
         ambiguous=int((modelled & (kind == Kind.IO_POS) & (depth > 1)).sum()),
         no_args=ev.timed & complete & (kind >= Kind.IO_POS) & (fh_c < 0),
-        cat_is_tracer=cat_is_tracer,
         is_seg=is_seg,
-        is_app=ev.timed & ~cat_is_tracer & ~is_seg,
+        is_app=ev.timed & ~ev.cat_is_tracer & ~is_seg,
     )
     return io
 
@@ -578,8 +582,8 @@ def _tables(
     rank_col = np.full(len(ev), -1, dtype=np.int32)
     for rank_pid, rk in meta.rank_of_pid.items():
         rank_col[ev.pid == rank_pid] = rk
-    hh_c, hh_vals = codes(ev.norm.column("a_hhash"))
-    host_vals = [meta.hosts.get(h) if h else None for h in hh_vals]
+    hh_c = ev.hh_c
+    host_vals = [meta.hosts.get(h) if h else None for h in ev.hh_vals]
     tid, tid_ok = ints_valid(ev.norm.column("tid"))
 
     def common(mask: np.ndarray) -> dict[str, Any]:
