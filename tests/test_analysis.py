@@ -784,7 +784,7 @@ def test_sweep_scaling_insights_and_overhead(tmp_path):
     assert ins["redundant_reads"]["status"] == "appears"
     assert ins["redundant_reads"]["appears_at"] == {"ranks": 2, "nodes": 1}
     assert ins["tracer_overhead"]["status"] == "always"
-    ov = json.loads((tmp_path / "sweep" / "overhead.json").read_text())
+    ov = json.loads((tmp_path / "sweep" / "overhead.json").read_text())["points"]
     assert len(ov) == 3 and all(o["overhead"] == pytest.approx(0.1) and o["fired"] for o in ov)
     traced = df[df["tracer"] == "darshan"]
     assert traced["tracer_overhead"].tolist() == pytest.approx([0.1, 0.1, 0.1])

@@ -309,6 +309,9 @@ def test_anonymize_hides_user_and_prefixes(sweep, tmp_path):
     for secret in (USER, "/home/", "/scratch/hvd-mnist"):
         assert secret not in page, secret
         assert secret not in index, secret
+    # the macros' output (figures, tables) is HTML, not text: anonymizing must not escape it
+    assert "&lt;figure" not in page and "&lt;td" not in page
+    assert page.count("<figure>") == json.loads(index).__len__()
     txt = _text(page)
     assert "<data>/train-images-idx3-ubyte" in txt or "<dataset>/train-images-idx3-ubyte" in txt
     assert "~/iosweep/.venv/bin/python" in txt or "<repo>" in txt

@@ -107,11 +107,47 @@ class Epoch(_Model):
     end: float
 
 
+class Phase(_Model):
+    """One I/O phase (a row of ``phases.parquet``): operations of all ranks merged in time."""
+
+    phase: int
+    start: float
+    end: float
+    duration: float
+    ops: int
+    reads: int
+    writes: int
+    bytes_read: int
+    bytes_written: int
+    ranks: int
+    main_class: str
+    where: str
+    epoch: int | None
+
+
+class Phases(_Model):
+    count: int
+    io_active_time: float | None = None
+    phases: list[Phase]  # the first 100
+
+
+class Signature(_Model):
+    signature: str  # the rank's operations in time order, run-length compressed
+    runs: int
+    ops: int
+    shape: str  # hash of the sequence's shape (no names, no offsets)
+
+
+class SignatureGroup(_Model):
+    ranks: list[int]
+    example: str | None
+
+
 class Temporal(_Model):
-    signatures: dict[str, Any]
-    same_sequence: dict[str, Any]
-    signature_groups: dict[str, Any]
-    phases: dict[str, Any]
+    signatures: dict[str, Signature]  # rank -> its signature
+    same_sequence: dict[str, bool | None]  # class (or "all") -> every rank alike
+    signature_groups: dict[str, list[SignatureGroup]]  # class (or "all") -> ranks alike
+    phases: Phases
     epochs: list[Epoch]
 
 
@@ -128,6 +164,207 @@ class Stat(_Model):
     median: float
     max: float
     sum: float
+
+
+class Spread(_Model):
+    min: float
+    median: float
+    max: float
+
+
+class MinMeanMax(_Model):
+    min: float
+    mean: float
+    max: float
+
+
+class AccessExample(_Model):
+    path: str
+    size: int
+    ranks: int
+    bytes: int
+    whole_by: int
+    overlap: float
+    category: str
+
+
+class Evidence(_Model):
+    """What decided a class's access strategy (iosweep.analysis.access)."""
+
+    files: int
+    ranks: int
+    ranks_of_run: int
+    rank_list: list[int] | None  # up to 64 ranks
+    bytes: int
+    ops: int
+    ranks_per_file: Spread | None
+    files_per_rank: Spread | None
+    bytes_per_rank_per_file: Spread | None
+    bytes_per_rank: Spread | None
+    whole_file_share: float | None
+    files_whole_by_every_rank: int
+    offset_union_bytes: int
+    offset_shared_bytes: int
+    offset_overlap: float | None
+    offsets_known: bool
+    category_share: dict[str, float]
+    examples: list[AccessExample]
+
+
+class Access(_Model):
+    strategy: str
+    evidence: Evidence
+
+
+class ClassSpatial(_Model):
+    share_by_category: dict[str, float | None]
+    patterns: dict[str, int]
+    whole_file_read_pairs: int
+    read_pairs: int
+    read_coverage_frac_median: float | None
+
+
+class FileClass(_Model):
+    """One file class (dataset, checkpoint, ...) of a run."""
+
+    files: int
+    size_total: int
+    size_min: int
+    size_median: float
+    size_max: int
+    bytes_read: int
+    bytes_written: int
+    reads: int
+    writes: int
+    ranks: int
+    readers: list[int]
+    writers: list[int]
+    access: dict[str, Access | None]  # read | write
+    spatial: ClassSpatial
+
+
+class TopSize(_Model):
+    size: int
+    count: int
+    share: float
+
+
+class SizeStats(_Model):
+    """Request sizes of one (class, direction); exact figures need segments."""
+
+    ops: int
+    ops_from_segments: int
+    ops_from_counters: int
+    bytes: int | None = None
+    mean: float | None = None
+    min: int | None = None
+    p10: int | None = None
+    median: int | None = None
+    p90: int | None = None
+    max: int | None = None
+    zero_length: int | None = None
+    top_sizes: list[TopSize] = Field(default_factory=list)
+    median_bin: str
+    small: int
+    small_share: float
+    small_source: str
+
+
+class Sizes(_Model):
+    small_request_bytes: int
+    by_class: dict[str, dict[str, SizeStats]]  # class (or "all") -> read | write -> stats
+
+
+class Metadata(_Model):
+    source: str  # counters | events | none
+    totals: dict[str, int]
+    per_rank: dict[str, MinMeanMax | None]
+    per_second: dict[str, float | None]
+    meta_time: float
+    max_rank_meta_time: float
+    meta_time_share: float | None
+
+
+class Node(_Model):
+    host: str
+    ranks: int
+    bytes_read: int
+    bytes_written: int
+    io_time_sum: float
+    io_time_max: float
+    unique_bytes_read: int
+    read_amplification: float
+    read_redundancy: float
+    read_once_per: str
+
+
+class CheckpointEvent(_Model):
+    start: float
+    end: float
+    duration: float
+    bytes: int
+    files: int
+    ranks: int
+    after_epoch: int | None
+
+
+class AppSave(_Model):
+    """A checkpoint save as the training script timed it (manifest phases)."""
+
+    rank: int
+    name: str
+    start: float
+    end: float
+
+
+class OnDisk(_Model):
+    files: int
+    bytes: int
+
+
+class Checkpoints(_Model):
+    available: bool
+    reason: str = ""
+    writers: list[int] = Field(default_factory=list)
+    n_writers: int = 0
+    ranks_of_run: int = 0
+    only_one_rank_writes: bool = False
+    files_written: int = 0
+    bytes_written: int = 0
+    bytes_written_per_writer: dict[str, int] = Field(default_factory=dict)
+    write_ops: int = 0
+    write_time: float = 0.0
+    bytes_read: int = 0
+    readers: list[int] = Field(default_factory=list)
+    n_checkpoints: int = 0
+    bytes_per_checkpoint_mean: float | None = None
+    duration_mean: float | None = None
+    duration_max: float | None = None
+    interval_mean: float | None = None
+    time_share_of_run: float | None = None
+    events: list[CheckpointEvent] = Field(default_factory=list)
+    app_saves: list[AppSave] = Field(default_factory=list)
+    on_disk: OnDisk = Field(default_factory=lambda: OnDisk(files=0, bytes=0))
+    marks: list[CheckpointEvent | AppSave] = Field(default_factory=list)  # times to show
+
+
+class OverlapEpoch(_Model):
+    epoch: int
+    duration_max: float
+    io_time_max: float
+    exposed_io_time_max: float
+    exposed_io_time_mean: float
+    exposed_share_max: float
+
+
+class Overlap(_Model):
+    available: bool
+    reason: str = ""
+    compute_source: str = ""
+    epochs: list[OverlapEpoch] = Field(default_factory=list)
+    exposed_io_time_in_epochs_max: float | None = None
+    exposed_share_of_epochs_max: float | None = None
+    io_time_outside_epochs_max: float | None = None
 
 
 class Imbalance(_Model):
@@ -181,15 +418,15 @@ class RunSummary(_Model):
     run_meta: RunInfo
     ranks: Ranks
     trace: Trace
-    classes: dict[str, dict[str, Any]]  # per file class: files, bytes, access, spatial
+    classes: dict[str, FileClass]
     access: dict[str, dict[str, str | None]]  # class -> direction -> strategy
     spatial: Spatial
-    sizes: dict[str, Any]
-    metadata: dict[str, Any]
+    sizes: Sizes
+    metadata: Metadata
     temporal: Temporal
-    nodes: list[dict[str, Any]]
-    checkpoints: dict[str, Any]
-    overlap: dict[str, Any]
+    nodes: list[Node]
+    checkpoints: Checkpoints
+    overlap: Overlap
     volume: dict[str, Stat | None]
     imbalance: Imbalance
     headline: dict[str, Any]  # flat metrics: one column each in the sweep table
@@ -210,6 +447,109 @@ class AnalysisFailure(_Model):
 
 
 Summary = RunSummary | AnalysisFailure
+
+
+# --- the sweep analysis's hand-off (results/sweep/) ------------------------------------------
+
+SWEEP_SCHEMA = "iosweep.analysis.sweep/1"
+
+Scalar = str | int | float | bool | None
+
+
+class SweepPoint(_Model):
+    """One point of a series: the runs (repeats) at one scale."""
+
+    ranks: int | float | None
+    nodes: int | float | None
+    ppn: int | float | None = None
+    reps: int = 1
+    run_ids: list[str] = Field(default_factory=list)
+
+
+class MetricSeries(_Model):
+    """One metric along a series' points: mean and spread over repeats, and its trend."""
+
+    total: bool  # adds up over ranks (bytes, files, opens ...)
+    mean: list[float | None]
+    std: list[float | None]
+    ratio: list[float | None] | None  # mean / mean at the first point
+    exponent: float | None  # slope of log(mean) over log(ranks)
+    trend: str | None
+    per_rank: list[float | None] | None = None
+    ratio_per_rank: list[float | None] | None = None
+    exponent_per_rank: float | None = None
+    trend_per_rank: str | None = None
+
+
+class ScalingSeries(_Model):
+    key: dict[str, Scalar]  # the parameters every run of the series shares
+    points: list[SweepPoint]
+    metrics: dict[str, MetricSeries]
+
+
+class Scaling(_Model):
+    schema_: Literal["iosweep.analysis.sweep/1"] = Field(
+        default="iosweep.analysis.sweep/1", alias="schema"
+    )
+    metrics: list[str]
+    totals: list[str] = Field(default_factory=list)
+    series: list[ScalingSeries]
+
+
+class Scale(_Model):
+    """Where in a series: ranks and nodes."""
+
+    ranks: int | float | None
+    nodes: int | float | None
+
+
+class InsightChange(_Model):
+    fired_share: list[float]  # per point: share of its runs where the insight fired
+    status: Literal["always", "never", "appears", "disappears", "intermittent"]
+    appears_at: Scale | None
+    disappears_at: Scale | None
+
+
+class InsightsSeries(_Model):
+    key: dict[str, Scalar]
+    points: list[Scale]
+    insights: dict[str, InsightChange]
+
+
+class InsightsAcross(_Model):
+    schema_: Literal["iosweep.analysis.sweep/1"] = Field(
+        default="iosweep.analysis.sweep/1", alias="schema"
+    )
+    series: list[InsightsSeries]
+
+
+class OverheadPoint(_Model):
+    """A traced point against the untraced runs (tracer: none) of the same point."""
+
+    point: dict[str, Scalar]  # the sweep point, without the tracer
+    tracer: str
+    traced_run_time_mean: float
+    baseline_run_time_mean: float
+    traced_runs: int
+    baseline_runs: int
+    overhead: float | None
+    fired: bool
+    threshold: float
+
+
+class Overhead(_Model):
+    schema_: Literal["iosweep.analysis.sweep/1"] = Field(
+        default="iosweep.analysis.sweep/1", alias="schema"
+    )
+    points: list[OverheadPoint]
+
+
+#: the JSON files of the sweep analysis and their models
+SWEEP_MODELS: dict[str, type[_Model]] = {
+    "scaling.json": Scaling,
+    "insights_across.json": InsightsAcross,
+    "overhead.json": Overhead,
+}
 
 
 class SummaryError(ValueError):
@@ -263,3 +603,36 @@ def read_summary(path: Path | str) -> Summary:
     except ValueError as e:
         raise SummaryError(f"{p}: not valid JSON: {e}") from None
     return validate(d, str(p))
+
+
+def write_sweep_file(model: Scaling | InsightsAcross | Overhead, out_dir: Path | str) -> Path:
+    """Write one sweep file (its name from :data:`SWEEP_MODELS`) atomically."""
+    name = next(n for n, m in SWEEP_MODELS.items() if isinstance(model, m))
+    d = json_safe(model.model_dump(mode="json", by_alias=True))
+    return write_text(Path(out_dir) / name, json.dumps(d, indent=1) + "\n")
+
+
+def read_sweep_file(path: Path | str) -> Scaling | InsightsAcross | Overhead:
+    """One sweep file, checked against its model; SummaryError naming the file otherwise."""
+    p = Path(path)
+    model = SWEEP_MODELS.get(p.name)
+    if model is None:
+        raise SummaryError(f"{p}: not a sweep analysis file ({', '.join(SWEEP_MODELS)})")
+    try:
+        d = json.loads(p.read_text())
+    except OSError as e:
+        raise SummaryError(f"{p}: cannot read: {e.strerror or e}") from None
+    except ValueError as e:
+        raise SummaryError(f"{p}: not valid JSON: {e}") from None
+    if not isinstance(d, dict) or d.get("schema") != SWEEP_SCHEMA:
+        found = d.get("schema") if isinstance(d, dict) else None
+        raise SummaryError(
+            f"{p}: sweep schema {found!r}, this iosweep reads {SWEEP_SCHEMA!r}; "
+            "rerun the sweep analysis to update it"
+        )
+    try:
+        return model.model_validate(d)  # type: ignore[return-value]
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise SummaryError(f"{p}: {where}: {first['msg']} ({e.error_count()} problem(s))") from None

@@ -12,8 +12,16 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.settings import AnalysisSettings
-from iosweep.analysis.summary import SUMMARY_FILE, read_summary, to_dict
-from iosweep.files import atomic_write, write_json
+from iosweep.analysis.summary import (
+    SUMMARY_FILE,
+    InsightsAcross,
+    Overhead,
+    Scaling,
+    read_summary,
+    to_dict,
+    write_sweep_file,
+)
+from iosweep.files import atomic_write
 
 PARAM_COLUMNS = ["framework", "tracer", "nodes", "ppn", "ranks", "rep"]
 SCALE = ["ranks", "nodes", "ppn"]
@@ -237,11 +245,20 @@ def insights_across(df: pd.DataFrame, overhead: list[dict[str, Any]]) -> dict[st
                 for _, gg in pts
             ]
             per[iid] = _changes(frac, point_desc)
-        ov = [o for o in overhead if all(o.get(k) == v for k, v in key.items() if k in o)]
+        ov = [
+            o
+            for o in overhead
+            if all(o["point"].get(k) == v for k, v in key.items() if k in o["point"])
+        ]
         if ov:
             fired = []
             for p in point_desc:
-                hit = [o for o in ov if o["ranks"] == p["ranks"] and o["nodes"] == p["nodes"]]
+                hit = [
+                    o
+                    for o in ov
+                    if o["point"].get("ranks") == p["ranks"]
+                    and o["point"].get("nodes") == p["nodes"]
+                ]
                 fired.append(float(any(o["fired"] for o in hit)) if hit else 0.0)
             if any(fired):
                 per["tracer_overhead"] = _changes(fired, point_desc)
@@ -299,7 +316,8 @@ def tracer_overhead(df: pd.DataFrame, s: AnalysisSettings) -> list[dict[str, Any
         ov = t / b - 1 if b > 0 else None
         out.append(
             {
-                **{c: _py(v) for c, v in k.items()},
+                "point": {c: _py(k[c]) for c in pc},
+                "tracer": str(k["tracer"]),
                 "traced_run_time_mean": t,
                 "baseline_run_time_mean": b,
                 "traced_runs": len(g),
@@ -328,24 +346,26 @@ def analyze_sweep(
     if len(df):
         df["tracer_overhead"] = np.nan
         for o in ov:
+            pt = o["point"]
             m = (df["tracer"] == o["tracer"]) & np.logical_and.reduce(
-                [
-                    (df[c] == o[c]) if o[c] is not None else df[c].isna()
-                    for c in o
-                    if c in _point_cols(df) and c != "tracer"
-                ]
+                [(df[c] == pt[c]) if pt[c] is not None else df[c].isna() for c in pt]
                 or [np.ones(len(df), bool)]
             )
             df.loc[m, "tracer_overhead"] = df.loc[m, "run_time"] / o["baseline_run_time_mean"] - 1
-    result = {
-        "runs": len(df),
-        "scaling": scaling(df) if len(df) else {"metrics": [], "series": []},
-        "insights_across": insights_across(df, ov) if len(df) else {"series": []},
-        "overhead": ov,
-    }
+    models = (
+        Scaling.model_validate(scaling(df) if len(df) else {"metrics": [], "series": []}),
+        InsightsAcross.model_validate(insights_across(df, ov) if len(df) else {"series": []}),
+        Overhead.model_validate({"points": ov}),
+    )
     atomic_write(out_dir / "sweep.csv", lambda p: df.to_csv(p, index=False))
     atomic_write(out_dir / "sweep.parquet", lambda p: df.to_parquet(p, index=False))
-    for name in ("scaling", "insights_across", "overhead"):
-        write_json(out_dir / f"{name}.json", result[name])
-    result["table"] = df
-    return result
+    for model in models:
+        write_sweep_file(model, out_dir)
+    scal, ins, ovh = (m.model_dump(mode="json", by_alias=True) for m in models)
+    return {
+        "runs": len(df),
+        "scaling": scal,
+        "insights_across": ins,
+        "overhead": ovh["points"],
+        "table": df,
+    }

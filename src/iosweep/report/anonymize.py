@@ -23,6 +23,10 @@ import re
 import shlex
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from iosweep.report.data import RunView
 
 # Accounts that identify no person; replacing "root" would also garble --allow-run-as-root.
 _GENERIC_USERS = {"root", "nobody", "user", "daemon"}
@@ -105,7 +109,7 @@ def _run_dir_from_command(command: list[str]) -> str | None:
 
 
 def build_anonymizer(
-    runs: Iterable[object],
+    runs: Iterable[RunView],
     config: dict | None = None,
     extra_texts: Iterable[str] = (),
 ) -> Anonymizer:
@@ -128,21 +132,17 @@ def build_anonymizer(
         res = config["results"]
         prefixes[str((repo / res).resolve()) if not os.path.isabs(res) else res] = "<results>"
     for run in runs:
-        meta = getattr(run, "meta", None)
-        summary = getattr(run, "summary", {}) or {}
-        store = summary.get("store")
-        if isinstance(store, str):
-            texts.append(store)
-        if meta is not None:
-            man = meta.manifest or {}
-            if isinstance(man.get("dataset"), str) and man["dataset"]:
-                prefixes.setdefault(man["dataset"], "<data>")
-            rd = _run_dir_from_command(list(meta.command or []))
-            if rd:
-                prefixes.setdefault(rd, "<run>")
-            texts.extend(str(a) for a in meta.command or [])
-            texts.extend(str(v) for v in (man.get("tracer") or {}).values() if isinstance(v, str))
-        for cls, paths in getattr(run, "paths_by_class", lambda: {})().items():
+        meta = run.meta
+        texts.append(run.summary.store)
+        man = meta.manifest or {}
+        if isinstance(man.get("dataset"), str) and man["dataset"]:
+            prefixes.setdefault(man["dataset"], "<data>")
+        rd = _run_dir_from_command(list(meta.command or []))
+        if rd:
+            prefixes.setdefault(rd, "<run>")
+        texts.extend(str(a) for a in meta.command or [])
+        texts.extend(str(v) for v in (man.get("tracer") or {}).values() if isinstance(v, str))
+        for cls, paths in run.paths_by_class().items():
             texts.extend(paths[:1000])
             all_paths.extend(paths)
             common = _common_dir(paths)

@@ -1,13 +1,12 @@
 """What the report reads: each run's analysis (summary.json, through
 :mod:`iosweep.analysis.summary`, and the tables beside it) and the sweep analysis
-(sweep.parquet, scaling.json, insights_across.json, overhead.json). Nothing else: never a
-trace store, never the analysis code. A summary of another shape or version is reported as
-a problem with the run, not read half-way.
+(sweep.parquet, and scaling.json, insights_across.json, overhead.json through the same
+module). Nothing else: never a trace store, never the analysis code. A summary of another
+shape or version is reported as a problem with the run, not read half-way.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,9 +14,17 @@ from typing import Any
 
 import pandas as pd
 
-from iosweep.analysis.summary import RunInfo, SummaryError, read_summary, to_dict
-
-_STATUS_ORDER = {"ok": 0, "partial": 1, "failed": 2, "skipped": 3}
+from iosweep.analysis.summary import (
+    AnalysisFailure,
+    InsightsAcross,
+    Overhead,
+    RunInfo,
+    RunSummary,
+    Scaling,
+    SummaryError,
+    read_summary,
+    read_sweep_file,
+)
 
 
 def slugify(run_id: str) -> str:
@@ -30,23 +37,27 @@ def slugify(run_id: str) -> str:
 
 @dataclass
 class RunView:
-    """One run as the report sees it."""
+    """One run as the report sees it: its summary (typed) and its analysis tables."""
 
     analysis_dir: Path
-    summary: dict[str, Any]
-    meta: RunInfo | None = None  # how the run was made (the summary's run_meta)
-    meta_error: str = ""
+    summary: RunSummary
     slug: str = ""
+    warnings: list[str] = field(default_factory=list)  # tables that could not be read
     _tables: dict[str, pd.DataFrame | None] = field(default_factory=dict, repr=False)
+
+    @property
+    def meta(self) -> RunInfo:
+        """How the run was made (the summary's run_meta)."""
+        return self.summary.run_meta
 
     # --- identity ---------------------------------------------------------------------------
     @property
     def run_id(self) -> str:
-        return str(self.summary.get("run_id") or self.analysis_dir)
+        return self.summary.run_id or str(self.analysis_dir)
 
     @property
     def params(self) -> dict[str, Any]:
-        return dict(self.summary.get("params") or {})
+        return dict(self.summary.params)
 
     def param(self, key: str, default: Any = None) -> Any:
         v = self.params.get(key)
@@ -58,16 +69,16 @@ class RunView:
 
     @property
     def tracer(self) -> str:
-        return str(self.param("tracer", "") or self.summary.get("tracer") or "")
+        return str(self.param("tracer", "") or self.summary.tracer or "")
 
     @property
     def ranks(self) -> int | None:
-        r = self.param("ranks") or (self.summary.get("ranks") or {}).get("count")
+        r = self.param("ranks") or self.summary.ranks.count
         return int(r) if r else None
 
     @property
     def nodes(self) -> int | None:
-        n = self.param("nodes") or (self.summary.get("ranks") or {}).get("nodes")
+        n = self.param("nodes") or self.summary.ranks.nodes
         return int(n) if n else None
 
     @property
@@ -107,20 +118,15 @@ class RunView:
     @property
     def status(self) -> str:
         """The run's own status: ok | partial | failed | skipped (from the manifest)."""
-        return str(self.summary.get("status") or "unknown")
+        return self.summary.status or "unknown"
 
     @property
     def reason(self) -> str:
-        man = self.manifest
-        return str(
-            man.get("reason") or self.summary.get("reason") or self.summary.get("error") or ""
-        )
+        return str(self.manifest.get("reason") or "")
 
     @property
     def analysis_status(self) -> str:
-        return str(
-            self.summary.get("analysis_status") or ("error" if "error" in self.summary else "")
-        )
+        return self.summary.analysis_status
 
     @property
     def has_io(self) -> bool:
@@ -128,24 +134,24 @@ class RunView:
 
     @property
     def manifest(self) -> dict[str, Any]:
-        return dict(self.meta.manifest or {}) if self.meta else {}
+        return dict(self.meta.manifest or {})
 
     @property
     def store(self) -> str:
         """Where the run's trace store was when it was analysed (for provenance only)."""
-        return str(self.summary.get("store") or "")
+        return self.summary.store
 
     # --- tables ----------------------------------------------------------------------------
     def table(self, name: str) -> pd.DataFrame | None:
         """An analysis table (files, file_ranks, ranks, nodes, sizes, phases, overlap) or None."""
         if name not in self._tables:
-            rel = (self.summary.get("tables") or {}).get(name, f"{name}.parquet")
+            rel = self.summary.tables.get(name, f"{name}.parquet")
             f = self.analysis_dir / rel
             try:
                 self._tables[name] = pd.read_parquet(f) if f.exists() else None
             except (OSError, ValueError) as e:  # a damaged table must not stop the report
                 self._tables[name] = None
-                self.summary.setdefault("_report_warnings", []).append(f"{f.name}: {e}")
+                self.warnings.append(f"{f.name}: {e}")
         return self._tables[name]
 
     def paths_by_class(self) -> dict[str, list[str]]:
@@ -157,7 +163,8 @@ class RunView:
 
 
 def load_runs(analysis_dirs: list[Path]) -> tuple[list[RunView], list[dict[str, str]]]:
-    """Runs, sorted (framework, tracer, ranks, nodes, rep), and the dirs that could not be read."""
+    """Runs, sorted (framework, tracer, ranks, nodes, rep), and the dirs that could not be read
+    (an unreadable summary, or the record of an analysis that failed)."""
     runs: list[RunView] = []
     problems: list[dict[str, str]] = []
     for d in analysis_dirs:
@@ -169,8 +176,10 @@ def load_runs(analysis_dirs: list[Path]) -> tuple[list[RunView], list[dict[str, 
         except SummaryError as e:
             problems.append({"source": str(d), "message": str(e)})
             continue
-        meta = getattr(model, "run_meta", None)
-        runs.append(RunView(analysis_dir=d, summary=to_dict(model), meta=meta))
+        if isinstance(model, AnalysisFailure):
+            problems.append({"source": str(d), "message": f"{model.run_id}: {model.error}"})
+            continue
+        runs.append(RunView(analysis_dir=d, summary=model))
     runs.sort(key=RunView.sort_key)
     seen: dict[str, int] = {}
     for r in runs:
@@ -184,37 +193,52 @@ def load_runs(analysis_dirs: list[Path]) -> tuple[list[RunView], list[dict[str, 
 @dataclass
 class SweepView:
     table: pd.DataFrame  # one row per run, a column per metric (sweep.parquet)
-    scaling: dict[str, Any]
-    insights_across: dict[str, Any]
-    overhead: list[dict[str, Any]]
-    source: str  # where it came from (sweep dir, or computed here)
+    scaling: Scaling
+    insights_across: InsightsAcross
+    overhead: Overhead
+    source: str  # where it came from (the sweep directory), or "none"
+    problems: list[dict[str, str]] = field(default_factory=list)  # files that could not be read
 
 
-def _json(p: Path, default: Any) -> Any:
-    try:
-        return json.loads(p.read_text())
-    except (OSError, ValueError):
-        return default
+def _empty_sweep(source: str = "none") -> SweepView:
+    return SweepView(
+        pd.DataFrame(),
+        Scaling(metrics=[], series=[]),
+        InsightsAcross(series=[]),
+        Overhead(points=[]),
+        source,
+    )
 
 
 def load_sweep(sweep_dir: Path | None) -> SweepView:
-    """The sweep analysis in ``sweep_dir``; an empty one (source ``none``) if there is none."""
-    if sweep_dir is not None:
-        sweep_dir = Path(sweep_dir)
-        if sweep_dir.is_file():
-            sweep_dir = sweep_dir.parent
-        for name, reader in (("sweep.parquet", pd.read_parquet), ("sweep.csv", pd.read_csv)):
-            if not (sweep_dir / name).exists():
-                continue
+    """The sweep analysis in ``sweep_dir``; an empty one (source ``none``) if there is none.
+    A sweep file that cannot be read is left empty and listed in ``problems``."""
+    if sweep_dir is None:
+        return _empty_sweep()
+    sweep_dir = Path(sweep_dir)
+    if sweep_dir.is_file():
+        sweep_dir = sweep_dir.parent
+    table = None
+    for name, reader in (("sweep.parquet", pd.read_parquet), ("sweep.csv", pd.read_csv)):
+        if (sweep_dir / name).exists():
             try:
-                df = reader(sweep_dir / name)
+                table = reader(sweep_dir / name)
+                break
             except (OSError, ValueError):
                 continue
-            return SweepView(
-                df,
-                _json(sweep_dir / "scaling.json", {}),
-                _json(sweep_dir / "insights_across.json", {}),
-                _json(sweep_dir / "overhead.json", []),
-                str(sweep_dir),
-            )
-    return SweepView(pd.DataFrame(), {}, {}, [], "none")
+    if table is None:
+        return _empty_sweep()
+    view = _empty_sweep(str(sweep_dir))
+    view.table = table
+    for name, attr in (
+        ("scaling.json", "scaling"),
+        ("insights_across.json", "insights_across"),
+        ("overhead.json", "overhead"),
+    ):
+        if not (sweep_dir / name).exists():
+            continue
+        try:
+            setattr(view, attr, read_sweep_file(sweep_dir / name))
+        except SummaryError as e:
+            view.problems.append({"source": str(sweep_dir / name), "message": str(e)})
+    return view

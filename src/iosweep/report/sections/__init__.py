@@ -1,0 +1,39 @@
+"""The report's sections, one module each, in page order: ``overview``, ``sweep``,
+``frameworks``, ``runs``, ``provenance``. Each turns the analyses (through a :class:`Context`)
+into the values its template partial (``report/templates/<section>.html.j2``) prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from iosweep.report import plots
+from iosweep.report.data import RunView, SweepView
+from iosweep.report.figures import FigureStore
+from iosweep.report.settings import ReportSettings
+
+
+@dataclass
+class Context:
+    """What every section reads: the runs, the sweep analysis, settings, the figure store and
+    the anonymizer (figures' texts pass it too)."""
+
+    runs: list[RunView]
+    sweep: SweepView
+    settings: ReportSettings
+    figs: FigureStore
+    anon: Any  # str -> str
+    config: dict | None
+    problems: list[dict[str, str]]
+    _samples: dict[str, plots.OpsSample | None] = field(default_factory=dict, repr=False)
+
+    def sample(self, run: RunView) -> plots.OpsSample | None:
+        """The analysis's sample of the run's operations (``ops_sample.parquet``)."""
+        if run.slug not in self._samples:
+            info = run.summary.ops_sample
+            df = run.table("ops_sample") if run.has_io else None
+            self._samples[run.slug] = plots.ops_sample(
+                df, info.total, info.excluded, self.settings.max_points_per_plot
+            )
+        return self._samples[run.slug]

@@ -1,0 +1,264 @@
+"""Overview: what was run, runs that did not go well, headline findings, and at a glance."""
+
+from __future__ import annotations
+
+import shlex
+from collections import Counter, defaultdict
+from typing import Any
+
+import pandas as pd
+
+from iosweep.analysis.summary import Insight, InsightsSeries
+from iosweep.report import fmt
+from iosweep.report.data import RunView
+from iosweep.report.sections import Context
+from iosweep.report.sections.provenance import VERSION_KEYS, versions
+from iosweep.report.words import access_sentences, checkpoint_sentence, plural
+
+_SEVERITY = {"high": 0, "warn": 1, "info": 2}
+
+
+def section(ctx: Context) -> dict[str, Any]:
+    return {
+        "what": what_was_run(ctx),
+        "glance": glance(ctx),
+        "findings": findings(ctx),
+        "not_ok": not_ok(ctx),
+        "problems": ctx.problems + ctx.sweep.problems,
+    }
+
+
+def _listed(v: Any) -> str:
+    return ", ".join(str(x) for x in v) if isinstance(v, list | tuple) else str(v)
+
+
+def _values(runs: list[RunView], get) -> list:
+    found = {v for v in (get(r) for r in runs) if v not in (None, "")}
+    return sorted(
+        found,
+        key=lambda v: (not isinstance(v, int | float), v if isinstance(v, int | float) else str(v)),
+    )
+
+
+def what_was_run(ctx: Context) -> dict[str, Any]:
+    runs = ctx.runs
+    sweep_cfg = (ctx.config or {}).get("sweep") or {}
+    rows = [
+        ("frameworks", _values(runs, lambda r: r.framework)),
+        ("tracers", _values(runs, lambda r: r.tracer)),
+        ("nodes", _values(runs, lambda r: r.nodes)),
+        ("processes per node", _values(runs, lambda r: r.ppn)),
+        ("ranks", _values(runs, lambda r: r.ranks)),
+        ("repeats", _values(runs, lambda r: r.rep + 1) and [max(r.rep for r in runs) + 1]),
+    ]
+    for key, label in (
+        ("epochs", "epochs"),
+        ("steps", "steps per epoch"),
+        ("batch_size", "batch size"),
+    ):
+        rows.append((label, _values(runs, lambda r, k=key: r.param(k))))
+    if sweep_cfg and not ((ctx.config or {}).get("ingest") or {}).get("enabled"):
+        rows.append(
+            ("configured sweep", ["; ".join(f"{k}: {_listed(v)}" for k, v in sweep_cfg.items())])
+        )
+    commands = []
+    seen = set()
+    for r in runs:
+        if r.meta.command:
+            c = shlex.join(str(a) for a in r.meta.command)
+            if c not in seen:
+                seen.add(c)
+                commands.append({"run": r.label, "command": c})
+    return {
+        "rows": [(k, ", ".join(str(x) for x in v)) for k, v in rows if v],
+        "runs": len(runs),
+        "status": dict(Counter(r.status for r in runs)),
+        "analysis": dict(Counter(r.analysis_status for r in runs)),
+        "commands": commands[:6],
+        "more_commands": max(0, len(commands) - 6),
+        "versions": [
+            v
+            for v in versions(runs)
+            if v["key"] in VERSION_KEYS or v["key"].startswith(("torch", "tensorflow"))
+        ],
+    }
+
+
+def not_ok(ctx: Context) -> list[dict[str, Any]]:
+    """Runs that did not finish, were not fully traced, or lost data (error-level issues).
+    Warnings (e.g. an unattributed child process) stay in the run's own section."""
+    out = []
+    for r in ctx.runs:
+        issues = r.summary.issues
+        errors = [i for i in issues if i.severity == "error"]
+        # an untraced baseline (tracer: none) is as it should be
+        fine = (
+            r.status == "ok"
+            and r.analysis_status in ("complete", "untraced")
+            and not r.summary.incomplete
+        )
+        if fine and not errors:
+            continue
+        out.append(
+            {
+                "label": r.label,
+                "run_id": r.run_id,
+                "slug": r.slug,
+                "status": r.status,
+                "analysis_status": r.analysis_status,
+                "reason": r.reason,
+                "issues": [f"{i.kind}: {i.source}: {i.message}" for i in errors[:8]],
+                "more_issues": max(0, len(errors) - 8),
+                "warnings": len(issues) - len(errors),
+            }
+        )
+    return out
+
+
+def numbers(d: dict[str, Any]) -> list[tuple[str, str]]:
+    """An insight's numbers as (name, text) pairs."""
+    out = []
+    for k, v in d.items():
+        if isinstance(v, list):
+            text = ", ".join(str(x) for x in v[:12]) + (" ..." if len(v) > 12 else "")
+            out.append((k, text or "none"))
+        elif isinstance(v, dict):
+            continue
+        else:
+            out.append((k, fmt.metric(k, v) if not isinstance(v, str) else v))
+    return out
+
+
+def findings(ctx: Context) -> list[dict[str, Any]]:
+    by_id: dict[str, list[tuple[RunView, Insight]]] = defaultdict(list)
+    # Runs that ran: a failed or skipped point's "no I/O" says nothing its reason does not.
+    ran = [r for r in ctx.runs if r.has_io or r.status in ("ok", "partial")]
+    for r in ran:
+        for ins in r.summary.insights:
+            by_id[ins.id].append((r, ins))
+    across = _across(ctx)
+    out: list[dict[str, Any]] = []
+    for iid, hits in by_id.items():
+        run, ins = max(hits, key=lambda h: _largest_first(h[0]))
+        fws = sorted({r.framework for r, _ in hits if r.framework})
+        out.append(
+            {
+                "id": iid,
+                "severity": ins.severity,
+                "title": ins.title or iid,
+                "message": ins.message,
+                "example_run": run.label,
+                "example_slug": run.slug,
+                "numbers": numbers(ins.numbers),
+                "recommendation": ins.recommendation,
+                "runs": len({r.slug for r, _ in hits}),
+                "of_runs": len(ran),
+                "frameworks": ", ".join(fws),
+                "across": across.get(iid, []),
+            }
+        )
+    out.sort(key=lambda f: (_SEVERITY.get(f["severity"], 3), -f["runs"], f["id"]))
+    return out
+
+
+def _largest_first(r: RunView) -> tuple[int, int, int]:
+    return (r.ranks or 0, r.nodes or 0, -r.rep)
+
+
+def series_name(key: dict[str, Any], all_keys: list[dict[str, Any]]) -> str:
+    """A series by the parameters that tell it from the others (framework first)."""
+    keys = [k for k in key if k == "framework" or len({str(s.get(k)) for s in all_keys}) > 1]
+    return (
+        " ".join(f"{key[k]}" if k in ("framework", "tracer") else f"{k}={key[k]}" for k in keys)
+        or "all runs"
+    )
+
+
+def _int(v: Any) -> Any:
+    """2.0 -> 2 (pandas turns an int column with gaps into floats)."""
+    return int(v) if isinstance(v, float) and float(v).is_integer() else v
+
+
+def _across(ctx: Context) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = defaultdict(list)
+    all_series: list[InsightsSeries] = ctx.sweep.insights_across.series
+    keys = [s.key for s in all_series]
+    for series in all_series:
+        name = series_name(series.key, keys)
+        for iid, ch in series.insights.items():
+            st = ch.status
+            where = (
+                ch.appears_at
+                if st == "appears"
+                else ch.disappears_at
+                if st == "disappears"
+                else None
+            )
+            if st != "never":
+                at = ""
+                if where and where.ranks is not None:
+                    at = f" at {_int(where.ranks)} ranks"
+                    if where.nodes is not None:
+                        at += f" on {plural(_int(where.nodes), 'node')}"
+                out[iid].append(f"{name}: {st}{at}")
+    return out
+
+
+def glance(ctx: Context) -> list[dict[str, Any]]:
+    """Per framework: its largest run's access pattern, checkpoints, and how bytes scale."""
+    out = []
+    by_fw: dict[str, list[RunView]] = defaultdict(list)
+    for r in ctx.runs:
+        if r.has_io:
+            by_fw[r.framework].append(r)
+    for fw, runs in sorted(by_fw.items()):
+        big = max(runs, key=_largest_first)
+        ck = checkpoint_sentence(big.summary)
+        # The glance leaves out classes that move next to nothing (temp files of the runtime).
+        facts = access_sentences(big.summary, min_share=0.001, skip=("checkpoint",) if ck else ())
+        if ck:
+            facts.append(ck)
+        facts += _trend_sentences(ctx, fw)
+        out.append(
+            {"framework": fw or "(unknown)", "run": big.label, "slug": big.slug, "facts": facts}
+        )
+    return out
+
+
+def _trend_sentences(ctx: Context, fw: str) -> list[str]:
+    df = ctx.sweep.table
+    if df.empty or "framework" not in df or "ranks" not in df:
+        return []
+    g = df[(df["framework"] == fw)]
+    if "analysis_status" in g:
+        g = g[g["analysis_status"].isin(["complete", "partial"])]
+    if "nodes" in g and g["nodes"].nunique() > 1:  # compare along ppn on the commonest node count
+        g = g[g["nodes"] == g["nodes"].mode().iloc[0]]
+    out = []
+    for m, what in (
+        ("bytes_read_per_rank", "Bytes read per rank"),
+        ("bytes_read", "Bytes read in total"),
+        ("io_time_max", "I/O time of the slowest rank"),
+        ("run_time", "Run time"),
+    ):
+        if m not in g:
+            continue
+        v = pd.to_numeric(g[m], errors="coerce").groupby(g["ranks"]).mean().dropna()
+        if len(v) < 2:
+            continue
+        r0, r1 = _int(v.index[0]), _int(v.index[-1])
+        ratio = v.iloc[-1] / v.iloc[0] if v.iloc[0] else float("nan")
+        trend = _trend(ctx, fw, m)
+        out.append(
+            f"{what} from {r0} to {r1} ranks: {fmt.metric(m, v.iloc[0])} → {fmt.metric(m, v.iloc[-1])} "
+            f"(\u00d7{ratio:.2f}{', ' + trend if trend else ''})"
+        )
+    return out
+
+
+def _trend(ctx: Context, fw: str, metric: str) -> str:
+    for s in ctx.sweep.scaling.series:
+        if s.key.get("framework") == fw:
+            m = s.metrics.get(metric)
+            return (m.trend if m else None) or ""
+    return ""

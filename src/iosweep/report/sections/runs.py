@@ -1,0 +1,255 @@
+"""One section per run: its numbers, access pattern, insights, figures and tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from iosweep.analysis.summary import RunSummary
+from iosweep.report import fmt, plots
+from iosweep.report.data import RunView
+from iosweep.report.figures import (
+    NODES_RUN_CAPTION,
+    OVERLAP_CAPTION,
+    SIZES_CAPTION,
+    SPATIAL_CAPTION,
+    TEMPORAL_CAPTION,
+)
+from iosweep.report.sections import Context
+from iosweep.report.sections.frameworks import epochs, hosts, marks, strategies
+from iosweep.report.sections.overview import numbers
+from iosweep.report.tables import Column, Table, frame_table, records_table
+from iosweep.report.words import access_sentences, checkpoint_gap, checkpoint_sentence
+
+
+def _yes(v: Any) -> str:
+    return "yes" if v else ""
+
+
+def _or_missing(v: Any) -> str:
+    return fmt.MISSING if v is None else str(v)
+
+
+FILES = [
+    Column("path", "path", css="path"),
+    Column("class", "class"),
+    Column("size", "size", fmt.human_bytes, num=True),
+    Column("bytes_read", "read", fmt.human_bytes, num=True),
+    Column("bytes_written", "written", fmt.human_bytes, num=True),
+    Column("reads", "reads", fmt.number, num=True),
+    Column("writes", "writes", fmt.number, num=True),
+    Column("n_readers", "readers", fmt.number, num=True),
+    Column("n_writers", "writers", fmt.number, num=True),
+    Column("strategy", "strategy"),
+    Column("io_time", "I/O time", fmt.seconds, num=True),
+]
+RANKS = [
+    Column("rank", "rank", num=True),
+    Column("host", "host"),
+    Column("bytes_read", "read", fmt.human_bytes, num=True),
+    Column("bytes_written", "written", fmt.human_bytes, num=True),
+    Column("reads", "reads", fmt.number, num=True),
+    Column("writes", "writes", fmt.number, num=True),
+    Column("opens", "opens", fmt.number, num=True),
+    Column("io_time", "I/O time", fmt.seconds, num=True),
+    Column("io_share", "I/O share", fmt.share, num=True),
+    Column("straggler", "straggler", _yes),
+]
+PHASES = [
+    Column("start", "start", fmt.seconds, num=True),
+    Column("duration", "duration", fmt.seconds, num=True),
+    Column("ops", "ops", fmt.number, num=True),
+    Column("bytes_read", "read", fmt.human_bytes, num=True),
+    Column("bytes_written", "written", fmt.human_bytes, num=True),
+    Column("ranks", "ranks", fmt.number, num=True),
+    Column("main_class", "main class"),
+    Column("where", "where in training"),
+]
+CHECKPOINT_EVENTS = [
+    Column("start", "start", fmt.seconds, num=True),
+    Column("duration", "duration", fmt.seconds, num=True),
+    Column("bytes", "bytes", fmt.human_bytes, num=True),
+    Column("files", "files", num=True),
+    Column("ranks", "ranks", num=True),
+    Column("after_epoch", "after epoch", _or_missing, num=True),
+]
+OVERLAP_EPOCHS = [
+    Column("epoch", "epoch", num=True),
+    Column("duration_max", "duration (longest rank)", fmt.seconds, num=True),
+    Column("io_time_max", "I/O time (max)", fmt.seconds, num=True),
+    Column("exposed_io_time_max", "exposed I/O (max)", fmt.seconds, num=True),
+    Column("exposed_share_max", "exposed share (max)", fmt.share, num=True),
+]
+
+_NUMBERS = [
+    "ranks",
+    "nodes",
+    "run_time",
+    "files",
+    "bytes_read",
+    "bytes_written",
+    "reads",
+    "writes",
+    "io_time_max",
+    "bandwidth_aggregate",
+    "opens",
+    "io_share_max",
+]
+
+
+def section(ctx: Context, r: RunView) -> dict[str, Any]:
+    sm = r.summary
+    h = sm.headline
+    defaults = {"ranks": r.ranks, "nodes": r.nodes}
+    d: dict[str, Any] = {
+        "label": r.label,
+        "run_id": r.run_id,
+        "slug": r.slug,
+        "status": r.status,
+        "analysis_status": r.analysis_status,
+        "reason": r.reason,
+        "has_io": r.has_io,
+        "tracer": r.tracer,
+        "figures": [],
+        "notes": [],
+        "numbers": [
+            (k.replace("_", " "), fmt.metric(k, v))
+            for k in _NUMBERS
+            if (v := h.get(k, defaults.get(k))) is not None
+        ],
+        "access": access_sentences(sm),
+        "checkpoints": checkpoint_sentence(sm),
+        "insights": [
+            {
+                "severity": i.severity,
+                "title": i.title or i.id,
+                "message": i.message,
+                "numbers": numbers(i.numbers),
+                "recommendation": i.recommendation,
+            }
+            for i in sm.insights
+        ],
+        "issues": [f"[{i.severity}] {i.kind}: {i.source}: {i.message}" for i in sm.issues][:30],
+        "limitations": list(sm.limitations),
+        # filled below for runs with I/O; the template tests every one
+        "files": Table(FILES, []),
+        "ranks_table": Table(RANKS, []),
+        "signatures": [],
+        "checkpoint_events": Table(CHECKPOINT_EVENTS, []),
+        "overlap": {},
+        "phases": Table(PHASES, []),
+    }
+    if not r.has_io:
+        d["warnings"] = _warnings(r)
+        return d
+    d["figures"], d["notes"] = _figures(ctx, r)
+    d["overlap"] = _overlap(sm)
+    d["files"] = frame_table(_files_frame(r.table("files")), FILES, limit=40)
+    d["ranks_table"] = frame_table(r.table("ranks"), RANKS, limit=64)
+    d["signatures"] = _signatures(sm)
+    d["phases"] = frame_table(r.table("phases"), PHASES, limit=30)
+    d["checkpoint_events"] = records_table(sm.checkpoints.events, CHECKPOINT_EVENTS, limit=20)
+    d["warnings"] = _warnings(r)  # last: reading the tables may add some
+    return d
+
+
+def _warnings(r: RunView) -> list[str]:
+    out = list(r.warnings)
+    gap = checkpoint_gap(r.summary)
+    if gap:
+        out.append(gap)
+    return out
+
+
+def _figures(ctx: Context, r: RunView) -> tuple[list, list[str]]:
+    sm = r.summary
+    figures: list = []
+    notes: list[str] = []
+    base = f"runs/{r.slug}"
+    s = ctx.sample(r)
+
+    def add(fig, name: str, title: str, caption: str) -> None:
+        if fig is not None:
+            figures.append(ctx.figs.add(fig, f"{base}/{name}.png", title, caption, ctx.anon))
+
+    if s is not None and s.shown:
+        note = s.note()
+        suffix = " " + note if note else ""
+        fig = plots.spatial_figure(
+            s, hosts(r), strategies(r), f"Spatial pattern: {r.label}", ctx.anon
+        )
+        add(fig, "spatial", "Spatial pattern", SPATIAL_CAPTION + suffix)
+        fig = plots.temporal_figure(
+            s, hosts(r), f"Temporal pattern: {r.label}", ctx.anon, epochs(r), marks(r)
+        )
+        add(fig, "temporal", "Temporal pattern", TEMPORAL_CAPTION + suffix)
+        notes += _sample_notes(r, s)
+    elif not sm.trace.dxt_available:
+        notes.append(
+            "No per-operation trace (DXT) in this run: no spatial or temporal plot; figures come from counters."
+        )
+    add(plots.sizes_figure(r.table("sizes"), f"Request sizes: {r.label}", ctx.anon), "sizes",
+        "Request sizes", SIZES_CAPTION)  # fmt: skip
+    add(plots.overlap_figure(r.table("overlap"), f"I/O and compute: {r.label}", ctx.anon),
+        "overlap", "I/O and compute", OVERLAP_CAPTION)  # fmt: skip
+    add(plots.nodes_figure(r.table("nodes"), f"Per node: {r.label}", ctx.anon), "nodes",
+        "Per node", NODES_RUN_CAPTION)  # fmt: skip
+    return figures, notes
+
+
+def _sample_notes(r: RunView, s: plots.OpsSample) -> list[str]:
+    notes = []
+    fr = r.table("file_ranks")
+    if fr is not None and {"seg_ops", "ctr_ops"} <= set(fr.columns):
+        only = int((fr["ctr_ops"] - fr["seg_ops"]).clip(lower=0).sum())
+        if only:
+            notes.append(
+                f"{only:,} operations are known only from Darshan's counters (no DXT record, "
+                "e.g. STDIO, which DXT does not trace): they count in the tables, not in the plots."
+            )
+    if s.excluded:
+        notes.append(
+            f"{s.excluded:,} operations on files the analysis leaves out (terminal streams, /dev, ...) are not drawn."
+        )
+    return notes
+
+
+def _files_frame(files: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The files table in report order (most bytes moved first), with its derived columns."""
+    if files is None or files.empty:
+        return None
+    f = files.copy()
+    f["_moved"] = f.get("bytes_read", 0) + f.get("bytes_written", 0)
+    f = f.sort_values(["_moved", "path"], ascending=[False, True])
+    rs = f["read_strategy"] if "read_strategy" in f else pd.Series("", index=f.index)
+    ws = f["write_strategy"] if "write_strategy" in f else pd.Series("", index=f.index)
+    f["strategy"] = rs.where(rs.fillna("") != "", ws).fillna("")
+    f["io_time"] = f.get("read_time", 0).fillna(0) + f.get("write_time", 0).fillna(0)
+    return f
+
+
+def _overlap(sm: RunSummary) -> dict[str, Any]:
+    """The I/O-vs-compute overlap (as DFAnalyzer's overlap summary): sentence and per-epoch rows."""
+    ov = sm.overlap
+    if not ov.available:
+        return {"text": f"Not available: {ov.reason}." if ov.reason else "", "epochs": None}
+    text = (
+        f"Compute known from {ov.compute_source or '?'}. Up to "
+        f"{fmt.seconds(ov.exposed_io_time_in_epochs_max)} of a rank's I/O inside the epochs ran "
+        f"with no compute alongside ({fmt.share(ov.exposed_share_of_epochs_max)} of its epoch time); "
+        f"{fmt.seconds(ov.io_time_outside_epochs_max)} of I/O fell outside the epochs."
+    )
+    return {"text": text, "epochs": records_table(ov.epochs, OVERLAP_EPOCHS, limit=50)}
+
+
+def _signatures(sm: RunSummary) -> list[dict[str, str]]:
+    groups = sm.temporal.signature_groups.get("all") or []
+    return [
+        {
+            "ranks": ", ".join(str(x) for x in g.ranks[:16])
+            + (" ..." if len(g.ranks) > 16 else ""),
+            "signature": str(g.example or "")[:1500],
+        }
+        for g in groups[:6]
+    ]
