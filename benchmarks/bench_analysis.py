@@ -25,18 +25,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from iosweep.testing.stores import build_store, dictionary, table
 from iosweep.trace.schema import SIZE_BIN_LOWER, SIZE_BINS, RankInfo, RunMeta
-from iosweep.trace.store import write_store
 
 CHUNK = 256 * 1024
 SHARD = 64 * 1024 * 1024
 N_SHARDS = 2048
 CKPT_BYTES = 100_000_000
 CKPT_CHUNK = 1 << 20
-
-
-def _dict(values: np.ndarray, names: list[str]) -> pa.DictionaryArray:
-    return pa.DictionaryArray.from_arrays(pa.array(values, pa.int32()), pa.array(names))
 
 
 def synthesize(out: Path, n_segments: int, n_ranks: int, seed: int = 20240601) -> dict:
@@ -73,24 +69,25 @@ def synthesize(out: Path, n_segments: int, n_ranks: int, seed: int = 20240601) -
     ck_t = 5.0 + ck_epoch * epoch_len + 45.0 + ck_i * 1e-3
 
     m = len(ck_i)
-    tab = pa.table(
+    tab = table(
+        "segments",
         {
             "rank": pa.array(np.concatenate([rank, np.zeros(m, np.int32)])),
-            "host": _dict(
+            "host": dictionary(
                 np.concatenate([rank // 4, np.zeros(m, np.int32)]),
                 [f"node{h:03d}" for h in range(n_ranks // 4 + 1)],
             ),
             "pid": pa.array(np.concatenate([pid, np.full(m, 100_000, np.int64)])),
-            "path": _dict(np.concatenate([shard, ck_path]).astype(np.int32), paths),
-            "module": _dict(np.zeros(n + m, np.int32), ["POSIX"]),
-            "op": _dict(
+            "path": dictionary(np.concatenate([shard, ck_path]).astype(np.int32), paths),
+            "module": dictionary(np.zeros(n + m, np.int32), ["POSIX"]),
+            "op": dictionary(
                 np.concatenate([np.zeros(n, np.int32), np.ones(m, np.int32)]), ["read", "write"]
             ),
             "offset": pa.array(np.concatenate([offset, ck_i * CKPT_CHUNK])),
             "length": pa.array(np.concatenate([length, np.full(m, CKPT_CHUNK, np.int64)])),
             "start": pa.array(np.concatenate([t0, ck_t])),
             "end": pa.array(np.concatenate([t0 + dur, ck_t + 8e-4])),
-        }
+        },
     )
     # Counters per (pid, file) as Darshan would keep them, from the same operations.
     key = np.concatenate([pid, np.full(m, 100_000, np.int64)]) * 4096 + np.concatenate(
@@ -106,10 +103,10 @@ def synthesize(out: Path, n_segments: int, n_ranks: int, seed: int = 20240601) -
     bins = np.searchsorted(np.array(SIZE_BIN_LOWER[1:]), lens, side="right")
     ctr = {
         "rank": pa.array(crank),
-        "host": _dict(crank // 4, [f"node{h:03d}" for h in range(n_ranks // 4 + 1)]),
+        "host": dictionary(crank // 4, [f"node{h:03d}" for h in range(n_ranks // 4 + 1)]),
         "pid": pa.array(cpid),
-        "path": _dict(cfile, paths),
-        "module": _dict(np.zeros(k, np.int32), ["POSIX"]),
+        "path": dictionary(cfile, paths),
+        "module": dictionary(np.zeros(k, np.int32), ["POSIX"]),
         "opens": pa.array(np.ones(k, np.int64)),
         "reads": pa.array(np.bincount(inv, weights=~is_w, minlength=k).astype(np.int64)),
         "writes": pa.array(np.bincount(inv, weights=is_w, minlength=k).astype(np.int64)),
@@ -131,15 +128,7 @@ def synthesize(out: Path, n_segments: int, n_ranks: int, seed: int = 20240601) -
     ss = np.tile(np.tile(np.arange(-1, steps_n), epochs), n_ranks)
     st0 = 5.0 + se * epoch_len + np.where(ss < 0, 0.0, ss * 0.4 + 0.1)
     st1 = np.where(ss < 0, 5.0 + (se + 1) * epoch_len - 1.0, st0 + 0.3)
-    steps = pa.table(
-        {
-            "rank": pa.array(sr.astype(np.int32)),
-            "epoch": pa.array(se.astype(np.int32)),
-            "step": pa.array(ss.astype(np.int32)),
-            "start": pa.array(st0),
-            "end": pa.array(st1),
-        }
-    )
+    steps = table("steps", {"rank": sr, "epoch": se, "step": ss, "start": st0, "end": st1})
     ranks = [
         RankInfo(
             rank=r, local_rank=r % 4, size=n_ranks, pid=100_000 + r * 10, host=f"node{r // 4:03d}"
@@ -161,7 +150,7 @@ def synthesize(out: Path, n_segments: int, n_ranks: int, seed: int = 20240601) -
             "rep": 0,
         },
     )
-    write_store(out, meta, {"segments": tab, "counters": pa.table(ctr), "steps": steps})
+    build_store(out, meta, segments=tab, counters=table("counters", ctr), steps=steps)
     return {
         "segments": tab.num_rows,
         "ranks": n_ranks,

@@ -9,134 +9,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from factories import make_store, seg_table
 
 from iosweep.analysis import AnalysisSettings, analyze_run, analyze_sweep, intervals
 from iosweep.analysis.classify import classify_path
 from iosweep.analysis.temporal import human_bytes
 from iosweep.cli import analyze as acli
-from iosweep.trace.schema import SIZE_BINS, Issue, ProcessInfo, RankInfo, RunMeta
+from iosweep.trace.schema import Issue, RunMeta
 from iosweep.trace.store import write_store
-
-# ----------------------------------------------------------------------------------------
-# Store builders
-
-
-def seg_table(rows: list[tuple]) -> pa.Table:
-    """rows: (rank, path, op, offset, length, start, end[, pid[, host[, module]]])."""
-    cols = {
-        k: []
-        for k in ("rank", "path", "op", "offset", "length", "start", "end", "pid", "host", "module")
-    }
-    for r in rows:
-        rank, path, op, off, ln, s, e, *rest = r
-        pid = rest[0] if len(rest) > 0 else 1000 + rank
-        host = rest[1] if len(rest) > 1 else "n0"
-        mod = rest[2] if len(rest) > 2 else "POSIX"
-        for k, v in zip(cols, (rank, path, op, off, ln, s, e, pid, host, mod), strict=True):
-            cols[k].append(v)
-    return pa.table(
-        {
-            "rank": pa.array(cols["rank"], pa.int32()),
-            "host": pa.array(cols["host"]).dictionary_encode(),
-            "pid": pa.array(cols["pid"], pa.int64()),
-            "path": pa.array(cols["path"]).dictionary_encode(),
-            "module": pa.array(cols["module"]).dictionary_encode(),
-            "op": pa.array(cols["op"]).dictionary_encode(),
-            "offset": pa.array(cols["offset"], pa.int64()),
-            "length": pa.array(cols["length"], pa.int64()),
-            "start": pa.array(cols["start"], pa.float64()),
-            "end": pa.array(cols["end"], pa.float64()),
-        }
-    )
-
-
-def ctr_table(rows: list[dict]) -> pa.Table:
-    """rows: dicts with rank, path and any COUNTERS column (the rest 0 / null)."""
-    base = {"host": "n0", "module": "POSIX", "pid": None}
-    ints = [
-        "opens",
-        "stats",
-        "seeks",
-        "fsyncs",
-        "reads",
-        "writes",
-        "bytes_read",
-        "bytes_written",
-        "max_byte_read",
-        "max_byte_written",
-    ] + [f"size_{d}_{b}" for d in ("read", "write") for b in SIZE_BINS]
-    floats = ["read_time", "write_time", "meta_time"]
-    out = {}
-    rows = [base | r for r in rows]
-    out["rank"] = pa.array([r["rank"] for r in rows], pa.int32())
-    out["pid"] = pa.array(
-        [r["pid"] if r["pid"] is not None else 1000 + r["rank"] for r in rows], pa.int64()
-    )
-    for k in ("host", "path", "module"):
-        out[k] = pa.array([r[k] for r in rows]).dictionary_encode()
-    for k in ints:
-        out[k] = pa.array([r.get(k, 0) for r in rows], pa.int64())
-    for k in floats:
-        out[k] = pa.array([r.get(k, 0.0) for r in rows], pa.float64())
-    for k in ("open_start", "close_end"):
-        out[k] = pa.array([r.get(k) for r in rows], pa.float64())
-    return pa.table(out)
-
-
-def steps_table(rows: list[tuple]) -> pa.Table:
-    """rows: (rank, epoch, step, start, end)."""
-    r, e, s, a, b = zip(*rows, strict=True) if rows else ([], [], [], [], [])
-    return pa.table(
-        {
-            "rank": pa.array(r, pa.int32()),
-            "epoch": pa.array(e, pa.int32()),
-            "step": pa.array(s, pa.int32()),
-            "start": pa.array(a, pa.float64()),
-            "end": pa.array(b, pa.float64()),
-        }
-    )
-
-
-def make_store(
-    path: Path,
-    segs: list[tuple] | None = None,
-    n_ranks: int = 1,
-    counters: list[dict] | None = None,
-    steps: list[tuple] | None = None,
-    hosts: dict[int, str] | None = None,
-    processes: bool = True,
-    **meta_kw,
-) -> Path:
-    hosts = hosts or {}
-    ranks = [
-        RankInfo(rank=r, local_rank=r, size=n_ranks, pid=1000 + r, host=hosts.get(r, "n0"))
-        for r in range(n_ranks)
-    ]
-    meta_kw.setdefault("start", 0.0)
-    meta_kw.setdefault("end", 100.0)
-    meta_kw.setdefault("tracer", "darshan")
-    procs = (
-        [
-            ProcessInfo(
-                source=f"log-{r}", pid=1000 + r, host=hosts.get(r, "n0"), rank=r, role="rank"
-            )
-            for r in range(n_ranks)
-        ]
-        if processes
-        else []
-    )
-    meta_kw.setdefault("processes", procs)
-    meta = RunMeta(
-        run_id=meta_kw.pop("run_id", path.name), clock_zero=1.7e9, ranks=ranks, **meta_kw
-    )
-    tables = {}
-    if segs:
-        tables["segments"] = seg_table(segs)
-    if counters:
-        tables["counters"] = ctr_table(counters)
-    if steps:
-        tables["steps"] = steps_table(steps)
-    return write_store(path, meta, tables)
 
 
 def run(tmp_path: Path, store: Path, **settings) -> dict:

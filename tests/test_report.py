@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from factories import synthetic_store
 
 from iosweep import analysis
 from iosweep.cli import report as rcli
@@ -32,8 +33,6 @@ from iosweep.report.data import slugify
 from iosweep.report.plots import ops_sample
 from iosweep.sampling import allocate
 from iosweep.trace import ingest as ingest_mod
-from iosweep.trace.schema import RankInfo, RunMeta
-from iosweep.trace.store import write_store
 
 # The user and prefixes the test manifests mention, which --anonymize must hide.
 USER = "alice"
@@ -334,62 +333,9 @@ def test_anonymizer_unit():
 EVIL = "<script>alert(1)</script>"
 
 
-def _synthetic_store(
-    path: Path,
-    n: int,
-    paths: list[str],
-    host: str = "n0",
-    run_id: str = "framework~pytorch/nodes~1/ppn~4/rep~0",
-    steps: pa.Table | None = None,
-    checkpoint_writes: bool = True,
-    **meta,
-) -> Path:
-    """A store of ``n`` reads spread over 4 ranks and ``paths``, plus 2 checkpoint writes by rank 0."""
-    rng = np.random.default_rng(0)
-    ranks = np.arange(n) % 4
-    t = np.sort(rng.uniform(0, 100, n))
-    f = rng.integers(0, len(paths), n)
-    length = 2 ** rng.integers(8, 22, n)
-    offset = (rng.integers(0, 1 << 12, n) * 4096).astype(np.int64)
-    ck = "/ckpt/checkpoint-0.pt"
-    seg = pa.table(
-        {
-            "rank": pa.array(np.concatenate([ranks, [0, 0]]).astype(np.int32)),
-            "host": pa.array([host] * (n + 2)).dictionary_encode(),
-            "path": pa.array([paths[i] for i in f] + [ck, ck]).dictionary_encode(),
-            "module": pa.array(["POSIX"] * (n + 2)).dictionary_encode(),
-            "op": pa.array(["read"] * n + ["write", "write"]).dictionary_encode(),
-            "offset": pa.array(np.concatenate([offset, [0, 1 << 20]]).astype(np.int64)),
-            "length": pa.array(np.concatenate([length, [1 << 20, 4096]]).astype(np.int64)),
-            "start": pa.array(np.concatenate([t, [50.0, 50.1]])),
-            "end": pa.array(np.concatenate([t + 1e-4, [50.05, 50.11]])),
-        }
-    )
-    m = RunMeta(
-        run_id=run_id,
-        clock_zero=1.7e9,
-        tracer="darshan",
-        start=0.0,
-        end=101.0,
-        params={
-            "framework": "pytorch",
-            "tracer": "darshan",
-            "nodes": 1,
-            "ppn": 4,
-            "ranks": 4,
-            "rep": 0,
-        },
-        ranks=[RankInfo(r, r, 4, 100 + r, host) for r in range(4)],
-        **meta,
-    )
-    if not checkpoint_writes:  # as DFTracer records a run: torch.save's writes are not seen
-        seg = seg.slice(0, n)
-    return write_store(path, m, {"segments": seg, "steps": steps})
-
-
 def test_names_from_traces_are_escaped(tmp_path):
     evil_path = f"/data/{EVIL}"
-    store = _synthetic_store(
+    store = synthetic_store(
         tmp_path / "store",
         2000,
         [evil_path, "/data/$x$ and 'q' \"dq\".bin"],
@@ -435,7 +381,7 @@ def test_epochs_and_overlap_with_compute(tmp_path):
             "end": pa.array(cols[4], pa.float64()),
         }
     )
-    store = _synthetic_store(tmp_path / "store", 3000, ["/data/a.bin", "/data/b.bin"], steps=steps)
+    store = synthetic_store(tmp_path / "store", 3000, ["/data/a.bin", "/data/b.bin"], steps=steps)
     analysis.analyze_run(store, tmp_path / "analysis")
     out = render_report([tmp_path / "analysis"], None, tmp_path / "r.html")
     run = _text(
@@ -461,7 +407,7 @@ def test_checkpoints_the_tracer_missed(tmp_path):
         "outputs": [{"path": "/r/checkpoints/checkpoint-0.pt", "size": 61135},
                     {"path": "/r/checkpoints/checkpoint-1.pt", "size": 61135}],
     }  # fmt: skip
-    store = _synthetic_store(
+    store = synthetic_store(
         tmp_path / "store", 2000, ["/data/a.bin"], checkpoint_writes=False, manifest=manifest
     )
     analysis.analyze_run(store, tmp_path / "analysis")
@@ -489,7 +435,7 @@ def test_sampling_keeps_rare_strata():
 def test_two_million_segments_stay_under_20_mb(tmp_path):
     n = 2_000_000
     paths = [f"/data/shard-{i:03d}.bin" for i in range(64)]
-    store = _synthetic_store(tmp_path / "store", n, paths)
+    store = synthetic_store(tmp_path / "store", n, paths)
     sm = analysis.analyze_run(store, tmp_path / "analysis")
     settings = ReportSettings(max_points_per_plot=100_000)
     # the analysis keeps plot_sample_ops (200,000) operations; the report draws 100,000 of them

@@ -1,0 +1,131 @@
+"""Synthetic trace stores for the tests, built with :mod:`iosweep.testing.stores` (whose
+columns come from the data model). Rows are written the way the tests state their facts:
+segments as tuples, counters as mappings, steps as tuples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from iosweep.testing.stores import build_store, run_meta, table
+from iosweep.trace.schema import RankInfo, RunMeta
+from iosweep.trace.store import write_store
+
+SEGMENT_FIELDS = ("rank", "path", "op", "offset", "length", "start", "end", "pid", "host", "module")
+
+
+def seg_table(rows: list[tuple]) -> pa.Table:
+    """rows: (rank, path, op, offset, length, start, end[, pid[, host[, module]]]); the pid
+    defaults to 1000 + rank, the host to n0, the module to POSIX."""
+    out = []
+    for r in rows:
+        rank, *_ = r
+        full = (*r, *(1000 + rank, "n0", "POSIX")[len(r) - 7 :])
+        out.append(dict(zip(SEGMENT_FIELDS, full, strict=True)))
+    return table("segments", out)
+
+
+def ctr_table(rows: list[dict]) -> pa.Table:
+    """rows: dicts with rank, path and any counters column; the others 0 (times 0.0, open and
+    close times null), pid 1000 + rank, host n0, module POSIX."""
+    full = [
+        {"host": "n0", "module": "POSIX", **r, "pid": r.get("pid") or 1000 + r["rank"]}
+        for r in rows
+    ]
+    zeros = {
+        f.name: (0.0 if pa.types.is_floating(f.type) else 0)
+        for f in table("counters", []).schema
+        if (pa.types.is_integer(f.type) or pa.types.is_floating(f.type))
+        and f.name not in ("rank", "pid", "open_start", "close_end", "file_id")
+    }
+    return table("counters", full, fill=zeros)
+
+
+def steps_table(rows: list[tuple]) -> pa.Table:
+    """rows: (rank, epoch, step, start, end)."""
+    return table(
+        "steps",
+        [dict(zip(("rank", "epoch", "step", "start", "end"), r, strict=True)) for r in rows],
+    )
+
+
+def make_store(
+    path: Path,
+    segs: list[tuple] | None = None,
+    n_ranks: int = 1,
+    counters: list[dict] | None = None,
+    steps: list[tuple] | None = None,
+    hosts: dict[int, str] | None = None,
+    processes: bool = True,
+    **meta_kw,
+) -> Path:
+    """A store of ``n_ranks`` ranks (pids 1000 + r) over [0, 100] s, traced by Darshan."""
+    meta_kw.setdefault("start", 0.0)
+    meta_kw.setdefault("end", 100.0)
+    meta_kw.setdefault("tracer", "darshan")
+    meta = run_meta(
+        meta_kw.pop("run_id", path.name), n_ranks, hosts, traced=bool(processes), **meta_kw
+    )
+    return build_store(
+        path,
+        meta,
+        segments=seg_table(segs) if segs else None,
+        counters=ctr_table(counters) if counters else None,
+        steps=steps_table(steps) if steps else None,
+    )
+
+
+def synthetic_store(
+    path: Path,
+    n: int,
+    paths: list[str],
+    host: str = "n0",
+    run_id: str = "framework~pytorch/nodes~1/ppn~4/rep~0",
+    steps: pa.Table | None = None,
+    checkpoint_writes: bool = True,
+    **meta,
+) -> Path:
+    """A store of ``n`` reads spread over 4 ranks and ``paths``, plus 2 checkpoint writes by rank 0."""
+    rng = np.random.default_rng(0)
+    ranks = np.arange(n) % 4
+    t = np.sort(rng.uniform(0, 100, n))
+    f = rng.integers(0, len(paths), n)
+    length = 2 ** rng.integers(8, 22, n)
+    offset = (rng.integers(0, 1 << 12, n) * 4096).astype(np.int64)
+    ck = "/ckpt/checkpoint-0.pt"
+    seg = table(
+        "segments",
+        {
+            "rank": np.concatenate([ranks, [0, 0]]),
+            "host": [host] * (n + 2),
+            "path": [paths[i] for i in f] + [ck, ck],
+            "module": ["POSIX"] * (n + 2),
+            "op": ["read"] * n + ["write", "write"],
+            "offset": np.concatenate([offset, [0, 1 << 20]]),
+            "length": np.concatenate([length, [1 << 20, 4096]]),
+            "start": np.concatenate([t, [50.0, 50.1]]),
+            "end": np.concatenate([t + 1e-4, [50.05, 50.11]]),
+        },
+    )
+    m = RunMeta(
+        run_id=run_id,
+        clock_zero=1.7e9,
+        tracer="darshan",
+        start=0.0,
+        end=101.0,
+        params={
+            "framework": "pytorch",
+            "tracer": "darshan",
+            "nodes": 1,
+            "ppn": 4,
+            "ranks": 4,
+            "rep": 0,
+        },
+        ranks=[RankInfo(r, r, 4, 100 + r, host) for r in range(4)],
+        **meta,
+    )
+    if not checkpoint_writes:  # as DFTracer records a run: torch.save's writes are not seen
+        seg = seg.slice(0, n)
+    return write_store(path, m, {"segments": seg, "steps": steps})
