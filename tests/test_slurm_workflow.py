@@ -25,9 +25,10 @@ SNAKEMAKE = Path(sys.executable).parent / "snakemake"
 pytestmark = [pytest.mark.slurm, pytest.mark.integration]
 
 
-def _tiny_config(tmp_path, **sweep):
+def _tiny_config(tmp_path, extra: dict | None = None, **sweep):
     config = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
     config["sweep"].update(sweep)
+    config.update(extra or {})
     config["results"] = str(tmp_path / "results")
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -74,6 +75,25 @@ def _manifests(results: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((results / "runs").rglob("manifest.json"))]
 
 
+def _check_staged_on_each_node(m: dict, run_dir: Path) -> None:
+    """One copy per node, into that node's own /tmp, and the ranks read their node's copy."""
+    import pandas as pd
+
+    st = m["staging"]
+    assert [n["host"] for n in st["nodes"]] == ["simnode1", "simnode2"]
+    assert st["dir"].startswith("/tmp/iosweep-") and all(
+        n["dest"] == st["dir"] for n in st["nodes"]
+    )
+    assert all(n["files"] == 32 for n in st["nodes"])
+    seg = pd.read_parquet(run_dir / "store" / "segments.parquet")
+    jpeg = seg[seg["path"].astype(str).str.endswith(".JPEG")]
+    assert len(jpeg) and jpeg["path"].astype(str).str.startswith(st["dir"] + "/").all()
+    host_of = {r["rank"]: r["host"] for r in m["ranks"]}
+    assert {host_of[r] for r in jpeg["rank"].unique()} == {"simnode1", "simnode2"}
+    # the copies lived in the nodes' private /tmp, not in this host's
+    assert not Path(st["dir"]).exists()
+
+
 def test_profile_slurm_one_node(tmp_path):
     if reason := skip_reason(nodes=1):
         pytest.skip(reason)
@@ -101,14 +121,33 @@ def test_profile_slurm_one_node(tmp_path):
 def test_profile_slurm_two_emulated_nodes(tmp_path):
     if reason := skip_reason(nodes=2):
         pytest.skip(reason)
+    # ... and a staged ImageNet-style point on both nodes: each stages into its private /tmp
+    staged = {
+        "workloads": ["imagenet"],
+        "nodes": [2],
+        "procs_per_node": [1],
+        "steps_per_epoch": [0],
+        "batch_size": [8],
+        "staging": ["node-local"],
+    }
+    extra = {
+        "dataset": {
+            "train_size": 2048,
+            "test_size": 256,
+            "imagenet": {"classes": 4, "images_per_class": 8},
+        },
+        "training": {"collect_wait": 20, "timeout": 600, "imagenet": {"image_size": 32}},
+        "staging": {"dir": "/tmp"},
+    }
     config_path, results = _tiny_config(
-        tmp_path, nodes=[1, 2], procs_per_node=[1, 2], epochs=[1], steps_per_epoch=[3]
-    )
+        tmp_path, extra, nodes=[1, 2], procs_per_node=[1, 2], epochs=[1], steps_per_epoch=[3],
+        include=[staged],
+    )  # fmt: skip
     with slurm_cluster(
         nodes=2, cpus=2, state_dir=Path("/var/tmp/iosweep-t2"), shared=[tmp_path, REPO]
     ) as cluster:
         output = _run_profile(cluster, config_path)
-    assert len(_submitted_jobs(output)["train_pytorch"]) == 4
+    assert len(_submitted_jobs(output)["train_pytorch"]) == 5
     for m in _manifests(results):
         p = m["params"]
         assert m["status"] == "ok", (m["run_id"], m["reason"], m["log_tail"])
@@ -134,6 +173,8 @@ def test_profile_slurm_two_emulated_nodes(tmp_path):
         if p["ppn"] == 2:
             # every rank reads the whole shared dataset: once per rank, not once per node
             assert {n["read_once_per"] for n in per_node.values()} == {"rank"}
+        if p["staging"] == "node-local":
+            _check_staged_on_each_node(m, run_dir)
 
     html = (results / "report" / "report.html").read_text()
     assert "simnode1" in html and "simnode2" in html

@@ -113,6 +113,9 @@ def _description(error: jsonschema.ValidationError) -> str:
 
 def _explain(error: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
     where = _key_path(error)
+    sub = error.schema if isinstance(error.schema, dict) else {}
+    if "x-error" in sub:  # the schema's own words for a value that is known not to work
+        return f"config key {where!r}: {error.instance!r} is not allowed: {sub['x-error']}"
     if error.validator == "additionalProperties":
         sub = error.schema if isinstance(error.schema, dict) else {}
         allowed = sorted(sub.get("properties", {}))
@@ -159,17 +162,22 @@ def load_config(path: Path | str) -> dict[str, Any]:
     return validate_config(config)
 
 
-# Sweep dimensions: config list name -> (point field, directory key). Dimensions always
-# shown in a run's path come first; the others appear only when swept (more than one value).
+# Sweep dimensions: (config list name, point field, directory key), in run-id order. A
+# dimension appears in a run's directory name when the sweep has more than one value of it;
+# frameworks, nodes and procs_per_node always do.
 _DIMENSIONS = [
-    ("frameworks", "framework", "framework", True),
-    ("tracers", "tracer", "tracer", False),
-    ("nodes", "nodes", "nodes", True),
-    ("procs_per_node", "ppn", "ppn", True),
-    ("epochs", "epochs", "epochs", False),
-    ("steps_per_epoch", "steps", "steps", False),
-    ("batch_size", "batch_size", "batch", False),
+    ("frameworks", "framework", "framework"),
+    ("workloads", "workload", "workload"),
+    ("tracers", "tracer", "tracer"),
+    ("nodes", "nodes", "nodes"),
+    ("procs_per_node", "ppn", "ppn"),
+    ("epochs", "epochs", "epochs"),
+    ("steps_per_epoch", "steps", "steps"),
+    ("batch_size", "batch_size", "batch"),
+    ("loader_workers", "loader_workers", "workers"),
+    ("staging", "staging", "staging"),
 ]
+_ALWAYS = {"frameworks", "nodes", "procs_per_node"}
 
 
 @dataclass(frozen=True)
@@ -181,10 +189,13 @@ class SweepPoint:
     nodes: int
     ppn: int
     epochs: int
-    steps: int
+    steps: int  # per rank and epoch; 0 = the whole epoch
     batch_size: int
     rep: int
     run_id: str  # relative directory, e.g. framework~pytorch/nodes~1/ppn~4/rep~0
+    workload: str = "mnist"
+    loader_workers: int = 0
+    staging: str = "none"
 
     @property
     def ranks(self) -> int:
@@ -197,22 +208,36 @@ class SweepPoint:
         return d
 
 
-def expand_sweep(config: dict[str, Any]) -> list[SweepPoint]:
-    """All sweep points x repeats, in a stable order (smallest scale first)."""
+def sweep_blocks(config: dict[str, Any]) -> list[dict[str, list[Any]]]:
+    """The sweep's blocks of points: the main one, then each ``include`` block completed with
+    the main block's values of the dimensions it does not name."""
     sweep = config["sweep"]
-    lists = [sweep[name] for name, *_ in _DIMENSIONS]
-    points = []
-    for values in itertools.product(*lists):
-        for rep in range(config["repeats"]):
-            fields = {field: v for (_, field, _, _), v in zip(_DIMENSIONS, values, strict=True)}
+    main = {name: sweep[name] for name, *_ in _DIMENSIONS}
+    return [main, *({**main, **extra} for extra in sweep.get("include") or [])]
+
+
+def expand_sweep(config: dict[str, Any]) -> list[SweepPoint]:
+    """All sweep points x repeats, in a stable order (block by block, smallest scale first
+    within a block); a point that two blocks share is listed once."""
+    blocks = sweep_blocks(config)
+    shown = {
+        name
+        for name, *_ in _DIMENSIONS
+        if name in _ALWAYS or len({v for b in blocks for v in b[name]}) > 1
+    }
+    points: dict[str, SweepPoint] = {}
+    for block in blocks:
+        for values in itertools.product(*(block[name] for name, *_ in _DIMENSIONS)):
+            fields = {field: v for (_, field, _), v in zip(_DIMENSIONS, values, strict=True)}
             parts = [
                 f"{key}~{v}"
-                for (name, _, key, always), v in zip(_DIMENSIONS, values, strict=True)
-                if always or len(sweep[name]) > 1
+                for (name, _, key), v in zip(_DIMENSIONS, values, strict=True)
+                if name in shown
             ]
-            parts.append(f"rep~{rep}")
-            points.append(SweepPoint(**fields, rep=rep, run_id="/".join(parts)))
-    return points
+            for rep in range(config["repeats"]):
+                run_id = "/".join([*parts, f"rep~{rep}"])
+                points.setdefault(run_id, SweepPoint(**fields, rep=rep, run_id=run_id))
+    return list(points.values())
 
 
 def point_by_run_id(config: dict[str, Any], run_id: str) -> SweepPoint:

@@ -60,10 +60,20 @@ def point(wildcards):
     return POINTS[wildcards.run_id]
 
 
-def max_ranks(framework):
+def max_ranks(framework, workload):
     return max(
-        (p.ranks for p in POINTS.values() if p.framework == framework), default=0
+        (
+            p.ranks
+            for p in POINTS.values()
+            if p.framework == framework and p.workload == workload
+        ),
+        default=0,
     )
+
+
+def dataset_json(wildcards):
+    """The description of the dataset a training point reads."""
+    return f"{RESULTS}/datasets/{point(wildcards).workload}/dataset.json"
 
 
 # SLURM resources of a training job, following the SLURM executor plugin's MPI rules:

@@ -1,6 +1,7 @@
+# The datasets, each made once and read by every point of its workload.
 rule prepare_dataset:
     output:
-        f"{RESULTS}/dataset/dataset.json",
+        f"{RESULTS}/datasets/mnist/dataset.json",
     log:
         f"{RESULTS}/logs/prepare_dataset.log",
     benchmark:
@@ -13,6 +14,24 @@ rule prepare_dataset:
         train_size=config["dataset"]["train_size"],
         test_size=config["dataset"]["test_size"],
         url=config["dataset"]["url"],
-        npz_copies=max_ranks("tensorflow"),
+        npz_copies=max_ranks("tensorflow", "mnist"),
     script:
         "../scripts/prepare_dataset.py"
+
+
+# Bad input (no images, no such directory) does not fail the rule: dataset.json says
+# `status: failed` and why, and every ImageNet-style point is reported failed with that reason.
+rule prepare_imagenet:
+    output:
+        f"{RESULTS}/datasets/imagenet/dataset.json",
+    log:
+        f"{RESULTS}/logs/prepare_imagenet.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/prepare_imagenet.tsv"
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 8  # capped at the cores there are
+    params:
+        **config["dataset"]["imagenet"],
+    script:
+        "../scripts/prepare_imagenet.py"

@@ -5,7 +5,7 @@ for framework in ("pytorch", "tensorflow"):
         name:
             f"train_{framework}"
         input:
-            dataset=rules.prepare_dataset.output[0],
+            dataset=dataset_json,
         output:
             manifest=f"{RESULTS}/runs/{{run_id}}/manifest.json",
         log:

@@ -8,6 +8,7 @@ points of the sweep go on and the report can say what happened and why.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -26,14 +27,22 @@ import iosweep
 from iosweep.config import SweepPoint
 from iosweep.provenance import git_revision
 from iosweep.run.launch import LaunchError, LaunchSpec, build_command, choose_launcher
-from iosweep.run.tracers import TracerError, resolve_tracer
+from iosweep.run.tracers import TracerError, TracerSpec, resolve_tracer
 
 SRC_DIR = Path(iosweep.__file__).resolve().parent.parent  # .../src, put on every rank's PYTHONPATH
 REPO_DIR = SRC_DIR.parent
 
+# The training script of each (framework, workload), and each framework's (Horovod, framework)
+# modules, which an interpreter must import to run it.
 TRAINING_MODULES = {
-    "pytorch": ("iosweep.run.training.pytorch_mnist", "horovod.torch", "torch"),
-    "tensorflow": ("iosweep.run.training.tensorflow2_mnist", "horovod.tensorflow", "tensorflow"),
+    ("pytorch", "mnist"): "iosweep.run.training.pytorch_mnist",
+    ("tensorflow", "mnist"): "iosweep.run.training.tensorflow2_mnist",
+    ("pytorch", "imagenet"): "iosweep.run.training.pytorch_imagenet",
+    ("tensorflow", "imagenet"): "iosweep.run.training.tensorflow2_imagenet",
+}
+FRAMEWORK_MODULES = {
+    "pytorch": ("horovod.torch", "torch"),
+    "tensorflow": ("horovod.tensorflow", "tensorflow"),
 }
 # Interpreters tried for a framework when the config does not name one.
 DEFAULT_PYTHONS = {
@@ -45,7 +54,7 @@ RUN_SUBDIRS = ("ranks", "traces", "progress", "checkpoints")
 
 def _probe_python(python: str, framework: str) -> tuple[dict[str, str] | None, str]:
     """Versions of the framework stack under ``python``, or (None, why it cannot run)."""
-    _, hvd_module, fw_module = TRAINING_MODULES[framework]
+    hvd_module, fw_module = FRAMEWORK_MODULES[framework]
     code = (
         "import json, sys, numpy\n"
         f"import {fw_module} as fw\n"
@@ -170,7 +179,7 @@ def _read_json_files(directory: Path, pattern: str) -> list[dict[str, Any]]:
     return out
 
 
-def _new_manifest(point: SweepPoint, dataset_dir: Path) -> dict[str, Any]:
+def _new_manifest(point: SweepPoint, data: dict[str, Any]) -> dict[str, Any]:
     """The manifest before the job runs (docs/data-model.md lists its fields)."""
     return {
         "run_id": point.run_id,
@@ -194,7 +203,10 @@ def _new_manifest(point: SweepPoint, dataset_dir: Path) -> dict[str, Any]:
         },
         "command": [],
         "log_tail": "",
-        "dataset": str(dataset_dir),
+        "dataset": str(data.get("path", "")),
+        "data": data,
+        "staging": None,
+        "tracer_warnings": [],
         "outputs": [],
         "slurm_job_id": os.environ.get("SLURM_JOB_ID", ""),
         "slurm": {
@@ -205,26 +217,52 @@ def _new_manifest(point: SweepPoint, dataset_dir: Path) -> dict[str, Any]:
     }
 
 
+def describe_data(point: SweepPoint, dataset_dir: Path) -> dict[str, Any]:
+    """What the ranks read: the dataset's description (``dataset.json``) with the directory
+    the training script is given; ``status: failed`` (and why) if the dataset is unusable."""
+    try:
+        desc = json.loads((dataset_dir / "dataset.json").read_text())
+    except OSError:  # a directory of files made elsewhere: the job finds out
+        return {"workload": point.workload, "status": "unknown", "path": str(dataset_dir)}
+    except ValueError as e:
+        return {"workload": point.workload, "status": "failed", "reason": f"{dataset_dir}: {e}"}
+    if point.workload == "imagenet":
+        return {**desc, "path": desc.get("root") or str(dataset_dir)}
+    files = desc.get("files") or {}
+    return {
+        "workload": "mnist",
+        "status": "ok",
+        "path": str(dataset_dir),
+        "source": desc.get("source"),
+        "files": len(files),
+        "bytes": int(sum(files.values())),
+    }
+
+
 def _program(
-    python: str, point: SweepPoint, training: dict[str, Any], run_dir: Path, dataset_dir: Path
+    python: str, point: SweepPoint, training: dict[str, Any], run_dir: Path, data_dir: str
 ) -> list[str]:
     """What the launcher starts on every rank: the rank wrapper, then the training script."""
-    module = TRAINING_MODULES[point.framework][0]
+    module = TRAINING_MODULES[(point.framework, point.workload)]
     program = [
         python, "-m", "iosweep.run.rank_wrapper", "--run-dir", str(run_dir), "--",
         python, "-m", module,
-        "--data", str(dataset_dir),
+        "--data", data_dir,
         "--epochs", str(point.epochs),
         "--steps-per-epoch", str(point.steps),
         "--batch-size", str(point.batch_size),
-        "--lr", str(training["learning_rate"]),
         "--threads", str(training["threads_per_rank"]),
         "--progress", str(run_dir / "progress" / "rank-{rank}.json"),
     ]  # fmt: skip
+    program += ["--lr", str(training["learning_rate"])]
+    if point.workload == "imagenet":
+        im = training["imagenet"]
+        program += ["--image-size", str(im["image_size"]), "--arch", im["arch"]]
+        program += ["--device", im["device"], "--loader-workers", str(point.loader_workers)]
+    elif point.framework == "pytorch":
+        program += ["--loader-workers", str(point.loader_workers)]
     if training["checkpoint"]:
         program += ["--checkpoint-dir", str(run_dir / "checkpoints")]
-    if point.framework == "pytorch":
-        program += ["--loader-workers", str(training["loader_workers"])]
     return program
 
 
@@ -261,12 +299,150 @@ def _collect_progress(manifest: dict[str, Any], run_dir: Path, n_ranks: int) -> 
         manifest["phases"][str(doc["rank"])] = doc["phases"]
         if doc["rank"] == 0:
             manifest["metrics"] = doc["metrics"]
+    manifest["errors"] = {
+        str(e["rank"]): e["error"] for e in _read_json_files(run_dir / "progress", "rank-*.error")
+    }
     finished = {int(r) for r in manifest["phases"]}
     expected = list(range(n_ranks))
     missing_rank = [r for r in expected if r not in {x["rank"] for x in ranks}]
     unfinished = [r for r in expected if r not in finished]
     manifest["failed_ranks"] = sorted(set(missing_rank) | set(unfinished))
     return ranks
+
+
+class _Stop(Exception):
+    """Ends a point early: its status (failed, skipped) and the reason."""
+
+    def __init__(self, status: str, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+def _clean(run_dir: Path) -> None:
+    """A rerun must not mix an earlier attempt's files into the new run."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for sub in (*RUN_SUBDIRS, "staging"):
+        shutil.rmtree(run_dir / sub, ignore_errors=True)
+    for stale in ("tracer.json", "darshan.conf", "launcher.log", "staging.log"):
+        (run_dir / stale).unlink(missing_ok=True)
+
+
+def _spec(
+    config: dict[str, Any], point: SweepPoint, ppn: int, program: list[str], env
+) -> LaunchSpec:
+    lc = config["launcher"]
+    return LaunchSpec(
+        launcher=choose_launcher(lc["kind"], env),
+        nodes=point.nodes,
+        ppn=ppn,
+        program=program,
+        env_names=[
+            v for v in ("PYTHONPATH", "PATH", "OMP_NUM_THREADS", "LD_LIBRARY_PATH") if v in env
+        ],
+        hosts=list(lc["hosts"]),
+        extra_args=list(lc["extra_args"]),
+        srun_mpi=lc["srun_mpi"],
+        allow_run_as_root=lc["allow_run_as_root"],
+        oversubscribe=lc["oversubscribe"],
+    )
+
+
+def _command(spec: LaunchSpec, env: dict[str, str], python: str) -> list[str]:
+    cmd = build_command(spec, env)
+    # horovodrun lives in the framework's environment, which need not be on PATH
+    beside = Path(python).parent / cmd[0]
+    if cmd[0] == "horovodrun" and beside.exists():
+        cmd[0] = str(beside)
+    return cmd
+
+
+def staging_dir(config: dict[str, Any], run_dir: Path) -> Path:
+    """Where a run's node-local copy goes: ``staging.dir`` (auto: /dev/shm, else /tmp) /
+    ``iosweep-<hash of the run directory>``, the same path on every node."""
+    d = config["staging"]["dir"]
+    if d == "auto":
+        d = "/dev/shm" if os.access("/dev/shm", os.W_OK) else "/tmp"
+    tag = hashlib.sha1(str(run_dir).encode()).hexdigest()[:12]
+    return Path(d).expanduser() / f"iosweep-{tag}"
+
+
+def _stage(config, point, run_dir, data, python, env, log) -> dict[str, Any]:
+    """Copy the dataset into every node's local storage, one task per node; the copies'
+    records (host, files, bytes, start, end) as the manifest's ``staging``."""
+    dest = staging_dir(config, run_dir)
+    prog = [python, "-m", "iosweep.run.stage", "copy", "--src", data["path"], "--dest", str(dest),
+            "--record", str(run_dir / "staging")]  # fmt: skip
+    cmd = _command(_spec(config, point, 1, prog, env), env, python)
+    log(f"{point.run_id}: staging {data['path']} -> {dest} on {point.nodes} node(s)")
+    code, timed_out = _run_launcher(
+        cmd, env, config["training"]["timeout"], run_dir / "staging.log"
+    )
+    records = _read_json_files(run_dir / "staging", "*.json")
+    if code != 0 or timed_out or len(records) < point.nodes:
+        tail = _tail(run_dir / "staging.log", 5).strip()
+        raise _Stop(
+            "failed", f"staging into {dest} failed on some node: {tail or f'exit code {code}'}"
+        )
+    return {
+        "dir": str(dest),
+        "command": cmd,
+        "nodes": sorted(records, key=lambda r: r["host"]),
+        "files": records[0]["files"],
+        "bytes": records[0]["bytes"],
+        "start": min(r["start"] for r in records),
+        "end": max(r["end"] for r in records),
+    }
+
+
+def _unstage(config, point, run_dir, staging, python, env) -> None:
+    if config["staging"]["keep"] or not staging:
+        return
+    prog = [python, "-m", "iosweep.run.stage", "remove", "--dest", staging["dir"]]
+    cmd = _command(_spec(config, point, 1, prog, env), env, python)
+    with contextlib.suppress(OSError):
+        _run_launcher(cmd, env, 600, run_dir / "unstage.log")
+
+
+def _tracer(
+    config, point, run_dir: Path, data: dict[str, Any], data_dirs: list[Path]
+) -> TracerSpec:
+    tc = config["tracer"]
+    try:
+        return resolve_tracer(
+            point.tracer,
+            run_dir,
+            data_dirs=[*data_dirs, run_dir / "checkpoints"],
+            darshan_lib=tc["darshan_lib"],
+            exclude=[*tc["exclude"], f"^{run_dir}/(progress|ranks)/"],
+            max_records=tc["max_records"],
+            modmem_mb=tc["modmem_mb"],
+            dataset_files=int(data.get("files") or 0),
+        )
+    except TracerError as e:
+        raise _Stop("failed", str(e)) from None
+
+
+def _verdict(manifest: dict[str, Any], training: dict[str, Any], exit_code: int, timed_out: bool,
+             trace_problems: dict[int, str]) -> tuple[str, str]:  # fmt: skip
+    if timed_out:
+        return "failed", f"timed out after {training['timeout']} s (training.timeout)"
+    if exit_code != 0:
+        errors = manifest.get("errors") or {}
+        first = (
+            f"rank {min(errors, key=int)}: {errors[min(errors, key=int)]}"
+            if errors
+            else "see log_tail"
+        )
+        return "failed", (
+            f"launcher exited with code {exit_code}; failed ranks: "
+            f"{manifest['failed_ranks'] or 'unknown'}; {first}"
+        )
+    if manifest["failed_ranks"]:
+        return "failed", f"ranks {manifest['failed_ranks']} did not finish"
+    if trace_problems:
+        detail = "; ".join(f"rank {r}: {p}" for r, p in sorted(trace_problems.items()))
+        return "partial", f"traces incomplete after {training['collect_wait']} s: {detail}"
+    return "ok", ""
 
 
 def run_point(
@@ -279,13 +455,9 @@ def run_point(
     """Run ``point`` into ``run_dir`` and return (and write) its manifest."""
     run_dir = Path(run_dir).resolve()
     dataset_dir = Path(dataset_dir).resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    for sub in RUN_SUBDIRS:  # a rerun must not mix old ranks' logs into the new run
-        shutil.rmtree(run_dir / sub, ignore_errors=True)
-    for stale in ("tracer.json", "darshan.conf", "launcher.log"):
-        (run_dir / stale).unlink(missing_ok=True)
-    training, launcher_cfg, tracer_cfg = config["training"], config["launcher"], config["tracer"]
-    manifest = _new_manifest(point, dataset_dir)
+    _clean(run_dir)
+    data = describe_data(point, dataset_dir)
+    manifest = _new_manifest(point, data)
 
     def finish(status: str, reason: str = "") -> dict[str, Any]:
         manifest["status"], manifest["reason"] = status, reason
@@ -293,71 +465,67 @@ def run_point(
         log(f"{point.run_id}: {status}{': ' + reason if reason else ''}")
         return manifest
 
+    try:
+        return finish(*_run(config, point, run_dir, data, manifest, log))
+    except _Stop as stop:
+        return finish(stop.status, stop.reason)
+    except LaunchError as e:
+        return finish("failed", str(e))
+
+
+def _run(config, point, run_dir, data, manifest, log) -> tuple[str, str]:
+    """The point's job, filling ``manifest``; returns (status, reason)."""
+    training = config["training"]
+    if data.get("status") == "failed":
+        raise _Stop("failed", str(data.get("reason") or "the dataset could not be prepared"))
     python, versions, why = resolve_python(point.framework, training["python"][point.framework])
     if python is None:
-        return finish("skipped", why)
+        raise _Stop("skipped", why)
     manifest["versions"].update(versions)
     manifest["versions"]["mpi"] = _tool_version(["mpirun", "--version"])
     manifest["versions"]["slurm"] = _tool_version(["srun", "--version"])
-
-    try:
-        tracer = resolve_tracer(
-            point.tracer,
-            run_dir,
-            data_dirs=[dataset_dir, run_dir / "checkpoints"],
-            darshan_lib=tracer_cfg["darshan_lib"],
-            exclude=[*tracer_cfg["exclude"], f"^{run_dir}/(progress|ranks)/"],
-            max_records=tracer_cfg["max_records"],
-            modmem_mb=tracer_cfg["modmem_mb"],
-        )
-    except TracerError as e:
-        return finish("failed", str(e))
-    manifest["tracer"] = asdict(tracer)
-    manifest["versions"]["tracer"] = f"{tracer.name} {tracer.version}".strip()
-    if tracer.name != "none":
-        (run_dir / "tracer.json").write_text(json.dumps(asdict(tracer)) + "\n")
-
-    program = _program(python, point, training, run_dir, dataset_dir)
     env = _base_env(training["threads_per_rank"])
+    data_dir = data["path"]
+    staged = None
     try:
-        launcher = choose_launcher(launcher_cfg["kind"], env)
-        spec = LaunchSpec(
-            launcher=launcher,
-            nodes=point.nodes,
-            ppn=point.ppn,
-            program=program,
-            env_names=[
-                v for v in ("PYTHONPATH", "PATH", "OMP_NUM_THREADS", "LD_LIBRARY_PATH") if v in env
-            ],
-            hosts=list(launcher_cfg["hosts"]),
-            extra_args=list(launcher_cfg["extra_args"]),
-            srun_mpi=launcher_cfg["srun_mpi"],
-            allow_run_as_root=launcher_cfg["allow_run_as_root"],
-            oversubscribe=launcher_cfg["oversubscribe"],
+        if point.staging == "node-local":
+            staged = manifest["staging"] = _stage(config, point, run_dir, data, python, env, log)
+            data_dir = staged["dir"]
+        tracer = _tracer(config, point, run_dir, data, [Path(data["path"]), Path(data_dir)])
+        manifest["tracer"] = asdict(tracer)
+        manifest["tracer_warnings"] = tracer.warnings
+        manifest["versions"]["tracer"] = f"{tracer.name} {tracer.version}".strip()
+        if tracer.name != "none":
+            (run_dir / "tracer.json").write_text(json.dumps(asdict(tracer)) + "\n")
+        for w in tracer.warnings:
+            log(f"{point.run_id}: warning: {w}")
+        program = _program(python, point, training, run_dir, data_dir)
+        cmd = _command(_spec(config, point, point.ppn, program, env), env, python)
+        manifest["launcher"], manifest["command"] = (
+            choose_launcher(config["launcher"]["kind"], env),
+            cmd,
         )
-        cmd = build_command(spec, env)
-        # horovodrun lives in the framework's environment, which need not be on PATH
-        beside = Path(python).parent / cmd[0]
-        if cmd[0] == "horovodrun" and beside.exists():
-            cmd[0] = str(beside)
-    except LaunchError as e:
-        return finish("failed", str(e))
-    manifest["launcher"] = launcher
-    manifest["command"] = cmd
-    log(f"{point.run_id}: {shlex.join(cmd)}")
-
-    launcher_log = run_dir / "launcher.log"
-    manifest["start_time"] = time.time()
-    exit_code, timed_out = _run_launcher(cmd, env, training["timeout"], launcher_log)
-    manifest["end_time"] = time.time()
+        log(f"{point.run_id}: {shlex.join(cmd)}")
+        manifest["start_time"] = time.time()
+        exit_code, timed_out = _run_launcher(
+            cmd, env, training["timeout"], run_dir / "launcher.log"
+        )
+        manifest["end_time"] = time.time()
+    finally:
+        _unstage(config, point, run_dir, staged, python, env)
     manifest["exit_code"] = exit_code
     log(
         f"{point.run_id}: launcher exited with {exit_code} after "
         f"{manifest['end_time'] - manifest['start_time']:.1f} s"
     )
+    return _collect(manifest, run_dir, point, tracer, training, exit_code, timed_out, log)
 
+
+def _collect(
+    manifest, run_dir, point, tracer, training, exit_code, timed_out, log
+) -> tuple[str, str]:
+    """Ranks, progress, traces and outputs after the job; the run's status."""
     ranks = _collect_progress(manifest, run_dir, point.ranks)
-
     trace_problems = {}
     if tracer.name != "none" and ranks:
         trace_problems = wait_for_traces(
@@ -371,19 +539,5 @@ def run_point(
         for f in sorted((run_dir / "checkpoints").rglob("*"))
         if f.is_file()
     ]
-    manifest["log_tail"] = _tail(launcher_log)
-
-    if timed_out:
-        return finish("failed", f"timed out after {training['timeout']} s (training.timeout)")
-    if exit_code != 0:
-        return finish(
-            "failed",
-            f"launcher exited with code {exit_code}; failed ranks: "
-            f"{manifest['failed_ranks'] or 'unknown'}; see log_tail",
-        )
-    if manifest["failed_ranks"]:
-        return finish("failed", f"ranks {manifest['failed_ranks']} did not finish")
-    if trace_problems:
-        detail = "; ".join(f"rank {r}: {p}" for r, p in sorted(trace_problems.items()))
-        return finish("partial", f"traces incomplete after {training['collect_wait']} s: {detail}")
-    return finish("ok")
+    manifest["log_tail"] = _tail(run_dir / "launcher.log")
+    return _verdict(manifest, training, exit_code, timed_out, trace_problems)

@@ -461,28 +461,34 @@ def _concat(name: str, parts: list[pa.Table]) -> pa.Table:
 
 
 def _steps_table(manifest: dict[str, Any], clock_zero: float, issues: list[Issue]) -> pa.Table:
-    rows = []
+    """The manifest's steps on the run's clock (STEPS)."""
+    rows: dict[str, list] = {f.name: [] for f in STEPS}
+
+    def when(s: dict[str, Any], key: str) -> float | None:
+        return None if s.get(key) is None else float(s[key]) - clock_zero
+
     for i, s in enumerate(manifest.get("steps") or []):
         try:
-            rows.append(
-                (
-                    int(s["rank"]),
-                    int(s.get("epoch", -1)),
-                    int(s.get("step", -1)),
-                    float(s["start"]) - clock_zero,
-                    float(s["end"]) - clock_zero,
-                )
-            )
-        except (TypeError, KeyError, ValueError) as e:
+            row = {
+                "rank": int(s["rank"]),
+                "epoch": int(s.get("epoch", -1)),
+                "step": int(s.get("step", -1)),
+                "start": float(s["start"]) - clock_zero,
+                "end": float(s["end"]) - clock_zero,
+                "wait_start": when(s, "wait_start"),
+                "wait_end": when(s, "wait_end"),
+                "samples": None if s.get("samples") is None else int(s["samples"]),
+            }
+        except (TypeError, KeyError, ValueError, AttributeError) as e:
             issues.append(
                 Issue(f"manifest steps[{i}]", "bad-step", f"not a step record ({e})", "warning")
             )
-    if not rows:
+            continue
+        for k, v in row.items():
+            rows[k].append(v)
+    if not rows["rank"]:
         return empty_table("steps")
-    cols = list(zip(*rows, strict=True))
-    return pa.Table.from_arrays(
-        [pa.array(c, f.type) for c, f in zip(cols, STEPS, strict=True)], schema=STEPS
-    )
+    return pa.Table.from_arrays([pa.array(rows[f.name], f.type) for f in STEPS], schema=STEPS)
 
 
 # ----------------------------------------------------------------------------------------

@@ -93,6 +93,9 @@ COUNTERS = pa.schema(
 )
 
 #: Training progress from the manifest: one row per (rank, epoch, step); step = -1 is the epoch.
+#: A step's start..end is what the training script timed as the step; the ImageNet-style
+#: scripts time the compute alone (batch in hand to optimizer step done) and the wait for the
+#: batch apart (wait_start..wait_end). The MNIST scripts time the wait inside the step.
 STEPS = pa.schema(
     [
         pa.field("rank", pa.int32(), nullable=False),
@@ -100,6 +103,9 @@ STEPS = pa.schema(
         pa.field("step", pa.int32()),  # -1 for the whole epoch
         pa.field("start", pa.float64()),
         pa.field("end", pa.float64()),
+        pa.field("wait_start", pa.float64()),  # null where the script did not time the wait
+        pa.field("wait_end", pa.float64()),
+        pa.field("samples", pa.int64()),  # samples of the step's batch on this rank, if known
     ],
     metadata={"iosweep.table": "steps", "iosweep.schema_version": str(SCHEMA_VERSION)},
 )

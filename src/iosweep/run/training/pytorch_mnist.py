@@ -87,16 +87,19 @@ def main(argv=None) -> int:
         t_epoch = time.time()
         loss = torch.tensor(0.0)
         batches = iter(loader)
-        for step in range(args.steps_per_epoch):
-            with progress.step(epoch, step):
-                try:
-                    data, target = next(batches)
-                except StopIteration:
-                    break
-                optimizer.zero_grad()
-                loss = F.nll_loss(model(data), target)
-                loss.backward()
-                optimizer.step()
+        steps = args.steps_per_epoch or len(loader)  # 0: the whole epoch
+        for step in range(steps):
+            t_wait = time.time()
+            try:
+                data, target = next(batches)
+            except StopIteration:
+                break
+            t0 = time.time()
+            optimizer.zero_grad()
+            loss = F.nll_loss(model(data), target)
+            loss.backward()
+            optimizer.step()
+            progress.add_step(epoch, step, t0, time.time(), wait=(t_wait, t0), samples=len(target))
         progress.steps.append({"epoch": epoch, "step": -1, "start": t_epoch, "end": time.time()})
         if rank == 0:
             print(f"epoch {epoch}: loss {loss.item():.4f}", flush=True)

@@ -78,12 +78,19 @@ def main(argv=None) -> int:
 
     batches = iter(dataset)
     loss = tf.constant(0.0)
+    # 0: the whole epoch (every sample once across the ranks)
+    steps = args.steps_per_epoch or -(-len(x_train) // (args.batch_size * size))
     for epoch in range(args.epochs):
         t_epoch = time.time()
-        for step in range(args.steps_per_epoch):
-            with progress.step(epoch, step):
-                images, labels = next(batches)
-                loss = training_step(images, labels, epoch == 0 and step == 0)
+        for step in range(steps):
+            t_wait = time.time()
+            images, labels = next(batches)
+            t0 = time.time()
+            loss = training_step(images, labels, epoch == 0 and step == 0)
+            float(loss)  # waits for the step to finish
+            progress.add_step(
+                epoch, step, t0, time.time(), wait=(t_wait, t0), samples=int(labels.shape[0])
+            )
         progress.steps.append({"epoch": epoch, "step": -1, "start": t_epoch, "end": time.time()})
         if rank == 0:
             print(f"epoch {epoch}: loss {float(loss):.4f}", flush=True)

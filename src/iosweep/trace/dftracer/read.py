@@ -444,6 +444,22 @@ def _loss(
         expected = as_int(end_args[-1].get("num_events"))
         has_id = pc.is_valid(ev.norm.column("id")).to_numpy()
         found = int((ev.timed & has_id).sum()) - len(end_rows)
+        if (
+            expected is not None
+            and found < expected
+            and _app_takeover(ev, has_id, expected - found)
+        ):
+            issues.append(
+                Issue(
+                    ev.src,
+                    "hybrid-start",
+                    f"DFTracer's Python API took this process's trace over (an -app trace): the "
+                    f"{expected - found} events logged before that (the tracer's own start record, "
+                    "calls before the training script's first line) are not in it",
+                    "warning",
+                )
+            )
+            return False
         if expected is not None and found < expected:
             issues.append(
                 Issue(
@@ -455,6 +471,16 @@ def _loss(
             )
             return True
     return False
+
+
+def _app_takeover(ev: _Events, has_id: np.ndarray, missing: int) -> bool:
+    """True when the events missing from a trace are exactly its first ones and the trace is
+    the ``-app`` file DFTracer's Python API writes (hybrid mode): the preloaded library's
+    events before the Python logger started went to a ``-preload`` file left empty."""
+    if "-app.pfw" not in Path(ev.src).name:
+        return False
+    ids = pc.drop_null(ev.norm.column("id")).to_numpy(zero_copy_only=False)
+    return bool(len(ids)) and int(ids.min()) - 1 == missing
 
 
 def _classify(ev: _Events) -> dict[str, np.ndarray]:
