@@ -23,6 +23,7 @@ mixed                  no category carries ``strategy_dominance`` of the bytes
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -127,3 +128,67 @@ def class_strategy(
         else:
             strategy = _NAMES[top]
     return {"strategy": strategy, "evidence": evidence}
+
+
+def per_epoch_reads(rd, op_epoch: np.ndarray, cls: int) -> dict[str, Any] | None:
+    """How the ranks share class ``cls``'s files within each epoch, and how that moves between
+    epochs: None without reads inside epochs.
+
+    A sampler that gives each rank a disjoint part of the files, and another part every
+    epoch, makes every file read by one rank per epoch but by several over the run: that is
+    a partition reshuffled each epoch, not shared files and not redundant reads."""
+    from iosweep.analysis.data import READ
+
+    ops = rd.ops
+    m = (ops.op == READ) & (ops.actor >= 0) & (op_epoch >= 0) & (rd.file_class[ops.file] == cls)
+    if not m.any():
+        return None
+    nf = max(len(rd.paths), 1)
+    na = int(ops.actor.max()) + 1
+    ef = op_epoch[m].astype(np.int64) * nf + ops.file[m]  # (epoch, file)
+    pair, inv = np.unique(ef * na + ops.actor[m], return_inverse=True)
+    pair_bytes = np.bincount(inv, weights=ops.length[m])
+    pair_ef = pair // na
+    ef_u, ef_inv = np.unique(pair_ef, return_inverse=True)
+    readers = np.bincount(ef_inv)
+    total = np.bincount(ef_inv, weights=pair_bytes)
+    top = np.zeros(len(ef_u))
+    np.maximum.at(top, ef_inv, pair_bytes)
+    epoch = ef_u // nf
+    shared = readers > 1
+    # Between consecutive epochs: the files read by one rank in both, whose rank changed.
+    single = pd.DataFrame({"ef": pair_ef, "actor": pair % na})
+    single = single[~shared[ef_inv]]
+    single["epoch"], single["file"] = single["ef"] // nf, single["ef"] % nf
+    epochs = np.unique(epoch)
+    prev = {int(b): int(a) for a, b in itertools.pairwise(epochs)}
+    # each file's reader in the next epoch, beside its reader in this one
+    nxt = single.assign(epoch=single["epoch"].map(prev)).dropna(subset=["epoch"])
+    pairs = single.merge(
+        nxt.astype({"epoch": np.int64}), on=["file", "epoch"], suffixes=("", "_next")
+    )
+    both = len(pairs)
+    moved = int((pairs["actor"] != pairs["actor_next"]).sum())
+    return {
+        "epochs": len(epochs),
+        "files_per_epoch": [int(c) for c in np.bincount(np.searchsorted(epochs, epoch))],
+        "shared_in_epoch_share": float(shared.mean()),
+        "max_readers_in_epoch": int(readers.max()),
+        "redundant_bytes_in_epochs": int((total - top)[shared].sum()),
+        "reader_changed_share": moved / both if both else None,
+    }
+
+
+def epoch_strategy(
+    run_strategy: str | None, pe: dict[str, Any] | None, s: AnalysisSettings
+) -> str | None:
+    """The class's read strategy once the epochs are known: a partition (reshuffled or not)
+    when every file has one reader per epoch; the run-wide strategy otherwise."""
+    if not pe or run_strategy in (None, "single-rank"):
+        return run_strategy
+    if pe["shared_in_epoch_share"] > s.disjoint_overlap_max:
+        return run_strategy
+    moved = pe["reader_changed_share"]
+    if pe["epochs"] >= 2 and moved is not None and moved > 0:
+        return "partitioned-reshuffled"
+    return run_strategy if run_strategy in ("file-per-process", "partitioned") else "partitioned"

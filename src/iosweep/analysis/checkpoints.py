@@ -8,11 +8,13 @@ files per checkpoint (.index, .data-*, the ``checkpoint`` list); they make one e
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from iosweep.analysis.classify import classify_paths
 from iosweep.analysis.data import WRITE, RunData
 from iosweep.trace.schema import RunMeta
 
@@ -156,10 +158,57 @@ def app_saves(meta: RunMeta) -> list[dict[str, Any]]:
     return sorted(out, key=lambda e: (e["start"], e["rank"]))
 
 
+def _outputs(meta: RunMeta) -> dict[str, int]:
+    """path -> bytes of the files the job left in its checkpoint directory (manifest
+    ``outputs``: ``size``, or ``bytes`` as other tools write it)."""
+    outs = [o for o in meta.manifest.get("outputs") or [] if isinstance(o, dict) and o.get("path")]
+    return {str(o["path"]): int(o.get("size") or o.get("bytes") or 0) for o in outs}
+
+
 def outputs_on_disk(meta: RunMeta) -> dict[str, int]:
     """Files and bytes the job left in its checkpoint directory (manifest ``outputs``)."""
-    outs = [o for o in meta.manifest.get("outputs") or [] if isinstance(o, dict)]
-    return {"files": len(outs), "bytes": sum(int(o.get("size") or 0) for o in outs)}
+    outs = _outputs(meta)
+    return {"files": len(outs), "bytes": sum(outs.values())}
+
+
+def opened_checkpoints(rd: RunData, gap: float) -> list[dict[str, Any]]:
+    """Checkpoints placed by the tracer's opens and closes of checkpoint files (DFTracer sees
+    ``torch.save``'s ``fopen``/``fclose`` but not its writes): one event per burst, its
+    bytes the files' sizes on disk, marked ``traced: false``."""
+    ev = rd.app_events
+    if ev.empty or "path" not in ev or CLASS not in rd.class_names:
+        return []
+    ci = rd.class_names.index(CLASS)
+    paths = ev["path"].astype(object).where(ev["path"].notna(), "")
+    uniq = [str(p) for p in paths.unique()]
+    cls = dict(zip(uniq, classify_paths(uniq, rd.settings), strict=True))
+    opening = ev["name"].astype(str).str.match(r"^(f?open(at)?(64)?|creat(64)?|f?close)$")
+    m = (paths.map(cls) == ci) & (ev["actor"] >= 0) & opening
+    e = ev[m.to_numpy()].assign(path=paths[m.to_numpy()])
+    if e.empty:
+        return []
+    per_file = e.groupby("path").agg(
+        start=("start", "min"), end=("end", "max"), rank=("actor", "min")
+    )
+    per_file = per_file.sort_values("start")
+    disk = _outputs(rd.meta)
+    by_name = {Path(p).name: b for p, b in disk.items()}
+    out: list[dict[str, Any]] = []
+    for path, r in per_file.iterrows():
+        size = disk.get(str(path), by_name.get(Path(str(path)).name, 0))
+        if out and r["start"] <= out[-1]["end"] + gap:
+            cur = out[-1]
+            cur["end"] = max(cur["end"], float(r["end"]))
+            cur["bytes"] += size
+            cur["files"] += 1
+            continue
+        out.append(
+            {"start": float(r["start"]), "end": float(r["end"]), "bytes": size, "files": 1,
+             "ranks": 1, "after_epoch": None, "traced": False}
+        )  # fmt: skip
+    for o in out:
+        o["duration"] = o["end"] - o["start"]
+    return out
 
 
 def checkpoint_summary(rd: RunData, file_rank: pd.DataFrame, windows: pd.DataFrame) -> dict:
@@ -170,5 +219,10 @@ def checkpoint_summary(rd: RunData, file_rank: pd.DataFrame, windows: pd.DataFra
     out["app_saves"] = app_saves(rd.meta)
     out["on_disk"] = outputs_on_disk(rd.meta)
     traced = [e for e in out.get("events") or [] if "start" in e]
-    out["marks"] = traced or out["app_saves"]
+    opened = [] if traced else opened_checkpoints(rd, rd.settings.phase_gap_s)
+    ep = windows[windows["step"] < 0].sort_values("start") if len(windows) else windows
+    for e in opened:
+        e["after_epoch"] = _after_epoch(e["start"], ep)
+    out["opened"] = opened
+    out["marks"] = traced or opened or out["app_saves"]
     return out

@@ -339,15 +339,25 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
 
 
 def _load_app_events(store, meta: RunMeta, actor_kind: str) -> pd.DataFrame:
-    t = store.table("app_events", columns=["rank", "pid", "cat", "name", "start", "end"])
+    t = store.table("app_events", columns=["rank", "pid", "cat", "name", "start", "end", "path"])
+
+    def category(
+        name: str,
+    ) -> pd.Categorical:  # dictionary columns convert without a string per row
+        col = t[name]
+        if not pa.types.is_dictionary(col.type):
+            col = pc.dictionary_encode(col)
+        return pd.Categorical(col.to_pandas()) if t.num_rows else pd.Categorical([])
+
     df = pd.DataFrame(
         {
             "actor": numbers(t["rank"], np.int32, -1),
             "pid": numbers(t["pid"], np.int64, -1),
-            "cat": pd.Categorical(t["cat"].to_pylist()) if t.num_rows else pd.Categorical([]),
-            "name": pd.Categorical(t["name"].to_pylist()) if t.num_rows else pd.Categorical([]),
+            "cat": category("cat"),
+            "name": category("name"),
             "start": numbers(t["start"], np.float64, np.nan),
             "end": numbers(t["end"], np.float64, np.nan),
+            "path": category("path"),
         }
     )
     if actor_kind == "process":

@@ -239,6 +239,12 @@ def redundant_reads(c: Context) -> list[Insight]:
     s = c.settings
     files = c.files
     whos = c.whos
+    partitioned = [
+        cls
+        for cls, v in summary["classes"].items()
+        if (v.get("per_epoch") or {}).get("shared_in_epoch_share", 1.0) <= s.disjoint_overlap_max
+    ]
+    files = files[~files["class"].isin(partitioned)] if len(files) else files
     if len(files):
         red = files[
             (files["n_readers"] >= max(s.redundant_read_min_ranks, 2)) & (files["read_union"] > 0)
@@ -426,6 +432,8 @@ def exposed_io(c: Context) -> list[Insight]:
     summary = c.summary
     s = c.settings
     ov = summary.get("overlap", {})
+    if (summary.get("pipeline") or {}).get("verdict"):
+        return out  # the input-pipeline verdict says whether (and why) the ranks wait
     if (
         ov.get("available")
         and ov.get("exposed_share_of_epochs_max") is not None
@@ -450,7 +458,56 @@ def exposed_io(c: Context) -> list[Insight]:
     return out
 
 
+def input_bound(c: Context) -> list[Insight]:
+    """The ranks wait for their data: the input pipeline's verdict."""
+    v = (c.summary.get("pipeline") or {}).get("verdict") or {}
+    if not v.get("kind", "").startswith("input-bound"):
+        return []
+    n = v["numbers"]
+    return [
+        _mk(
+            v["kind"].replace("-", "_"),
+            "high",
+            v["title"],
+            v["text"][0].upper() + v["text"][1:],
+            {
+                "au": n["au"],
+                "au_threshold": n["au_threshold"],
+                "wait_per_rank": n["wait_per_rank_s"],
+                "storage_share_of_wait": n["storage_share_of_wait"],
+                "no_read_share_of_wait": n["no_read_share_of_wait"],
+            },
+            "; ".join(v["levers"]),
+        )
+    ]
+
+
+def trace_incomplete(c: Context) -> list[Insight]:
+    """The trace missed I/O that the run must have done."""
+    checks = c.summary.get("completeness") or []
+    return [
+        _mk(
+            "trace_missed_" + ch["kind"].replace("-", "_"),
+            "high" if ch["kind"] == "dataset-reads" else "warn",
+            "The trace missed dataset reads"
+            if ch["kind"] == "dataset-reads"
+            else "The trace missed checkpoint writes",
+            ch["message"][0].upper()
+            + ch["message"][1:]
+            + (f": {ch['why']}" if ch.get("why") else ""),
+            {"expected_bytes": ch["expected"], "seen_bytes": ch["seen"]},
+            "Trace the data directory (iosweep sets DARSHAN_EXCLUDE_DIRS and a NAME_INCLUDE for the "
+            "dataset and staging directories; DFTracer needs them in DFTRACER_DATA_DIR); read the "
+            "figures of this run as lower bounds.",
+            "dataset" if ch["kind"] == "dataset-reads" else "checkpoint",
+        )
+        for ch in checks
+    ]
+
+
 RULES: list[Rule] = [
+    input_bound,
+    trace_incomplete,
     no_io_or_truncated,
     small_requests,
     random_access,

@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from iosweep.analysis.access import class_strategy
+from iosweep.analysis.access import class_strategy, epoch_strategy, per_epoch_reads
 from iosweep.analysis.checkpoints import checkpoint_summary
+from iosweep.analysis.completeness import completeness_checks
 from iosweep.analysis.data import RunData, load_run
+from iosweep.analysis.epochs import op_epochs, rank_windows
 from iosweep.analysis.insights import run_insights
 from iosweep.analysis.metadata import analyze_metadata
 from iosweep.analysis.overlap import analyze_overlap
+from iosweep.analysis.pipeline import analyze_pipeline
 from iosweep.analysis.sample import sample_ops
 from iosweep.analysis.settings import AnalysisSettings
+from iosweep.analysis.shapes import file_shapes
 from iosweep.analysis.sizes import analyze_sizes
 from iosweep.analysis.spatial import CATEGORIES, classify_ops
 from iosweep.analysis.summary import SCHEMA, to_dict, validate, write_summary
@@ -46,26 +50,15 @@ def analyze_run(
     return to_dict(model)
 
 
-def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
-    s = rd.settings
+def _status(rd: RunData, t) -> tuple[str, bool, list[dict[str, Any]], list[str]]:
+    """(analysis status, incomplete, issues, limitations) of the run's trace."""
     meta = rd.meta
-    sp = classify_ops(rd)
-    rd.cache.pop("time_rank", None)
-    t = build_tables(rd, sp)
-    # Free what later steps do not use: the stream sort and the per-op columns only the
-    # tables needed (ten million segments: ~400 MB).
-    sp.order = sp.key = np.empty(0, np.int64)
-    rd.ops.pid = rd.ops.host = rd.ops.module = None
-    file_size = np.zeros(len(rd.paths), np.int64)
-    if len(t.files):
-        file_size[t.files["file"].to_numpy()] = t.files["size"].to_numpy()
     issues = (
         [asdict(i) for i in meta.issues] + [asdict(i) for i in rd.issues] + _coverage_issues(rd, t)
     )
     traced = bool(len(rd.ops) or len(rd.counters))
-    untraced = meta.tracer == "none" and not traced
     incomplete = bool(meta.incomplete) or any(i["severity"] == "error" for i in issues)
-    if untraced:
+    if meta.tracer == "none" and not traced:
         status = "untraced"
     elif not traced:
         status = "empty"
@@ -77,7 +70,6 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         )
     else:
         status = "partial" if incomplete else "complete"
-
     limitations = []
     if not t.dxt_available and traced:
         limitations.append(
@@ -86,6 +78,73 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         )
     if not len(rd.counters) and traced:
         limitations.append("no Darshan counters: metadata from traced events only, if any")
+    return status, incomplete, issues, limitations
+
+
+def _spatial(t) -> dict[str, Any]:
+    cat_tot = t.file_rank[[f"ops_{c}" for c in CATEGORIES]].sum()
+    return {
+        "ops": int(cat_tot.sum()),
+        "ops_by_category": {c: int(cat_tot[f"ops_{c}"]) for c in CATEGORIES},
+        "share_by_category": {
+            c: (float(cat_tot[f"ops_{c}"] / cat_tot.sum()) if cat_tot.sum() else None)
+            for c in CATEGORIES
+        },
+        "patterns": {
+            k: int(v)
+            for k, v in t.file_rank.loc[t.file_rank["actor"] >= 0, "pattern"].value_counts().items()
+        },
+    }
+
+
+def _ranks_summary(rd: RunData, ranks: pd.DataFrame) -> dict[str, Any]:
+    hosts = sorted({h for h in rd.actor_host.values() if h})
+    return {
+        "count": rd.n_ranks,
+        "kind": rd.actor_kind,
+        "with_io": int((ranks[["reads", "writes"]].sum(axis=1) > 0).sum()) if len(ranks) else 0,
+        "nodes": len(hosts),
+        "hosts": hosts,
+        "per_node": {h: sum(1 for v in rd.actor_host.values() if v == h) for h in hosts},
+    }
+
+
+@dataclass
+class EpochFacts:
+    """What the epochs tell: each operation's epoch, per class the sharing within epochs, and
+    the dataset's file shapes; computed while the per-op process ids are still there."""
+
+    op_epoch: np.ndarray
+    per_epoch: dict[str, dict[str, Any]]
+    shapes: dict[str, Any] | None
+
+
+def _epoch_facts(rd: RunData) -> EpochFacts:
+    op_epoch = op_epochs(rd, rank_windows(rd))
+    per_epoch = {}
+    for ci, cname in enumerate(rd.class_names):
+        pe = per_epoch_reads(rd, op_epoch, ci)
+        if pe:
+            per_epoch[cname] = pe
+    return EpochFacts(op_epoch, per_epoch, file_shapes(rd, op_epoch, "dataset"))
+
+
+def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
+    s = rd.settings
+    meta = rd.meta
+    sp = classify_ops(rd)
+    rd.cache.pop("time_rank", None)
+    t = build_tables(rd, sp)
+    # Free what later steps do not use: the stream sort and the per-op columns only the
+    # tables needed (ten million segments: ~400 MB).
+    sp.order = sp.key = np.empty(0, np.int64)
+    rd.ops.host = rd.ops.module = None
+    ef = _epoch_facts(rd)
+    rd.ops.pid = None
+    file_size = np.zeros(len(rd.paths), np.int64)
+    if len(t.files):
+        file_size[t.files["file"].to_numpy()] = t.files["size"].to_numpy()
+    status, incomplete, issues, limitations = _status(rd, t)
 
     ranks = t.ranks
     md = analyze_metadata(rd, ranks)
@@ -98,22 +157,31 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         if len(rd.ops)
         else {"per_rank": {}, "same_sequence": {}, "groups": {}}
     )
-
-    classes = _classes(rd, t)
-    cat_tot = t.file_rank[[f"ops_{c}" for c in CATEGORIES]].sum()
-    spatial = {
-        "ops": int(cat_tot.sum()),
-        "ops_by_category": {c: int(cat_tot[f"ops_{c}"]) for c in CATEGORIES},
-        "share_by_category": {
-            c: (float(cat_tot[f"ops_{c}"] / cat_tot.sum()) if cat_tot.sum() else None)
-            for c in CATEGORIES
-        },
-        "patterns": {
-            k: int(v)
-            for k, v in t.file_rank.loc[t.file_rank["actor"] >= 0, "pattern"].value_counts().items()
-        },
-    }
-    hosts = sorted({h for h in rd.actor_host.values() if h})
+    classes = _classes(rd, t, ef.per_epoch)
+    checkpoints = checkpoint_summary(rd, t.file_rank, windows)
+    pipe_table, pipe = analyze_pipeline(
+        rd, ef.op_epoch, _pipeline_context(rd, classes, size_summary)
+    )
+    checks = completeness_checks(
+        rd,
+        int(classes.get("dataset", {}).get("bytes_read", 0)),
+        int(classes.get("dataset", {}).get("files", 0)),
+        pipe,
+        checkpoints,
+    )
+    for c in checks:
+        issues.append(
+            asdict(
+                Issue(
+                    "trace",
+                    "trace-incomplete",
+                    c["message"] + (f": {c['why']}" if c["why"] else ""),
+                    "warning",
+                )
+            )
+        )
+    if checks and status == "complete":
+        status, incomplete = "partial", True
     summary: dict[str, Any] = {
         "schema": SCHEMA,
         "run_id": meta.run_id,
@@ -124,18 +192,13 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         "analysis_status": status,
         "empty": status in ("empty", "untraced"),
         "incomplete": incomplete,
+        "trace_complete": not incomplete and status == "complete",
+        "completeness": checks,
         "issues": issues,
         "limitations": limitations,
         "settings": s.to_dict(),
         "run": {"start": rd.run_start, "end": rd.run_end, "run_time": rd.run_time},
-        "ranks": {
-            "count": rd.n_ranks,
-            "kind": rd.actor_kind,
-            "with_io": int((ranks[["reads", "writes"]].sum(axis=1) > 0).sum()) if len(ranks) else 0,
-            "nodes": len(hosts),
-            "hosts": hosts,
-            "per_node": {h: sum(1 for v in rd.actor_host.values() if v == h) for h in hosts},
-        },
+        "ranks": _ranks_summary(rd, ranks),
         "trace": {
             "segments": len(rd.ops),
             "counter_records": len(rd.counters),
@@ -152,7 +215,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
             }
             for c, v in classes.items()
         },
-        "spatial": spatial,
+        "spatial": _spatial(t),
         "sizes": size_summary,
         "metadata": md,
         "temporal": {
@@ -163,8 +226,10 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
             "epochs": _epochs(windows),
         },
         "nodes": t.nodes.to_dict(orient="records"),
-        "checkpoints": checkpoint_summary(rd, t.file_rank, windows),
+        "checkpoints": checkpoints,
         "overlap": ov_summary,
+        "pipeline": pipe,
+        "file_shapes": ef.shapes,
     }
     summary["run_meta"] = _run_meta(meta)
     summary["volume"] = _volume(rd, ranks)
@@ -172,11 +237,6 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     summary["headline"] = _headline(rd, summary, t, ranks)
     summary["insights"] = run_insights(summary, t.files, ranks, s)
     summary["headline"]["insights"] = len(summary["insights"])
-
-    fr = t.file_rank.rename(columns={"actor": "rank"})
-    fr.insert(2, "path", [rd.paths[i] for i in fr["file"]])
-    fr["class"] = [rd.class_names[c] for c in fr["class"]]
-    fr.insert(1, "host", [rd.actor_host.get(a, "") for a in fr["rank"]])
     sample, info = sample_ops(
         rd.store,
         dict(zip(t.files["path"].astype(str), t.files["class"].astype(str), strict=True)),
@@ -186,17 +246,40 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     tables = {
         "ops_sample": sample,
         "files": t.files,
-        "file_ranks": fr,
+        "file_ranks": _file_ranks_table(rd, t),
         "ranks": ranks,
         "nodes": t.nodes,
         "sizes": size_table,
         "phases": ph,
         "overlap": ov_table,
+        "pipeline": pipe_table,
     }
     return summary, tables
 
 
-def _classes(rd: RunData, t) -> dict[str, Any]:
+def _pipeline_context(
+    rd: RunData, classes: dict[str, Any], sizes: dict[str, Any]
+) -> dict[str, Any]:
+    """What the verdict's levers depend on: loader workers, staging, the data's sizes."""
+    ds = classes.get("dataset") or {}
+    read = (sizes["by_class"].get("dataset") or {}).get("read") or {}
+    return {
+        "loader_workers": rd.meta.params.get("loader_workers"),
+        "staging": rd.meta.params.get("staging"),
+        "file_size_median": ds.get("size_median"),
+        "read_size_median": read.get("median"),
+    }
+
+
+def _file_ranks_table(rd: RunData, t) -> pd.DataFrame:
+    fr = t.file_rank.rename(columns={"actor": "rank"})
+    fr.insert(2, "path", [rd.paths[i] for i in fr["file"]])
+    fr["class"] = [rd.class_names[c] for c in fr["class"]]
+    fr.insert(1, "host", [rd.actor_host.get(a, "") for a in fr["rank"]])
+    return fr
+
+
+def _classes(rd: RunData, t, per_epoch: dict[str, dict[str, Any]]) -> dict[str, Any]:
     out = {}
     files, fr = t.files, t.file_rank
     for ci, cname in enumerate(rd.class_names):
@@ -219,10 +302,8 @@ def _classes(rd: RunData, t) -> dict[str, Any]:
             "ranks": int(frc["actor"].nunique()),
             "readers": sorted(int(a) for a in frc.loc[frc["reads"] > 0, "actor"].unique())[:1024],
             "writers": sorted(int(a) for a in frc.loc[frc["writes"] > 0, "actor"].unique())[:1024],
-            "access": {
-                d: class_strategy(files, fr, cname, d, rd.n_ranks, rd.settings)
-                for d in ("read", "write")
-            },
+            "access": _access(files, fr, cname, rd, per_epoch.get(cname)),
+            "per_epoch": per_epoch.get(cname),
             "spatial": {
                 "share_by_category": {
                     c: (float(cat[f"ops_{c}"] / cat.sum()) if cat.sum() else None)
@@ -238,6 +319,18 @@ def _classes(rd: RunData, t) -> dict[str, Any]:
                 else None,
             },
         }
+    return out
+
+
+def _access(files, fr, cname: str, rd: RunData, pe: dict[str, Any] | None) -> dict[str, Any]:
+    """The class's strategy per direction; reads judged within epochs where they can be."""
+    out = {
+        d: class_strategy(files, fr, cname, d, rd.n_ranks, rd.settings) for d in ("read", "write")
+    }
+    read = out["read"]
+    if read is not None:
+        read["run_strategy"] = read["strategy"]
+        read["strategy"] = epoch_strategy(read["strategy"], pe, rd.settings)
     return out
 
 
@@ -412,7 +505,31 @@ def _headline(rd: RunData, sm: dict[str, Any], t, ranks: pd.DataFrame) -> dict[s
     h["exposed_share_max"] = ov.get("exposed_share_of_epochs_max")
     h["phases"] = sm["temporal"]["phases"]["count"]
     h["trace_completeness"] = sm["trace"]["completeness"]
+    h.update(_pipeline_headline(sm))
     return h
+
+
+def _pipeline_headline(sm: dict[str, Any]) -> dict[str, Any]:
+    """The input pipeline's figures as sweep-table columns (absent without step timestamps)."""
+    p = sm["pipeline"]
+    if not p.get("available"):
+        return {}
+    t = p["totals"]
+    shapes = sm.get("file_shapes") or {}
+    ds = sm["classes"].get("dataset") or {}
+    epoch_s = t["epoch_time_per_rank"] or 0.0
+    files_read = (ds.get("per_epoch") or {}).get("files_per_epoch") or []
+    return {
+        "au": t["au"],
+        "compute_share": t["compute_share"],
+        "wait_per_rank": t["wait_per_rank"],
+        "samples_per_s": t["samples_per_s"],
+        "read_bandwidth_per_rank": t["read_bandwidth_per_rank"],
+        "files_per_s": (sum(files_read) / (epoch_s or np.nan)) if files_read and epoch_s else None,
+        "dataset_files_read_per_epoch": (sum(files_read) / len(files_read)) if files_read else None,
+        "verdict": p["verdict"]["kind"],
+        "dataset_file_streams": shapes.get("streams"),
+    }
 
 
 def _write_parquet(df: pd.DataFrame, path: Path) -> None:

@@ -56,6 +56,12 @@ class AnalysisSettings:
     trace_completeness_min: float = field(default_factory=_default("trace_completeness_min"))
     tracer_overhead_share: float = field(default_factory=_default("tracer_overhead_share"))
     plot_sample_ops: int = field(default_factory=_default("plot_sample_ops"))
+    au_threshold: float = field(default_factory=_default("au_threshold"))
+    storage_wait_share: float = field(default_factory=_default("storage_wait_share"))
+    startup_share: float = field(default_factory=_default("startup_share"))
+    fs_bandwidth: float | None = field(default_factory=_default("fs_bandwidth"))
+    fs_metadata_rate: float | None = field(default_factory=_default("fs_metadata_rate"))
+    table_max_files: int = field(default_factory=_default("table_max_files"))
 
     def __post_init__(self) -> None:
         check_section("analysis", asdict(self))

@@ -119,9 +119,12 @@ def analyze_sizes(rd: RunData, file_rank: pd.DataFrame) -> tuple[pd.DataFrame, d
         small_ctr = int(
             ch[[i for i in range(10) if (SIZE_BIN_LOWER[i + 1] if i < 9 else 1 << 62) <= thr]].sum()
         )
-        if len(e):
-            sizes = e.index.to_numpy()
-            cnt = e.to_numpy()
+        zero = int(e.get(0, 0)) if len(e) else 0
+        nz = e[e.index > 0]  # zero-byte reads (EOF probes) are counted apart, never in sizes
+        out["zero_length"] = zero
+        if len(nz):
+            sizes = nz.index.to_numpy()
+            cnt = nz.to_numpy()
             cum = np.cumsum(cnt)
 
             def pct(q: float) -> int:
@@ -136,13 +139,12 @@ def analyze_sizes(rd: RunData, file_rank: pd.DataFrame) -> tuple[pd.DataFrame, d
                 "median": pct(0.5),
                 "p90": pct(0.9),
                 "max": int(sizes[-1]),
-                "zero_length": int(cnt[sizes == 0].sum()),
                 "top_sizes": [
-                    {"size": int(s), "count": int(c), "share": float(c / cum[-1])}
+                    {"size": int(s), "count": int(c), "share": float(c / e.sum())}
                     for s, c in top.items()
                 ],
             }
-            small_seg = int(cnt[(sizes > 0) & (sizes < thr)].sum())
+            small_seg = int(cnt[sizes < thr].sum())
         else:
             small_seg = 0
         # Median as a Darshan bin: available with counters only too.
@@ -150,7 +152,8 @@ def analyze_sizes(rd: RunData, file_rank: pd.DataFrame) -> tuple[pd.DataFrame, d
         mb = int(np.searchsorted(np.cumsum(dall), 0.5 * dall.sum(), side="left"))
         out["median_bin"] = SIZE_BINS[mb]
         out["small"] = small_seg + small_ctr
-        out["small_share"] = out["small"] / out["ops"]
+        sized = out["ops"] - out["zero_length"]
+        out["small_share"] = out["small"] / sized if sized else 0.0
         out["small_source"] = (
             "segments" if n_ctr == 0 else ("counters" if n_seg == 0 else "segments+counters")
         )

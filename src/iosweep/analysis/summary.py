@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from iosweep.files import json_safe, write_text
 
 #: schema version of summary.json; bump it when a field changes meaning or shape
-SCHEMA = "iosweep.analysis.run/2"
+SCHEMA = "iosweep.analysis.run/3"
 SUMMARY_FILE = "summary.json"
 #: the tables analyze_run writes beside summary.json, as ``<name>.parquet``
 TABLES = (
@@ -37,6 +37,7 @@ TABLES = (
     "phases",
     "overlap",
     "ops_sample",
+    "pipeline",
 )
 #: what analyze_sweep writes
 SWEEP_FILES = (
@@ -45,6 +46,7 @@ SWEEP_FILES = (
     "scaling.json",
     "insights_across.json",
     "overhead.json",
+    "pipeline.json",
 )
 
 
@@ -212,8 +214,20 @@ class Evidence(_Model):
 
 
 class Access(_Model):
-    strategy: str
+    strategy: str  # for reads, judged within epochs where the run has them
     evidence: Evidence
+    run_strategy: str | None = None  # reads: the strategy over the whole run
+
+
+class PerEpoch(_Model):
+    """How a class's files are shared by the ranks within each epoch, and between epochs."""
+
+    epochs: int
+    files_per_epoch: list[int]
+    shared_in_epoch_share: float  # (epoch, file) pairs read by more than one rank
+    max_readers_in_epoch: int
+    redundant_bytes_in_epochs: int  # bytes of those files beyond one rank's
+    reader_changed_share: float | None  # files whose rank changed from one epoch to the next
 
 
 class ClassSpatial(_Model):
@@ -240,6 +254,7 @@ class FileClass(_Model):
     readers: list[int]
     writers: list[int]
     access: dict[str, Access | None]  # read | write
+    per_epoch: PerEpoch | None = None
     spatial: ClassSpatial
 
 
@@ -306,6 +321,7 @@ class CheckpointEvent(_Model):
     files: int
     ranks: int
     after_epoch: int | None
+    traced: bool = True  # false: placed by the files' opens and closes, sized on disk
 
 
 class AppSave(_Model):
@@ -345,6 +361,7 @@ class Checkpoints(_Model):
     events: list[CheckpointEvent] = Field(default_factory=list)
     app_saves: list[AppSave] = Field(default_factory=list)
     on_disk: OnDisk = Field(default_factory=lambda: OnDisk(files=0, bytes=0))
+    opened: list[CheckpointEvent] = Field(default_factory=list)  # the tracer saw opens, no writes
     marks: list[CheckpointEvent | AppSave] = Field(default_factory=list)  # times to show
 
 
@@ -365,6 +382,104 @@ class Overlap(_Model):
     exposed_io_time_in_epochs_max: float | None = None
     exposed_share_of_epochs_max: float | None = None
     io_time_outside_epochs_max: float | None = None
+
+
+class PipelineTotals(_Model):
+    """The run's input-pipeline figures over every rank and epoch (per-rank means where
+    named so)."""
+
+    ranks: int
+    epochs: int
+    au: float | None  # sum of compute / sum of epoch time without the first step's wait and step
+    compute_per_rank: float
+    compute_share: float | None  # every step's compute (warm-up included) / epoch time
+    read_time_per_rank: float  # seconds inside reads, the rank's processes added up
+    wait_per_rank: float  # data wait, steps after the first
+    epoch_time_per_rank: float
+    first_wait_max: float  # the wait for the first batch (loader start-up)
+    first_step_max: float  # the first step (warm-up)
+    samples: float | None
+    samples_per_s: float | None  # over all ranks
+    startup: float  # run start to the first epoch
+    training_time: float
+    run_time: float
+    read_in_wait_share: float | None  # of the wait: reads in flight
+    meta_in_wait_share: float | None  # metadata calls (not reads)
+    other_in_wait_share: float | None  # neither: decode, augment, collate, copy
+    no_read_share: float | None  # no read in flight at all
+    bytes_read_in_epochs: int
+    read_bandwidth_per_rank: float | None  # bytes read per second of epoch, per rank
+
+
+class PipelineEpoch(_Model):
+    epoch: int
+    epoch_time: float
+    compute_mean: float
+    wait_mean: float
+    wait_max: float
+    first_wait_max: float
+    first_step_max: float
+    au_mean: float | None
+    au_min: float | None
+    samples: float | None
+    samples_per_s: float | None
+    bytes_read: int
+
+
+class Verdict(_Model):
+    kind: Literal["compute-bound", "input-bound-storage", "input-bound-preprocessing", "startup"]
+    title: str
+    text: str
+    numbers: dict[str, float | None]
+    levers: list[str]
+
+
+class Pipeline(_Model):
+    """Is training waiting for its data (iosweep.analysis.pipeline)."""
+
+    available: bool
+    reason: str = ""
+    au_label: str = ""
+    wait_source: Literal["timed", "gaps", ""] = (
+        ""  # the script timed the wait, or gaps between steps
+    )
+    totals: PipelineTotals | None = None
+    epochs: list[PipelineEpoch] = Field(default_factory=list)
+    verdict: Verdict | None = None
+    coverage: str = ""  # a warning when the steps do not fall within the trace
+
+
+class FileShape(_Model):
+    files: int
+    streams: int  # (file, epoch, rank) read sequences
+    text: str
+    first_read: int  # bytes of each stream's first read
+    first_at_0: bool
+    body_read_min: int | None  # the reads between, but the last (the file's remainder)
+    body_read_max: int | None
+    eof_read: bool  # ends with a zero-byte read at end of file
+    reads_per_stream_min: int
+    reads_per_stream_max: int
+    opens_per_file_per_epoch: float | None
+
+
+class FileShapes(_Model):
+    """How a class's files are read, said once per shape (iosweep.analysis.shapes)."""
+
+    class_: str = Field(alias="class")
+    files: int
+    streams: int
+    shapes: list[FileShape]
+
+
+class CompletenessCheck(_Model):
+    """What the trace saw against an outside account of the run (iosweep.analysis.completeness)."""
+
+    kind: Literal["dataset-reads", "checkpoint-writes"]
+    expected: int | None
+    seen: int
+    message: str
+    why: str = ""
 
 
 class Imbalance(_Model):
@@ -399,8 +514,8 @@ class Insight(_Model):
 class RunSummary(_Model):
     """One run's analysis (``summary.json``); every fact the report states about the run."""
 
-    schema_: Literal["iosweep.analysis.run/2"] = Field(
-        default="iosweep.analysis.run/2", alias="schema"
+    schema_: Literal["iosweep.analysis.run/3"] = Field(
+        default="iosweep.analysis.run/3", alias="schema"
     )
     run_id: str
     params: dict[str, Any]
@@ -411,6 +526,8 @@ class RunSummary(_Model):
     analysis_status: Literal["complete", "partial", "empty", "untraced"]
     empty: bool
     incomplete: bool
+    trace_complete: bool  # traced, nothing lost, nothing missed
+    completeness: list[CompletenessCheck]
     issues: list[Issue]
     limitations: list[str]
     settings: dict[str, Any]
@@ -427,6 +544,8 @@ class RunSummary(_Model):
     nodes: list[Node]
     checkpoints: Checkpoints
     overlap: Overlap
+    pipeline: Pipeline
+    file_shapes: FileShapes | None
     volume: dict[str, Stat | None]
     imbalance: Imbalance
     headline: dict[str, Any]  # flat metrics: one column each in the sweep table
@@ -438,8 +557,8 @@ class RunSummary(_Model):
 class AnalysisFailure(_Model):
     """What ``iosweep analyze`` writes for a store it could not analyse."""
 
-    schema_: Literal["iosweep.analysis.run/2"] = Field(
-        default="iosweep.analysis.run/2", alias="schema"
+    schema_: Literal["iosweep.analysis.run/3"] = Field(
+        default="iosweep.analysis.run/3", alias="schema"
     )
     run_id: str
     error: str
@@ -544,11 +663,60 @@ class Overhead(_Model):
     points: list[OverheadPoint]
 
 
+class LeverSeries(_Model):
+    """Runs that differ only in one lever of the input pipeline."""
+
+    lever: Literal["loader_workers", "staging"]
+    key: dict[str, Scalar]  # what the runs share
+    values: list[Scalar]
+    au: list[float | None]
+    compute_share: list[float | None]
+    samples_per_s: list[float | None]
+    reps: list[int]
+    text: str
+
+
+class ScaleSeries(_Model):
+    key: dict[str, Scalar]
+    ranks: list[int]
+    nodes: list[int]
+    au: list[float | None]
+    samples_per_s: list[float | None]
+    read_bandwidth_per_rank: list[float | None]  # what the job demanded, bytes/s
+    read_bandwidth_per_node: list[float | None]
+    largest_fed: Scale | None  # the largest point at or above the AU threshold
+
+
+class Projection(_Model):
+    run_id: str
+    demand_per_rank: float  # bytes/s a fully fed rank would read
+    fs_bandwidth: float
+    fs_bandwidth_source: str
+    ranks_at_bandwidth: float
+    opens_per_rank: float | None
+    fs_metadata_rate: float | None
+    ranks_at_metadata: float | None
+    text: str
+
+
+class PipelineAcross(_Model):
+    """The input pipeline across the sweep (iosweep.analysis.levers)."""
+
+    schema_: Literal["iosweep.analysis.sweep/1"] = Field(
+        default="iosweep.analysis.sweep/1", alias="schema"
+    )
+    levers: list[LeverSeries]
+    scale: list[ScaleSeries]
+    projection: Projection | None
+    au_threshold: float
+
+
 #: the JSON files of the sweep analysis and their models
 SWEEP_MODELS: dict[str, type[_Model]] = {
     "scaling.json": Scaling,
     "insights_across.json": InsightsAcross,
     "overhead.json": Overhead,
+    "pipeline.json": PipelineAcross,
 }
 
 
@@ -605,14 +773,16 @@ def read_summary(path: Path | str) -> Summary:
     return validate(d, str(p))
 
 
-def write_sweep_file(model: Scaling | InsightsAcross | Overhead, out_dir: Path | str) -> Path:
+def write_sweep_file(
+    model: Scaling | InsightsAcross | Overhead | PipelineAcross, out_dir: Path | str
+) -> Path:
     """Write one sweep file (its name from :data:`SWEEP_MODELS`) atomically."""
     name = next(n for n, m in SWEEP_MODELS.items() if isinstance(model, m))
     d = json_safe(model.model_dump(mode="json", by_alias=True))
     return write_text(Path(out_dir) / name, json.dumps(d, indent=1) + "\n")
 
 
-def read_sweep_file(path: Path | str) -> Scaling | InsightsAcross | Overhead:
+def read_sweep_file(path: Path | str) -> Scaling | InsightsAcross | Overhead | PipelineAcross:
     """One sweep file, checked against its model; SummaryError naming the file otherwise."""
     p = Path(path)
     model = SWEEP_MODELS.get(p.name)

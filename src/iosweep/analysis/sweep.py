@@ -11,11 +11,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from iosweep.analysis.levers import pipeline_across
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.summary import (
     SUMMARY_FILE,
     InsightsAcross,
     Overhead,
+    PipelineAcross,
     Scaling,
     read_summary,
     to_dict,
@@ -352,20 +354,23 @@ def analyze_sweep(
                 or [np.ones(len(df), bool)]
             )
             df.loc[m, "tracer_overhead"] = df.loc[m, "run_time"] / o["baseline_run_time_mean"] - 1
+    params = df.attrs.get("params", PARAM_COLUMNS) if len(df) else []
     models = (
         Scaling.model_validate(scaling(df) if len(df) else {"metrics": [], "series": []}),
         InsightsAcross.model_validate(insights_across(df, ov) if len(df) else {"series": []}),
         Overhead.model_validate({"points": ov}),
+        PipelineAcross.model_validate(pipeline_across(df, params, settings)),
     )
     atomic_write(out_dir / "sweep.csv", lambda p: df.to_csv(p, index=False))
     atomic_write(out_dir / "sweep.parquet", lambda p: df.to_parquet(p, index=False))
     for model in models:
         write_sweep_file(model, out_dir)
-    scal, ins, ovh = (m.model_dump(mode="json", by_alias=True) for m in models)
+    scal, ins, ovh, pipe = (m.model_dump(mode="json", by_alias=True) for m in models)
     return {
         "runs": len(df),
         "scaling": scal,
         "insights_across": ins,
         "overhead": ovh["points"],
+        "pipeline": pipe,
         "table": df,
     }

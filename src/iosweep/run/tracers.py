@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from iosweep.trace.darshan.runtime import DEFAULT_EXCLUDES
+
 TRACERS = ("darshan", "dftracer", "none")
 
 
@@ -93,13 +95,6 @@ def find_dftracer_lib() -> tuple[str, str] | None:
     return None
 
 
-# darshan-core's built-in exclusions (darshan-runtime 3.5.0, darshan_path_exclusions): files
-# whose path starts with one of these are not traced at all. DARSHAN_EXCLUDE_DIRS replaces
-# the list as a whole; a NAME_INCLUDE regex of the config file overrides any exclusion.
-DARSHAN_DEFAULT_EXCLUDES = (
-    "/etc/", "/dev/", "/usr/", "/bin/", "/boot/", "/lib/", "/opt/", "/sbin/", "/sys/", "/proc/",
-    "/var/",
-)  # fmt: skip
 _ERE_SPECIAL = set(".[]()*+?{}|^$\\")
 
 
@@ -112,7 +107,7 @@ def darshan_exclude_dirs(data_dirs: list[Path]) -> str:
     """DARSHAN_EXCLUDE_DIRS: Darshan's own list without the entries that hold a data
     directory (data staged in /dev/shm would otherwise go untraced, silently)."""
     dirs = [str(d).rstrip("/") + "/" for d in data_dirs]
-    keep = [e for e in DARSHAN_DEFAULT_EXCLUDES if not any(d.startswith(e) for d in dirs)]
+    keep = [e for e in DEFAULT_EXCLUDES if not any(d.startswith(e) for d in dirs)]
     return ",".join(keep)
 
 

@@ -591,6 +591,8 @@ def ingest(
         ranks = _ranks_from_logs(read, mpi_hosts)
     tracer = man.get("tracer")
     tracer_name = str(tracer.get("name", "") if isinstance(tracer, dict) else tracer or "")
+    # manifests of other tools may name the tracer among the sweep point's parameters only
+    tracer_name = tracer_name or str((man.get("params") or {}).get("tracer") or "")
     if tracer_name != "none" and (rank_source or man):
         issues.extend(_missing_ranks(entries, read, ranks))
     issues.extend(_duplicate_ranks(read))

@@ -1,0 +1,125 @@
+"""Is the trace complete? What it saw against what the run must have read and written.
+
+A tracer can be blind without saying so: Darshan ignores paths under ``/dev/``, ``/etc/``,
+``/usr/`` ... by default (data staged in ``/dev/shm`` goes untraced), DFTracer traces only
+under ``DFTRACER_DATA_DIR`` and does not see ``torch.save``'s writes. Each check compares
+the trace with an outside account of the run: the dataset's size (``dataset.json``) times the
+epochs, the samples the training script consumed, the checkpoint files on disk. A failed
+check is a warning issue of kind ``trace-incomplete``; such a run is never "traced
+completely", and the check says what was missed and, where it can, why.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from iosweep.analysis.data import RunData
+from iosweep.trace.darshan.runtime import excluded_by_default
+from iosweep.units import human_bytes
+
+_DATA_ARG = re.compile(r"--(?:data|data[-_]dir|dataset|train[-_]dir)[= ](\S+)")
+SEEN_MIN = 0.9  # the share of the expected bytes below which reads are missing
+
+
+def data_dirs(rd: RunData) -> list[str]:
+    """Where the run's data were: the manifest's (the staged copy first), else the ``--data``
+    argument of the traced processes' command lines."""
+    man = rd.meta.manifest or {}
+    out = [
+        str((man.get("staging") or {}).get("dir") or ""),
+        str((man.get("data") or {}).get("path") or ""),
+    ]
+    for p in rd.meta.processes:
+        out += _DATA_ARG.findall(p.exe or "")
+    out += _DATA_ARG.findall(" ".join(rd.meta.command))
+    return [d for d in dict.fromkeys(out) if d.startswith("/")]
+
+
+def _why_blind(rd: RunData) -> str:
+    tracer = rd.meta.tracer or (rd.meta.processes[0].tracer if rd.meta.processes else "")
+    dirs = data_dirs(rd)
+    if tracer == "darshan":
+        for d in dirs:
+            hidden = excluded_by_default(d)
+            if hidden:
+                return (
+                    f"the data were under {d}, and Darshan excludes {hidden} by default (its "
+                    "built-in exclusion list; DARSHAN_EXCLUDE_DIRS or a NAME_INCLUDE for the data "
+                    "directory brings them back)"
+                )
+        return "Darshan's NAME_EXCLUDE rules or record limits may have left the data files out"
+    if tracer == "dftracer":
+        where = f" ({', '.join(dirs)})" if dirs else ""
+        return f"DFTracer traces only under DFTRACER_DATA_DIR: the data directory{where} may not be in it"
+    return ""
+
+
+def _dataset_check(
+    rd: RunData, seen: int, files_seen: int, pipeline: dict[str, Any]
+) -> dict | None:
+    man = rd.meta.manifest or {}
+    data = man.get("data") or {}
+    tot = pipeline.get("totals") or {}
+    epochs = tot.get("epochs") or 0
+    samples = tot.get("samples")
+    whole = rd.meta.params.get("steps") == 0 and data.get("workload") == "imagenet"
+    if whole and data.get("bytes") and epochs:
+        expected = int(data["bytes"]) * epochs
+        if seen >= SEEN_MIN * expected:
+            return None
+        return {
+            "kind": "dataset-reads",
+            "expected": expected,
+            "seen": seen,
+            "message": f"the tracer saw {human_bytes(seen)} of the {human_bytes(expected)} of dataset "
+            f"reads that {epochs} whole epoch(s) over {data.get('files')} files must have made",
+        }
+    if seen == 0 and samples:
+        return {
+            "kind": "dataset-reads",
+            "expected": None,
+            "seen": 0,
+            "message": f"the tracer saw no dataset reads at all, while the run consumed "
+            f"{int(samples):,} samples",
+        }
+    return None
+
+
+def _checkpoint_check(checkpoints: dict[str, Any]) -> dict | None:
+    disk = checkpoints.get("on_disk") or {}
+    traced = int(checkpoints.get("bytes_written") or 0)
+    if not disk.get("files") or disk.get("bytes", 0) <= traced * 1.01:
+        return None
+    return {
+        "kind": "checkpoint-writes",
+        "expected": int(disk["bytes"]),
+        "seen": traced,
+        "message": f"the job left {disk['files']} checkpoint file(s) ({human_bytes(disk['bytes'])}) on "
+        f"disk, but the trace holds {human_bytes(traced)} of checkpoint writes: the tracer missed the "
+        "checkpoint writes (DFTracer does not see torch.save's); checkpoint times and sizes come from "
+        "the files' opens and the files on disk",
+    }
+
+
+def completeness_checks(
+    rd: RunData,
+    dataset_bytes: int,
+    dataset_files: int,
+    pipeline: dict[str, Any],
+    checkpoints: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """The checks that failed (nothing for an untraced run): kind, expected, seen, message,
+    and ``why`` where the cause is known."""
+    if rd.meta.tracer == "none" or (not len(rd.ops) and not len(rd.counters)):
+        return []
+    out = []
+    check = _dataset_check(rd, dataset_bytes, dataset_files, pipeline)
+    if check:
+        check["why"] = _why_blind(rd)
+        out.append(check)
+    check = _checkpoint_check(checkpoints)
+    if check:
+        check["why"] = ""
+        out.append(check)
+    return out

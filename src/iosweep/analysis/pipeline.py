@@ -1,0 +1,452 @@
+"""Is training waiting for its data, how much, and why: the input-pipeline analysis.
+
+From the manifest's steps, per rank and epoch: the compute (the steps' own time), the data
+wait (the time the rank waited for each batch: timed by the training script where it did,
+else the gap since the previous step; the first step's wait and the first step itself,
+which hold start-up and warm-up, are reported apart), samples/s, and the accelerator
+utilisation ``AU = compute / epoch time`` with the first step excluded, in the manner of
+MLPerf Storage (this is not an MLPerf Storage submission).
+
+Then what the wait is made of, from the rank's whole process tree (the rank, its forked
+loader workers, its threads): the time during the wait when at least one storage read was
+in flight (the union of the read intervals), metadata calls (opens, stats, seeks, closes:
+their intervals from DFTracer's events, or Darshan's per-file metadata time of the files
+opened in the epoch, which cannot be placed in time), and the rest: decoding, augmentation,
+collation, host-to-device copies. ``no_read_share`` is the share of the wait with no read in
+flight at all: the signature of a loader that is CPU-bound.
+
+A verdict per run: compute-bound, input-bound by storage, input-bound by preprocessing, or
+dominated by start-up, with the numbers that decided it and the levers to try.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from iosweep.analysis import intervals
+from iosweep.analysis.data import READ, RunData
+from iosweep.analysis.epochs import steps_frame
+from iosweep.analysis.metadata import KINDS
+
+AU_LABEL = "MLPerf-Storage-style AU (compute / epoch time, first step excluded; not a submission)"
+
+COLUMNS = [
+    "rank",
+    "epoch",
+    "start",
+    "end",
+    "epoch_time",
+    "steps",
+    "samples",
+    "first_wait",
+    "first_step",
+    "compute",
+    "wait",
+    "tail",
+    "au",
+    "samples_per_s",
+    "read_in_wait",
+    "meta_in_wait",
+    "meta_time",
+    "other_in_wait",
+    "no_read_share",
+    "reads",
+    "bytes_read",
+    "read_time",
+]
+
+_META_NAMES = re.compile(
+    "|".join(rx.pattern for rx in KINDS.values()) + r"|^f?close$|^opendir$|^readdir|^getdents"
+)
+
+
+@dataclass
+class RankEpoch:
+    """One rank's steps in one epoch, with its wait windows (steps >= 1)."""
+
+    rank: int
+    epoch: int
+    start: float
+    end: float
+    steps: pd.DataFrame  # sorted by step
+    wait_lo: np.ndarray  # the waits of steps >= 1
+    wait_hi: np.ndarray
+
+
+def _rank_epochs(rd: RunData) -> list[RankEpoch]:
+    st = steps_frame(rd)
+    out = []
+    for (a, e), g in st.groupby(["actor", "epoch"], sort=True):
+        steps = g[g["step"] >= 0].sort_values("step")
+        if steps.empty:
+            continue
+        whole = g[g["step"] < 0]
+        start = float(whole["start"].min()) if len(whole) else float(steps["start"].min())
+        end = float(whole["end"].max()) if len(whole) else float(steps["end"].max())
+        s, en = steps["start"].to_numpy(np.float64), steps["end"].to_numpy(np.float64)
+        timed = steps["wait_start"].notna().to_numpy() & steps["wait_end"].notna().to_numpy()
+        prev_end = np.concatenate([[start], en[:-1]])
+        wlo = np.where(timed, steps["wait_start"].to_numpy(np.float64), prev_end)
+        whi = np.where(timed, steps["wait_end"].to_numpy(np.float64), s)
+        steps = steps.assign(wait_lo=wlo, wait_hi=np.maximum(whi, wlo))
+        out.append(RankEpoch(int(a), int(e), start, end, steps, wlo[1:], np.maximum(whi, wlo)[1:]))
+    return out
+
+
+def _merged(group: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> dict[int, tuple]:
+    """Per group: its intervals merged (sorted, disjoint)."""
+    g, mlo, mhi = intervals.merge(group.astype(np.int64), lo, hi)
+    bounds = np.flatnonzero(np.diff(g)) + 1 if len(g) else np.empty(0, int)
+    out = {}
+    for s, e in zip(np.r_[0, bounds], np.r_[bounds, len(g)], strict=True):
+        if e > s:
+            out[int(g[s])] = (mlo[s:e], mhi[s:e])
+    return out
+
+
+def _read_spans(rd: RunData) -> dict[int, tuple]:
+    ops = rd.ops
+    m = (ops.op == READ) & (ops.actor >= 0)
+    return _merged(ops.actor[m], ops.start[m], ops.end[m])
+
+
+def _meta_spans(rd: RunData) -> dict[int, tuple]:
+    """Per rank: the union of its metadata calls traced as events (DFTracer), if any."""
+    ev = rd.app_events
+    if ev.empty:
+        return {}
+    cat = ev["cat"].astype(str)
+    name = ev["name"].astype(str)
+    names = pd.Series(name.unique())
+    meta_names = set(names[names.map(lambda n: bool(_META_NAMES.search(n)))])
+    m = cat.isin(["POSIX", "STDIO"]) & name.isin(meta_names) & (ev["actor"] >= 0)
+    e = ev[m.to_numpy()]
+    if e.empty:
+        return {}
+    return _merged(
+        e["actor"].to_numpy(), e["start"].to_numpy(np.float64), e["end"].to_numpy(np.float64)
+    )
+
+
+def _measure(spans: tuple | None, lo: np.ndarray, hi: np.ndarray) -> float:
+    """Length of the (disjoint, sorted) ``spans`` inside the windows [lo, hi)."""
+    if spans is None or not len(lo):
+        return 0.0
+    return float(intervals.measure_in(spans[0], spans[1], lo, hi).sum())
+
+
+def _union(a: tuple | None, b: tuple | None) -> tuple | None:
+    if a is None or b is None:
+        return a if b is None else b
+    g = np.zeros(len(a[0]) + len(b[0]), np.int64)
+    _, lo, hi = intervals.merge(g, np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+    return lo, hi
+
+
+def _counter_meta(rd: RunData, re_: RankEpoch) -> float:
+    """Darshan's metadata time of the files the rank's processes opened in the epoch."""
+    c = rd.counters
+    if c.empty:
+        return 0.0
+    m = (c["actor"] == re_.rank) & (c["open_start"] >= re_.start) & (c["open_start"] <= re_.end)
+    return float(c.loc[m, "meta_time"].sum())
+
+
+def _reads_per_rank_epoch(
+    rd: RunData, op_epoch: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Reads, bytes read and seconds inside reads (all the rank's processes added up) per
+    (rank, epoch), indexed rank * n + epoch + 1; and n."""
+    ops = rd.ops
+    m = (ops.op == READ) & (ops.actor >= 0)
+    n = int(op_epoch.max(initial=-1)) + 2
+    key = ops.actor[m].astype(np.int64) * n + op_epoch[m] + 1
+    busy = np.bincount(key, weights=(ops.end - ops.start)[m])
+    return np.bincount(key), np.bincount(key, weights=ops.length[m]), busy, n
+
+
+def rank_epoch_table(rd: RunData, op_epoch: np.ndarray) -> pd.DataFrame:
+    """One row per (rank, epoch): the columns of :data:`COLUMNS`."""
+    reads = _read_spans(rd)
+    metas = _meta_spans(rd)
+    batch = rd.meta.params.get("batch_size")
+    counts, volume, busy, n_ep = _reads_per_rank_epoch(rd, op_epoch)
+    rows = []
+    for re_ in _rank_epochs(rd):
+        st = re_.steps
+        comp = (st["end"] - st["start"]).to_numpy(np.float64)
+        wait = (st["wait_hi"] - st["wait_lo"]).to_numpy(np.float64)
+        samples = (
+            float(st["samples"].sum())
+            if st["samples"].notna().all()
+            else (len(st) * float(batch) if isinstance(batch, int | float) else np.nan)
+        )
+        end0 = float(st["end"].iloc[0])
+        rest = re_.end - end0
+        read_w = _measure(reads.get(re_.rank), re_.wait_lo, re_.wait_hi)
+        both = _measure(_union(reads.get(re_.rank), metas.get(re_.rank)), re_.wait_lo, re_.wait_hi)
+        waited = float(wait[1:].sum())
+        meta_events = both - read_w
+        meta_ctr = 0.0 if re_.rank in metas else _counter_meta(rd, re_)
+        meta = meta_events if re_.rank in metas else min(meta_ctr, max(waited - read_w, 0.0))
+        k = re_.rank * n_ep + re_.epoch + 1
+        rows.append(
+            {
+                "rank": re_.rank,
+                "epoch": re_.epoch,
+                "start": re_.start,
+                "end": re_.end,
+                "epoch_time": re_.end - re_.start,
+                "steps": len(st),
+                "samples": samples,
+                "first_wait": float(wait[0]),
+                "first_step": float(comp[0]),
+                "compute": float(comp[1:].sum()),
+                "wait": waited,
+                "tail": max(re_.end - float(st["end"].iloc[-1]), 0.0),
+                "au": float(comp[1:].sum()) / rest if len(st) > 1 and rest > 0 else np.nan,
+                "samples_per_s": samples / (re_.end - re_.start) if re_.end > re_.start else np.nan,
+                "read_in_wait": read_w,
+                "meta_in_wait": meta,
+                "meta_time": meta_events if re_.rank in metas else meta_ctr,
+                "other_in_wait": max(waited - read_w - meta, 0.0),
+                "no_read_share": (waited - read_w) / waited if waited > 0 else np.nan,
+                "reads": int(counts[k]) if k < len(counts) else 0,
+                "bytes_read": int(volume[k]) if k < len(volume) else 0,
+                "read_time": float(busy[k]) if k < len(busy) else 0.0,
+            }
+        )
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+# --- the run: totals over ranks and epochs, and the verdict ---------------------------------
+
+VERDICTS = {
+    "compute-bound": "Compute-bound",
+    "input-bound-storage": "Input-bound by storage",
+    "input-bound-preprocessing": "Input-bound by preprocessing",
+    "startup": "Dominated by start-up",
+}
+
+
+def _epochs(t: pd.DataFrame) -> list[dict[str, Any]]:
+    out = []
+    for e, g in t.groupby("epoch", sort=True):
+        span = float(g["end"].max() - g["start"].min())
+        out.append(
+            {
+                "epoch": int(e),
+                "epoch_time": span,
+                "compute_mean": float(g["compute"].mean()),
+                "wait_mean": float(g["wait"].mean()),
+                "wait_max": float(g["wait"].max()),
+                "first_wait_max": float(g["first_wait"].max()),
+                "first_step_max": float(g["first_step"].max()),
+                "au_mean": _nan_none(g["au"].mean()),
+                "au_min": _nan_none(g["au"].min()),
+                "samples": _nan_none(g["samples"].sum(min_count=1)),
+                "samples_per_s": _nan_none(
+                    g["samples"].sum(min_count=1) / span if span > 0 else np.nan
+                ),
+                "bytes_read": int(g["bytes_read"].sum()),
+            }
+        )
+    return out
+
+
+def _share(part: float, whole: float) -> float | None:
+    return float(part) / whole if whole > 0 else None
+
+
+def _nan_none(v: Any) -> float | None:
+    v = float(v)
+    return None if not np.isfinite(v) else v
+
+
+def totals(t: pd.DataFrame, run_start: float, run_end: float) -> dict[str, Any]:
+    """The run's figures over every rank and epoch."""
+    waited = float(t["wait"].sum())
+    span = t.groupby("epoch").apply(
+        lambda g: g["end"].max() - g["start"].min(), include_groups=False
+    )
+    training = float(span.sum())
+    samples = t["samples"].sum(min_count=1)
+    excl = (t["epoch_time"] - t["first_wait"] - t["first_step"]).sum()
+    return {
+        "ranks": int(t["rank"].nunique()),
+        "epochs": int(t["epoch"].nunique()),
+        "au": _nan_none(t["compute"].sum() / excl) if excl > 0 else None,
+        "compute_per_rank": float(t.groupby("rank")["compute"].sum().mean()),
+        "compute_share": _share(
+            (t["compute"] + t["first_step"]).sum(), float(t["epoch_time"].sum())
+        ),  # every step's compute over the epoch time, the first (warm-up) included
+        "read_time_per_rank": float(t.groupby("rank")["read_time"].sum().mean()),
+        "wait_per_rank": float(t.groupby("rank")["wait"].sum().mean()),
+        "epoch_time_per_rank": float(t.groupby("rank")["epoch_time"].sum().mean()),
+        "first_wait_max": float(t["first_wait"].max()),
+        "first_step_max": float(t["first_step"].max()),
+        "samples": _nan_none(samples),
+        "samples_per_s": _nan_none(samples / training) if training > 0 else None,
+        "startup": max(float(t["start"].min()) - run_start, 0.0),
+        "training_time": training,
+        "run_time": max(run_end - run_start, 0.0),
+        "read_in_wait_share": _share(t["read_in_wait"].sum(), waited),
+        "meta_in_wait_share": _share(t["meta_in_wait"].sum(), waited),
+        "other_in_wait_share": _share(t["other_in_wait"].sum(), waited),
+        "no_read_share": _share((t["wait"] - t["read_in_wait"]).sum(), waited),
+        "bytes_read_in_epochs": int(t["bytes_read"].sum()),
+        "read_bandwidth_per_rank": _nan_none(t["bytes_read"].sum() / t["epoch_time"].sum())
+        if t["epoch_time"].sum() > 0
+        else None,
+    }
+
+
+def verdict(tot: dict[str, Any], context: dict[str, Any], s) -> dict[str, Any]:
+    """The run's verdict, the numbers that decided it, and the levers to try.
+
+    ``context``: loader workers, staging, dataset median file size and read size (for the
+    levers); ``s``: the analysis settings (thresholds)."""
+    au = tot["au"]
+    wait = tot["wait_per_rank"]
+    epoch = tot["epoch_time_per_rank"]
+    storage = (tot["read_in_wait_share"] or 0.0) + (tot["meta_in_wait_share"] or 0.0)
+    if tot["startup"] > s.startup_share * tot["run_time"] and tot["startup"] > tot["training_time"]:
+        kind = "startup"
+    elif au is not None and au >= s.au_threshold:
+        kind = "compute-bound"
+    elif au is None:
+        kind = "startup"  # a single step per epoch: nothing but warm-up to judge
+    else:
+        kind = (
+            "input-bound-storage"
+            if storage >= s.storage_wait_share
+            else "input-bound-preprocessing"
+        )
+    return {
+        "kind": kind,
+        "title": VERDICTS[kind],
+        "text": _verdict_text(kind, tot, context, storage),
+        "numbers": {
+            "au": au,
+            "au_threshold": s.au_threshold,
+            "wait_per_rank_s": wait,
+            "epoch_time_per_rank_s": epoch,
+            "storage_share_of_wait": storage,
+            "storage_threshold": s.storage_wait_share,
+            "no_read_share_of_wait": tot["no_read_share"],
+            "startup_s": tot["startup"],
+            "training_s": tot["training_time"],
+        },
+        "levers": _levers(kind, context),
+    }
+
+
+def _pct(v: float | None) -> str:
+    return "?" if v is None else f"{v:.0%}"
+
+
+def _verdict_text(kind: str, tot: dict[str, Any], ctx: dict[str, Any], storage: float) -> str:
+    au, wait, epoch = tot["au"], tot["wait_per_rank"], tot["epoch_time_per_rank"]
+    if kind == "startup":
+        return (
+            f"{tot['startup']:.1f} s passed before the first step, against {tot['training_time']:.1f} s "
+            f"of training in {tot['epochs']} epoch(s): the run is too short to judge its input pipeline"
+        )
+    base = (
+        f"the ranks compute {_pct(au)} of their epoch time (MLPerf-Storage-style AU) and wait "
+        f"{wait:.1f} s of {epoch:.1f} s for data"
+    )
+    if kind == "compute-bound":
+        return base + "; the input pipeline keeps up"
+    w = ctx.get("loader_workers")
+    if kind == "input-bound-storage":
+        return (
+            base
+            + f"; storage reads or metadata calls were in flight during {_pct(storage)} of that wait"
+        )
+    who = f"{w} loader worker{'s' if w != 1 else ''}" if isinstance(w, int) else "the data loader"
+    if w == 0:
+        who = "the training process itself (no loader workers)"
+    return (
+        base + f"; reads were in flight during only {_pct(tot['read_in_wait_share'])} of that wait "
+        f"({_pct(tot['no_read_share'])} of it with no read at all): the time goes to decoding, "
+        f"augmentation and collation in {who}"
+    )
+
+
+def _levers(kind: str, ctx: dict[str, Any]) -> list[str]:
+    w, staged = ctx.get("loader_workers"), ctx.get("staging") == "node-local"
+    small_files = (ctx.get("file_size_median") or 0) and ctx["file_size_median"] < (1 << 20)
+    small_reads = (ctx.get("read_size_median") or 0) and ctx["read_size_median"] < (1 << 20)
+    if kind == "startup":
+        return ["run more steps or epochs before judging the input pipeline"]
+    if kind == "compute-bound":
+        return []
+    if kind == "input-bound-preprocessing":
+        out = [
+            "more loader workers (DataLoader num_workers, tf.data num_parallel_calls), as long as cores are free"
+        ]
+        if w == 0:
+            out[0] = (
+                "loader workers (DataLoader num_workers > 0, tf.data num_parallel_calls) so batches are prepared while the step computes"
+            )
+        return [
+            *out,
+            "cheaper preprocessing: decode at reduced size, or decode on the accelerator (e.g. DALI)",
+            "store samples pre-decoded or pre-resized",
+        ]
+    out = []
+    if not staged:
+        out.append("stage the data to node-local storage (sweep.staging: node-local)")
+    if small_files:
+        out.append("pack the small files into larger record files (TFRecord, WebDataset tar, HDF5)")
+    if small_reads:
+        out.append("larger reads (a bigger read buffer, whole-file reads)")
+    out.append("more loader workers or deeper prefetch, to keep more reads in flight")
+    return out
+
+
+def analyze_pipeline(
+    rd: RunData, op_epoch: np.ndarray, context: dict[str, Any]
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The (rank, epoch) table (``pipeline.parquet``) and the run's summary with its verdict;
+    without step timestamps, why the analysis is not available."""
+    if rd.steps.empty or not (rd.steps["step"] >= 0).any():
+        why = (
+            "no step timestamps: the run has no manifest with steps (logs from elsewhere), so "
+            "only the I/O is analysed, not whether training waited for it"
+        )
+        return pd.DataFrame(columns=COLUMNS), {"available": False, "reason": why}
+    t = rank_epoch_table(rd, op_epoch)
+    tot = totals(t, rd.run_start, rd.run_end)
+    out: dict[str, Any] = {
+        "available": True,
+        "reason": "",
+        "au_label": AU_LABEL,
+        "wait_source": "timed" if steps_frame(rd)["wait_start"].notna().any() else "gaps",
+        "totals": tot,
+        "epochs": _epochs(t),
+        "verdict": verdict(tot, context, rd.settings),
+        "coverage": _coverage(rd, t),
+    }
+    return t, out
+
+
+def _coverage(rd: RunData, t: pd.DataFrame) -> str:
+    """A warning when the step log does not fall within the traced time span."""
+    if not len(rd.ops):
+        return ""
+    lo, hi = float(np.min(rd.ops.start)), float(np.max(rd.ops.end))
+    s_lo, s_hi = float(t["start"].min()), float(t["end"].max())
+    slack = 0.1 * max(hi - lo, 1.0) + 5.0
+    if s_hi < lo - slack or s_lo > hi + slack:
+        return (
+            f"the step log ({s_lo:.1f}-{s_hi:.1f} s) lies outside the traced I/O ({lo:.1f}-{hi:.1f} s): "
+            "another run's manifest, or clocks that disagree; the wait analysis may be wrong"
+        )
+    return ""

@@ -1,0 +1,158 @@
+"""Many small files: how each file is read, said once for all files that are read alike.
+
+A file's *stream* is its reads within one epoch by one rank (the rank's loader workers
+included), in time order. Streams are grouped by shape: the first read (its size, at offset
+0 or not), whether the reads between are contiguous, whether the stream ends with a zero-byte
+read at end of file (Python's buffered reader asks once more). For each group: how many files,
+by how many processes per stream, the range of the reads between, and how often the files are
+opened per epoch: "19,968 files, each read once per epoch by one process: 4.1 kB at 0, then
+60.0-64.0 kB contiguous reads, then 0 B at EOF" instead of a signature listing 20,000 names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from iosweep.analysis.data import READ, RunData
+from iosweep.analysis.intervals import order_by, rank_of
+from iosweep.units import human_bytes
+
+
+def _streams(rd: RunData, op_epoch: np.ndarray, cls: int) -> pd.DataFrame | None:
+    """One row per (file, epoch, rank) stream of class ``cls`` reads."""
+    ops = rd.ops
+    m = (ops.op == READ) & (ops.actor >= 0) & (rd.file_class[ops.file] == cls)
+    idx = np.flatnonzero(m)
+    if not len(idx):
+        return None
+    nf = max(len(rd.paths), 1)
+    na = int(ops.actor.max()) + 1
+    key = ((op_epoch[idx].astype(np.int64) + 1) * nf + ops.file[idx]) * na + ops.actor[idx]
+    order = idx[order_by(key, rank_of(rd.time_rank()[idx]))]
+    k = key[np.searchsorted(idx, order)]
+    off, ln = ops.offset[order], ops.length[order]
+    new = np.r_[True, k[1:] != k[:-1]]
+    sid = np.cumsum(new) - 1
+    starts = np.flatnonzero(new)
+    last = np.r_[starts[1:] - 1, len(order) - 1]
+    n = np.diff(np.r_[starts, len(order)])
+    gap_ok = np.r_[True, off[1:] == off[:-1] + ln[:-1]]
+    gap_ok[starts] = True
+    eof = (ln[last] == 0) & (n > 1)
+    middle = np.ones(len(order), bool)
+    middle[starts] = False
+    middle[last[eof]] = False
+    # The body: the reads between, without the last of them (the file's remainder, shorter).
+    tail = np.where(eof, last - 1, last)
+    body = middle.copy()
+    body[tail[tail > starts]] = False
+    mid_len = np.where(body, ln, -1)
+    big = np.where(body, ln, np.iinfo(np.int64).max)
+    pid = ops.pid[order] if ops.pid is not None else np.zeros(len(order), np.int64)
+    new_pid = np.r_[True, (pid[1:] != pid[:-1]) | new[1:]]
+    return pd.DataFrame(
+        {
+            "file": ops.file[order][starts],
+            "epoch": op_epoch[order][starts],
+            "reads": n,
+            "first_len": ln[starts],
+            "first_at0": off[starts] == 0,
+            "eof": eof,
+            "contiguous": np.minimum.reduceat(gap_ok, starts),
+            "mid_min": np.minimum.reduceat(big, starts),
+            "mid_max": np.maximum.reduceat(mid_len, starts),
+            "mid_reads": np.add.reduceat(middle.astype(np.int64), starts),
+            "body_reads": np.add.reduceat(body.astype(np.int64), starts),
+            "procs": np.bincount(sid, weights=new_pid, minlength=len(starts)).astype(np.int64),
+        }
+    )
+
+
+def _opens_per_file(rd: RunData, cls: int) -> pd.Series:
+    """Opens per file of the class: Darshan's counters, else DFTracer's open calls."""
+    c = rd.counters
+    if len(c) and "opens" in c:
+        sel = c[(rd.file_class[c["file"].to_numpy()] == cls) & (c["actor"] >= 0)]
+        return sel.groupby("file")["opens"].sum()
+    ev = rd.app_events
+    if ev.empty or "path" not in ev:
+        return pd.Series(dtype=np.int64)
+    name = ev["name"].astype(str)
+    opens = ev[name.str.match(r"^(f?open(at)?(64)?|creat(64)?)$").to_numpy()]
+    counts = opens.groupby("path", observed=True).size()
+    code = {p: i for i, p in enumerate(rd.paths)}
+    idx = [code.get(str(p), -1) for p in counts.index]
+    s = pd.Series(counts.to_numpy(), index=idx)
+    s = s[s.index >= 0]
+    return s[rd.file_class[s.index.to_numpy()] == cls] if len(s) else s
+
+
+def _body_range(g: pd.DataFrame) -> tuple[int | None, int | None]:
+    b = g[g["body_reads"] > 0]
+    if b.empty:
+        return None, None
+    return int(b["mid_min"].min()), int(b["mid_max"].max())
+
+
+def _describe(g: pd.DataFrame, files: int, opens_per_epoch: float | None) -> str:
+    procs = "one process" if g["procs"].max() == 1 else f"up to {int(g['procs'].max())} processes"
+    per = f"read once per epoch by {procs}"
+    if opens_per_epoch is not None:
+        per = (
+            f"opened {'once' if round(opens_per_epoch, 1) == 1.0 else f'{opens_per_epoch:.1f} times'} "
+            f"per epoch and read by {procs}"
+        )
+    first = g.iloc[0]
+    parts = [f"{human_bytes(first['first_len'])} at {'0' if first['first_at0'] else 'an offset'}"]
+    kind = "contiguous" if first["contiguous"] else "non-contiguous"
+    lo, hi = _body_range(g)
+    if lo is not None and hi is not None:
+        size = human_bytes(lo) if lo == hi else f"{human_bytes(lo)}-{human_bytes(hi)}"
+        parts.append(f"{size} {kind} reads (the last of a file shorter)")
+    elif g["mid_reads"].max() > 0:
+        parts.append(f"one {kind} read of the rest")
+    if first["eof"]:
+        parts.append("0 B at EOF")
+    return f"{files:,} files, each {per}: " + ", then ".join(parts)
+
+
+def file_shapes(
+    rd: RunData, op_epoch: np.ndarray, cls: str, limit: int = 5
+) -> dict[str, Any] | None:
+    """The read shapes of class ``cls``'s files, most files first."""
+    if cls not in rd.class_names:
+        return None
+    ci = rd.class_names.index(cls)
+    st = _streams(rd, op_epoch, ci)
+    if st is None:
+        return None
+    opens = _opens_per_file(rd, ci)
+    epochs_read = st[st["epoch"] >= 0].groupby("file")["epoch"].nunique()
+    shapes = []
+    keys = ["first_len", "first_at0", "eof", "contiguous"]
+    for _, g in sorted(st.groupby(keys), key=lambda kg: -kg[1]["file"].nunique())[:limit]:
+        files = int(g["file"].nunique())
+        fo = opens.reindex(g["file"].unique()).dropna()
+        ep = epochs_read.reindex(fo.index).fillna(0)
+        ope = float(fo.sum() / ep.sum()) if len(fo) and ep.sum() > 0 else None
+        lo, hi = _body_range(g)
+        first = g.iloc[0]
+        shapes.append(
+            {
+                "files": files,
+                "streams": len(g),
+                "text": _describe(g.sort_values("reads"), files, ope),
+                "first_read": int(first["first_len"]),
+                "first_at_0": bool(first["first_at0"]),
+                "body_read_min": lo,
+                "body_read_max": hi,
+                "eof_read": bool(first["eof"]),
+                "reads_per_stream_min": int(g["reads"].min()),
+                "reads_per_stream_max": int(g["reads"].max()),
+                "opens_per_file_per_epoch": ope,
+            }
+        )
+    return {"class": cls, "files": int(st["file"].nunique()), "streams": len(st), "shapes": shapes}
