@@ -683,19 +683,52 @@ def test_sweep_scaling_insights_and_overhead(tmp_path):
     ser = next(s for s in sc["series"] if s["key"]["tracer"] == "darshan")
     assert [p["ranks"] for p in ser["points"]] == [1, 2, 4]
     br = ser["metrics"]["bytes_read"]
-    assert br["ratio"] == [1.0, 2.0, 4.0] and br["trend"] == "linear"
-    assert br["ratio_per_rank"] == [1.0, 1.0, 1.0] and br["trend_per_rank"] == "flat"
-    assert ser["metrics"]["dataset_bytes_read_per_rank"]["trend"] == "flat"
+    # one run per point: the ratios, but no slope and no trend word
+    assert br["ratio"] == [1.0, 2.0, 4.0] and br["exponent"] is None and br["trend"] == "noisy"
+    assert br["note"] == "one run per point: no trend fitted" and br["judgement"] == ""
+    busiest = ser["metrics"]["bytes_read_per_rank_max"]
+    assert busiest["ratio"] == [1.0, 1.0, 1.0] and busiest["unit"] == "bytes"
     ia = json.loads((tmp_path / "sweep" / "insights_across.json").read_text())
     ins = next(s for s in ia["series"] if s["key"]["tracer"] == "darshan")["insights"]
     assert ins["redundant_reads"]["status"] == "appears"
     assert ins["redundant_reads"]["appears_at"] == {"ranks": 2, "nodes": 1}
-    assert ins["tracer_overhead"]["status"] == "always"
+    # one traced and one untraced run per point: an overhead of 10 %, but no verdict
     ov = json.loads((tmp_path / "sweep" / "overhead.json").read_text())["points"]
-    assert len(ov) == 3 and all(o["overhead"] == pytest.approx(0.1) and o["fired"] for o in ov)
+    assert len(ov) == 3 and all(o["overhead"] == pytest.approx(0.1) for o in ov)
+    assert not any(o["fired"] for o in ov) and all(
+        o["verdict"].startswith("no verdict") for o in ov
+    )
+    assert "tracer_overhead" not in ins
     traced = df[df["tracer"] == "darshan"]
     assert traced["tracer_overhead"].tolist() == pytest.approx([0.1, 0.1, 0.1])
     assert res["runs"] == 6
+
+
+def test_trends_and_overhead_need_repeats(tmp_path):
+    sums = []
+    # two repeats per point; run times 100/101 s untraced, 110/111 s traced: no overlap
+    for ranks in (1, 2, 4):
+        for tracer, end in (("darshan", 110.0), ("none", 100.0)):
+            for rep in (0, 1):
+                st = _pt_like(
+                    tmp_path / f"s{ranks}{tracer}{rep}", ranks, tracer=tracer, end=end + rep
+                )
+                meta = json.loads((st / "run.json").read_text())
+                meta["params"]["rep"] = rep
+                (st / "run.json").write_text(json.dumps(meta))
+                sums.append(analyze_run(st, tmp_path / f"a{ranks}{tracer}{rep}"))
+    analyze_sweep(sums, tmp_path / "sweep")
+    sc = json.loads((tmp_path / "sweep" / "scaling.json").read_text())
+    ser = next(s for s in sc["series"] if s["key"]["tracer"] == "darshan")
+    br = ser["metrics"]["bytes_read"]
+    assert br["trend"] == "linear" and br["exponent"] == pytest.approx(1.0)
+    assert br["judgement"] == "as expected"  # a total grows with the ranks
+    busiest = ser["metrics"]["bytes_read_per_rank_max"]
+    assert busiest["trend"] == "flat" and busiest["judgement"] == "ideal"
+    ov = json.loads((tmp_path / "sweep" / "overhead.json").read_text())["points"]
+    # traced 110-111 s against untraced 100-101 s: 10.4 %, above the 5 % threshold
+    assert all(o["fired"] and o["verdict"] == "above threshold" for o in ov)
+    assert all(o["overhead"] == pytest.approx(110.5 / 100.5 - 1) for o in ov)
 
 
 def test_cli_analyzes_stores_and_survives_a_bad_one(tmp_path, capsys):
@@ -771,7 +804,12 @@ def test_imbalance_rule_fires_on_the_spread_it_reports():
     # bytes per rank 10, 10, 10, 4: (max - min) / max = 6 / 10 = 0.6 > 0.3 (the default)
     fired = imbalance(_ctx(imbalance={"bytes": 0.6, "io_time": 0.05, "stragglers": []}))
     assert [i.id for i in fired] == ["imbalance"]
-    assert fired[0].numbers == {"bytes": 0.6, "stragglers": [], "threshold_share": 0.3}
+    assert fired[0].numbers == {"bytes_spread": 0.6, "stragglers": [], "threshold_share": 0.3}
+    assert fired[0].units == {
+        "bytes_spread": "share",
+        "stragglers": "ranks",
+        "threshold_share": "share",
+    }
     # exactly at the threshold does not fire (strictly above it does)
     assert imbalance(_ctx(imbalance={"bytes": 0.3, "io_time": None, "stragglers": []})) == []
 

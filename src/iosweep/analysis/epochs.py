@@ -10,9 +10,12 @@ checkpoint between epochs, evaluation after) is ``-1``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
+from iosweep.analysis import intervals
 from iosweep.analysis.data import RunData
 
 OUTSIDE = -1
@@ -66,3 +69,48 @@ def op_epochs(rd: RunData, windows: pd.DataFrame) -> np.ndarray:
         inside = (k >= 0) & (t <= we[np.maximum(k, 0)])
         out[idx[inside]] = w["epoch"].to_numpy()[k[inside]]
     return out
+
+
+PLACES = ("before training", "in epochs", "between epochs", "after training", "checkpoints")
+
+
+def placement(rd: RunData, op_epoch: np.ndarray, windows: pd.DataFrame) -> dict[str, Any]:
+    """Where the I/O happens relative to training: bytes, operations and I/O time (the union
+    over all ranks) before the first epoch, inside epochs, between them (evaluation, ...)
+    and after the last; checkpoint files' I/O on its own, whenever it happens (a clock
+    skew of milliseconds must not move a checkpoint into an epoch); and the I/O time's share
+    of the run."""
+    ops = rd.ops
+    place = np.full(len(ops), 2, np.int8)  # between epochs, unless shown otherwise
+    place[op_epoch >= 0] = 1
+    if not windows.empty and len(ops):
+        first = windows.groupby("actor")["start"].min()
+        last = windows.groupby("actor")["end"].max()
+        lut_first = np.full(int(ops.actor.max(initial=0)) + 2, np.inf)
+        lut_last = np.full(len(lut_first), -np.inf)
+        lut_first[first.index.to_numpy()] = first.to_numpy()
+        lut_last[last.index.to_numpy()] = last.to_numpy()
+        a = np.where(ops.actor >= 0, ops.actor, len(lut_first) - 1)
+        out = op_epoch < 0
+        place[out & (ops.start < lut_first[a])] = 0
+        place[out & (ops.start > lut_last[a])] = 3
+    elif len(ops):
+        place[:] = 0  # no epochs known: everything is "before training" only nominally
+    if "checkpoint" in rd.class_names and len(ops):
+        place[rd.file_class[ops.file] == rd.class_names.index("checkpoint")] = 4
+    res: dict[str, Any] = {"known": not windows.empty, "places": {}}
+    is_r = ops.op == 0
+    for i, name in enumerate(PLACES):
+        m = place == i
+        _, lo, hi = intervals.merge(np.zeros(int(m.sum()), np.int64), ops.start[m], ops.end[m])
+        res["places"][name] = {
+            "ops": int(m.sum()),
+            "bytes_read": int(ops.length[m & is_r].sum()),
+            "bytes_written": int(ops.length[m & ~is_r].sum()),
+            "io_time": float((hi - lo).sum()),
+        }
+    _, lo, hi = intervals.merge(np.zeros(len(ops), np.int64), ops.start, ops.end)
+    busy = float((hi - lo).sum())
+    res["io_time"] = busy
+    res["io_share_of_run"] = busy / rd.run_time if rd.run_time > 0 else None
+    return res

@@ -25,17 +25,20 @@ def _mk(
     severity: str,
     title: str,
     message: str,
-    numbers: dict,
+    numbers: dict[str, tuple[Any, str]],
     recommendation: str,
     cls: str | None = None,
 ) -> Insight:
+    """An insight; ``numbers`` maps each name to (value, unit): every number a finding
+    prints carries its unit (bytes, bytes/s, s, share, count, ranks, text) from here."""
     return Insight.model_validate(
         {
             "id": id_,
             "severity": severity,
             "title": title,
             "message": message,
-            "numbers": numbers,
+            "numbers": {k: v for k, (v, _) in numbers.items()},
+            "units": {k: u for k, (_, u) in numbers.items()},
             "recommendation": recommendation,
             "class": cls,
         }
@@ -90,16 +93,17 @@ def no_io_or_truncated(c: Context) -> list[Insight]:
                 "The trace store holds no operations and no counters: the tracer saw nothing, "
                 "or its logs are missing",
                 {
-                    "segments": trace["segments"],
-                    "counter_records": trace["counter_records"],
-                    "issues": len(summary["issues"]),
+                    "segments": (trace["segments"], "count"),
+                    "counter_records": (trace["counter_records"], "count"),
+                    "issues": (len(summary["issues"]), "count"),
                 },
                 "Check that the tracer was preloaded into the training processes (LD_PRELOAD "
                 "reached every rank), that NAME_EXCLUDE does not hide the data, and that the "
                 "logs were collected after the processes exited.",
             )
         )
-    elif summary["incomplete"] or errors or (comp is not None and comp < s.trace_completeness_min):
+    elif errors or (comp is not None and comp < s.trace_completeness_min):
+        # (a trace that is whole but blind to some I/O is trace_incomplete's, with its reason)
         out.append(
             _mk(
                 "truncated_trace",
@@ -112,11 +116,11 @@ def no_io_or_truncated(c: Context) -> list[Insight]:
                     else ""
                 ),
                 {
-                    "completeness": comp,
-                    "threshold": s.trace_completeness_min,
-                    "issues": len(summary["issues"]),
-                    "error_issues": len(errors),
-                    "kinds": sorted({i["kind"] for i in summary["issues"]}),
+                    "completeness": (comp, "share"),
+                    "threshold": (s.trace_completeness_min, "share"),
+                    "issues": (len(summary["issues"]), "count"),
+                    "error_issues": (len(errors), "count"),
+                    "kinds": (sorted({i["kind"] for i in summary["issues"]}), "text"),
                 },
                 "Raise Darshan's memory limits (DARSHAN_MODMEM / DXT buffer, MAX_RECORDS in the "
                 "Darshan config), exclude irrelevant paths (NAME_EXCLUDE), and collect logs only "
@@ -135,6 +139,8 @@ def small_requests(c: Context) -> list[Insight]:
         d = summary["sizes"]["by_class"].get("all", {}).get(op)
         if not d:
             continue
+        zero = int(d.get("zero_length") or 0)
+        sized = d["ops"] - zero
         if d["small_share"] > s.small_requests_share and d["small"] >= s.small_requests_min_count:
             worst = max(
                 (
@@ -150,17 +156,19 @@ def small_requests(c: Context) -> list[Insight]:
                     "small_requests",
                     "warn",
                     f"Many small {op} requests",
-                    f"{d['small']} of {d['ops']} {op} requests ({d['small_share']:.1%}) are smaller than "
+                    f"{d['small']:,} of {sized:,} {op} requests ({d['small_share']:.1%}) are smaller than "
                     f"{human_bytes(s.small_request_bytes)}"
-                    + (f"; most go to {worst[0]} files" if worst[0] else ""),
+                    + (f"; most go to {worst[0]} files" if worst[0] else "")
+                    + (f" ({zero:,} zero-byte reads at end of file, not counted)" if zero else ""),
                     {
-                        "op": op,
-                        "small": d["small"],
-                        "ops": d["ops"],
-                        "share": d["small_share"],
-                        "threshold_bytes": s.small_request_bytes,
-                        "threshold_share": s.small_requests_share,
-                        "median_size": d.get("median"),
+                        "op": (op, "text"),
+                        "small": (d["small"], "count"),
+                        "ops": (sized, "count"),
+                        "zero_byte": (zero, "count"),
+                        "share": (d["small_share"], "share"),
+                        "threshold_bytes": (s.small_request_bytes, "bytes"),
+                        "threshold_share": (s.small_requests_share, "share"),
+                        "median_size": (d.get("median"), "bytes"),
                     },
                     "Issue fewer, larger requests: read whole samples or shards at once, raise the "
                     "reader's buffer size, or pack small samples into larger record files "
@@ -188,10 +196,10 @@ def random_access(c: Context) -> list[Insight]:
                     "Random access",
                     f"{rnd} of {sp['ops']} operations ({share:.1%}) jump backwards within their file",
                     {
-                        "random": rnd,
-                        "ops": sp["ops"],
-                        "share": share,
-                        "threshold_share": s.random_ops_share,
+                        "random": (rnd, "count"),
+                        "ops": (sp["ops"], "count"),
+                        "share": (share, "share"),
+                        "threshold_share": (s.random_ops_share, "share"),
                     },
                     "Read files sequentially and shuffle in memory (shuffle the order of shards, not "
                     "of samples inside a file), or enable read-ahead/prefetching in the data loader.",
@@ -218,12 +226,12 @@ def metadata_heavy(c: Context) -> list[Insight]:
                 f"{md['meta_time_share']:.1%} of I/O time is metadata (open, stat, seek, sync); the "
                 f"busiest rank spends {md['max_rank_meta_time']:.2f} s on it",
                 {
-                    "meta_time_share": md["meta_time_share"],
-                    "max_rank_meta_time": md["max_rank_meta_time"],
-                    "opens": md["totals"]["opens"],
-                    "stats": md["totals"]["stats"],
-                    "seeks": md["totals"]["seeks"],
-                    "threshold_share": s.metadata_time_share,
+                    "meta_time_share": (md["meta_time_share"], "share"),
+                    "max_rank_meta_time": (md["max_rank_meta_time"], "s"),
+                    "opens": (md["totals"]["opens"], "count"),
+                    "stats": (md["totals"]["stats"], "count"),
+                    "seeks": (md["totals"]["seeks"], "count"),
+                    "threshold_share": (s.metadata_time_share, "share"),
                 },
                 "Open each file once and keep it open, pack many small files into few large ones, "
                 "and avoid repeated stat/exists checks in the data loader.",
@@ -270,13 +278,13 @@ def redundant_reads(c: Context) -> list[Insight]:
                     "read from them are repeats of bytes another rank (or read) already moved"
                     + (f"; data is read once per {', '.join(once)}" if once else ""),
                     {
-                        "files": len(red),
-                        "ranks_per_file_max": int(red["n_readers"].max()),
-                        "bytes_read": int(red["bytes_read"].sum()),
-                        "unique_bytes": int(uni.sum()),
-                        "redundant_bytes": redundant,
-                        "read_once_per": once,
-                        "classes": sorted(red["class"].unique().tolist()),
+                        "files": (len(red), "count"),
+                        "ranks_per_file_max": (int(red["n_readers"].max()), "count"),
+                        "bytes_read": (int(red["bytes_read"].sum()), "bytes"),
+                        "unique_bytes": (int(uni.sum()), "bytes"),
+                        "redundant_bytes": (redundant, "bytes"),
+                        "read_once_per": (once, "text"),
+                        "classes": (sorted(red["class"].unique().tolist()), "text"),
                     },
                     "Shard the input by file across ranks, or read the data once per node into "
                     "shared memory / a node-local cache; a sampler that splits indices does not "
@@ -304,10 +312,10 @@ def file_per_process_at_scale(c: Context) -> list[Insight]:
                         f"File-per-process {cls} {d}s at {n_ranks} ranks",
                         f"{a['evidence']['files']} {cls} files, one set per rank, opened by {n_ranks} ranks",
                         {
-                            "ranks": n_ranks,
-                            "files": a["evidence"]["files"],
-                            "op": d,
-                            "threshold_ranks": s.fpp_min_ranks,
+                            "ranks": (n_ranks, "count"),
+                            "files": (a["evidence"]["files"], "count"),
+                            "op": (d, "text"),
+                            "threshold_ranks": (s.fpp_min_ranks, "count"),
                         },
                         "Many ranks opening their own files load the metadata servers together; use "
                         "fewer, shared files (collective or aggregated I/O) or stagger the opens.",
@@ -345,12 +353,12 @@ def single_rank_checkpoint(c: Context) -> list[Insight]:
                 )
                 + f" while the other {n_ranks - 1} {whos} write none",
                 {
-                    "writer": w,
-                    "ranks": n_ranks,
-                    "bytes_written": ck["bytes_written"],
-                    "checkpoints": ck.get("n_checkpoints"),
-                    "duration_mean": ck.get("duration_mean"),
-                    "interval_mean": ck.get("interval_mean"),
+                    "writer": (w, "ranks"),
+                    "ranks": (n_ranks, "count"),
+                    "bytes_written": (ck["bytes_written"], "bytes"),
+                    "checkpoints": (ck.get("n_checkpoints"), "count"),
+                    "duration_mean": (ck.get("duration_mean"), "s"),
+                    "interval_mean": (ck.get("interval_mean"), "s"),
                 },
                 "Fine for small models; for large ones the other ranks wait at the next collective "
                 "while one rank writes: use asynchronous or sharded (per-rank) checkpointing.",
@@ -370,13 +378,13 @@ def imbalance(c: Context) -> list[Insight]:
     if n_ranks > 1 and imb:
         fired = {}
         if imb.get("bytes") is not None and imb["bytes"] > s.imbalance_share:
-            fired["bytes"] = imb["bytes"]
+            fired["bytes_spread"] = (imb["bytes"], "share")
         if (
             imb.get("io_time") is not None
             and imb["io_time"] > s.imbalance_share
             and imb.get("io_time_max", 0) >= s.imbalance_min_io_time_s
         ):
-            fired["io_time"] = imb["io_time"]
+            fired["io_time_spread"] = (imb["io_time"], "share")
         if fired or imb.get("stragglers"):
             out.append(
                 _mk(
@@ -384,14 +392,14 @@ def imbalance(c: Context) -> list[Insight]:
                     "warn",
                     "I/O imbalance across ranks",
                     "; ".join(
-                        f"(max - min) / max of {k.replace('_', ' ')} per rank is {v:.1%}"
+                        f"(max - min) / max of {k.removesuffix('_spread').replace('_', ' ')} per rank is {v[0]:.1%}"
                         for k, v in fired.items()
                     )
                     + (f"; stragglers: ranks {imb['stragglers']}" if imb.get("stragglers") else ""),
                     {
                         **fired,
-                        "stragglers": imb.get("stragglers", []),
-                        "threshold_share": s.imbalance_share,
+                        "stragglers": (imb.get("stragglers", []), "ranks"),
+                        "threshold_share": (s.imbalance_share, "share"),
                     },
                     "Balance the data each rank reads (equal shard sizes), and look at the "
                     "stragglers' nodes (storage path, local contention).",
@@ -414,10 +422,10 @@ def io_bound(c: Context) -> list[Insight]:
                 "I/O takes a large share of the run",
                 f"The busiest rank spends {h['io_share_max']:.1%} of the run time in I/O",
                 {
-                    "io_share_max": h["io_share_max"],
-                    "io_time_max": h["io_time_max"],
-                    "run_time": h["run_time"],
-                    "threshold_share": s.io_time_share,
+                    "io_share_max": (h["io_share_max"], "share"),
+                    "io_time_max": (h["io_time_max"], "s"),
+                    "run_time": (h["run_time"], "s"),
+                    "threshold_share": (s.io_time_share, "share"),
                 },
                 "Overlap loading with compute (DataLoader workers, prefetch), cache the dataset in "
                 "memory or on node-local storage, or use a faster file system tier.",
@@ -447,9 +455,9 @@ def exposed_io(c: Context) -> list[Insight]:
                 f"Up to {ov['exposed_share_of_epochs_max']:.1%} of a rank's epoch time is I/O with no "
                 "compute running",
                 {
-                    "exposed_share_max": ov["exposed_share_of_epochs_max"],
-                    "exposed_io_time_max": ov["exposed_io_time_in_epochs_max"],
-                    "threshold_share": s.exposed_io_share,
+                    "exposed_share_max": (ov["exposed_share_of_epochs_max"], "share"),
+                    "exposed_io_time_max": (ov["exposed_io_time_in_epochs_max"], "s"),
+                    "threshold_share": (s.exposed_io_share, "share"),
                 },
                 "Prefetch the next batches while computing (more loader workers, prefetch_factor, "
                 "tf.data prefetch) so reads overlap with the steps.",
@@ -471,11 +479,11 @@ def input_bound(c: Context) -> list[Insight]:
             v["title"],
             v["text"][0].upper() + v["text"][1:],
             {
-                "au": n["au"],
-                "au_threshold": n["au_threshold"],
-                "wait_per_rank": n["wait_per_rank_s"],
-                "storage_share_of_wait": n["storage_share_of_wait"],
-                "no_read_share_of_wait": n["no_read_share_of_wait"],
+                "au": (n["au"], "share"),
+                "au_threshold": (n["au_threshold"], "share"),
+                "wait_per_rank": (n["wait_per_rank_s"], "s"),
+                "storage_share_of_wait": (n["storage_share_of_wait"], "share"),
+                "no_read_share_of_wait": (n["no_read_share_of_wait"], "share"),
             },
             "; ".join(v["levers"]),
         )
@@ -495,7 +503,7 @@ def trace_incomplete(c: Context) -> list[Insight]:
             ch["message"][0].upper()
             + ch["message"][1:]
             + (f": {ch['why']}" if ch.get("why") else ""),
-            {"expected_bytes": ch["expected"], "seen_bytes": ch["seen"]},
+            {"expected_bytes": (ch["expected"], "bytes"), "seen_bytes": (ch["seen"], "bytes")},
             "Trace the data directory (iosweep sets DARSHAN_EXCLUDE_DIRS and a NAME_INCLUDE for the "
             "dataset and staging directories; DFTracer needs them in DFTRACER_DATA_DIR); read the "
             "figures of this run as lower bounds.",

@@ -12,10 +12,11 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.access import class_strategy, epoch_strategy, per_epoch_reads
+from iosweep.analysis.artefacts import fd_reuse, remove
 from iosweep.analysis.checkpoints import checkpoint_summary
 from iosweep.analysis.completeness import completeness_checks
 from iosweep.analysis.data import RunData, load_run
-from iosweep.analysis.epochs import op_epochs, rank_windows
+from iosweep.analysis.epochs import op_epochs, placement, rank_windows
 from iosweep.analysis.insights import run_insights
 from iosweep.analysis.metadata import analyze_metadata
 from iosweep.analysis.overlap import analyze_overlap
@@ -40,7 +41,10 @@ def analyze_run(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rd = load_run(Path(store_path), settings)
+    mask, artefacts = fd_reuse(rd)
+    remove(rd, mask, artefacts)
     summary, tables = _analyze(rd)
+    summary["artefacts"] = artefacts
     summary["store_relative"] = os.path.relpath(Path(store_path).resolve(), out_dir.resolve())
     for name, df in tables.items():
         _write_parquet(df, out_dir / f"{name}.parquet")
@@ -117,16 +121,20 @@ class EpochFacts:
     op_epoch: np.ndarray
     per_epoch: dict[str, dict[str, Any]]
     shapes: dict[str, Any] | None
+    placement: dict[str, Any]
 
 
 def _epoch_facts(rd: RunData) -> EpochFacts:
-    op_epoch = op_epochs(rd, rank_windows(rd))
+    windows = rank_windows(rd)
+    op_epoch = op_epochs(rd, windows)
     per_epoch = {}
     for ci, cname in enumerate(rd.class_names):
         pe = per_epoch_reads(rd, op_epoch, ci)
         if pe:
             per_epoch[cname] = pe
-    return EpochFacts(op_epoch, per_epoch, file_shapes(rd, op_epoch, "dataset"))
+    return EpochFacts(
+        op_epoch, per_epoch, file_shapes(rd, op_epoch, "dataset"), placement(rd, op_epoch, windows)
+    )
 
 
 def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
@@ -230,6 +238,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         "overlap": ov_summary,
         "pipeline": pipe,
         "file_shapes": ef.shapes,
+        "placement": ef.placement,
     }
     summary["run_meta"] = _run_meta(meta)
     summary["volume"] = _volume(rd, ranks)
@@ -491,6 +500,16 @@ def _headline(rd: RunData, sm: dict[str, Any], t, ranks: pd.DataFrame) -> dict[s
     for k in ("opens", "stats", "seeks", "fsyncs"):
         h[k] = md["totals"][k]
     h["opens_per_rank"] = md["totals"]["opens"] / n
+    h["metadata_ops"] = sum(md["totals"][k] for k in ("opens", "stats", "seeks", "fsyncs"))
+    # What the busiest rank (or each writer) did itself: a total over N ranks hides a rank 0
+    # that does fixed extra work (checkpoints, logs) behind a per-rank mean that shrinks with N.
+    if len(ranks):
+        writers = ranks[ranks["bytes_written"] > 0]
+        h["opens_per_rank_max"] = int(ranks["opens"].max())
+        h["ranks_writing"] = len(writers)
+        h["bytes_written_per_writer"] = (
+            float(writers["bytes_written"].mean()) if len(writers) else 0.0
+        )
     h["meta_time"] = md["meta_time"]
     h["meta_time_share"] = md["meta_time_share"]
     h["imbalance_bytes"] = sm["imbalance"]["bytes"]

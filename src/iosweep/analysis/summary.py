@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from iosweep.files import json_safe, write_text
 
@@ -472,6 +472,36 @@ class FileShapes(_Model):
     shapes: list[FileShape]
 
 
+class Place(_Model):
+    ops: int
+    bytes_read: int
+    bytes_written: int
+    io_time: float  # the union of the operations in time, all ranks
+
+
+class Placement(_Model):
+    """Where the I/O happens relative to training (iosweep.analysis.epochs.placement)."""
+
+    known: bool  # the run has epochs: otherwise every operation counts as before training
+    places: dict[str, Place]  # before training, in epochs, between epochs, after training
+    io_time: float
+    io_share_of_run: float | None
+
+
+class Artefact(_Model):
+    """Operations a tracer charged to the wrong file, left out of every figure."""
+
+    kind: Literal["darshan-fd-reuse"]
+    path: str
+    rank: int
+    ops: int
+    bytes_read: int
+    bytes_written: int
+    start: float
+    end: float
+    message: str
+
+
 class CompletenessCheck(_Model):
     """What the trace saw against an outside account of the run (iosweep.analysis.completeness)."""
 
@@ -501,14 +531,25 @@ class OpsSample(_Model):
     class_order: list[str]
 
 
+Unit = Literal["bytes", "bytes/s", "s", "share", "count", "ranks", "text"]
+
+
 class Insight(_Model):
     id: str
     severity: Literal["high", "warn", "info"]
     title: str
     message: str
     numbers: dict[str, Any] = Field(default_factory=dict)
+    units: dict[str, Unit] = Field(default_factory=dict)  # every number's unit, by name
     recommendation: str = ""
     class_: str | None = Field(default=None, alias="class")
+
+    @model_validator(mode="after")
+    def _every_number_has_a_unit(self) -> Insight:
+        missing = sorted(set(self.numbers) - set(self.units))
+        if missing:
+            raise ValueError(f"insight {self.id}: numbers without a unit: {missing}")
+        return self
 
 
 class RunSummary(_Model):
@@ -546,6 +587,8 @@ class RunSummary(_Model):
     overlap: Overlap
     pipeline: Pipeline
     file_shapes: FileShapes | None
+    placement: Placement
+    artefacts: list[Artefact] = Field(default_factory=list)
     volume: dict[str, Stat | None]
     imbalance: Imbalance
     headline: dict[str, Any]  # flat metrics: one column each in the sweep table
@@ -591,13 +634,23 @@ class MetricSeries(_Model):
     total: bool  # adds up over ranks (bytes, files, opens ...)
     mean: list[float | None]
     std: list[float | None]
+    min: list[float | None]
+    max: list[float | None]
     ratio: list[float | None] | None  # mean / mean at the first point
-    exponent: float | None  # slope of log(mean) over log(ranks)
-    trend: str | None
-    per_rank: list[float | None] | None = None
-    ratio_per_rank: list[float | None] | None = None
-    exponent_per_rank: float | None = None
-    trend_per_rank: str | None = None
+    exponent: float | None  # slope of log(mean) over log(ranks); None: not fitted
+    trend: str | None  # flat, sublinear, linear, superlinear, shrinks; noisy: not fitted
+    note: str = ""  # why no trend was fitted
+    judgement: str = ""  # against the ideal: ideal, as expected, better/worse than ideal
+    unit: str | None = None  # for the metrics of SCALING_METRICS
+    title: str | None = None
+
+
+class MetricSpec(_Model):
+    name: str
+    title: str
+    unit: str
+    ideal: str
+    better: str
 
 
 class ScalingSeries(_Model):
@@ -612,6 +665,7 @@ class Scaling(_Model):
     )
     metrics: list[str]
     totals: list[str] = Field(default_factory=list)
+    catalogue: list[MetricSpec] = Field(default_factory=list)  # the metrics to plot, in order
     series: list[ScalingSeries]
 
 
@@ -651,8 +705,13 @@ class OverheadPoint(_Model):
     baseline_run_time_mean: float
     traced_runs: int
     baseline_runs: int
+    traced_min: float
+    traced_max: float
+    baseline_min: float
+    baseline_max: float
     overhead: float | None
-    fired: bool
+    fired: bool  # only with repeats and run times that do not overlap
+    verdict: str
     threshold: float
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -169,14 +170,96 @@ def _py(v: Any) -> Any:
     return v
 
 
+@dataclass(frozen=True)
+class Metric:
+    """A metric the sweep compares across scale: its unit, and how it would ideally behave as
+    ranks grow in data-parallel training (weak scaling: each rank does the same work)."""
+
+    name: str
+    title: str
+    unit: str  # bytes | bytes/s | s | share | count | samples/s
+    ideal: str  # flat | linear | "" (no ideal: it depends on the job)
+    better: str = ""  # lower | higher | "" (neither is better)
+
+
+#: what the report plots and the trend table shows, in this order
+SCALING_METRICS = (
+    Metric("au", "Accelerator utilisation (MLPerf-Storage-style)", "share", "flat", "higher"),
+    Metric("samples_per_s", "Samples per second, all ranks", "samples/s", "linear", "higher"),
+    Metric("wait_per_rank", "Data wait per rank", "s", "flat", "lower"),
+    Metric("run_time", "Run time", "s", "flat", "lower"),
+    Metric("io_time_max", "I/O time, slowest rank", "s", "flat", "lower"),
+    Metric("bytes_read_per_rank_max", "Bytes read, busiest rank", "bytes", "flat", "lower"),
+    Metric("bytes_read", "Bytes read in total", "bytes", "linear"),
+    Metric("bytes_written_per_writer", "Bytes written per writing rank", "bytes", "flat"),
+    Metric("bytes_written", "Bytes written in total", "bytes", ""),
+    Metric("bandwidth_aggregate", "Aggregate bandwidth", "bytes/s", "linear", "higher"),
+    Metric("read_bandwidth_per_rank", "Read bandwidth demanded per rank", "bytes/s", "flat"),
+    Metric("metadata_ops", "Metadata operations in total", "count", "linear"),
+    Metric("opens_per_rank_max", "Opens, busiest rank", "count", "flat", "lower"),
+    Metric("io_share_max", "I/O share of run time, slowest rank", "share", "flat", "lower"),
+    Metric("imbalance_bytes", "Imbalance of bytes across ranks", "share", "flat", "lower"),
+    Metric("imbalance_io_time", "Imbalance of I/O time across ranks", "share", "flat", "lower"),
+)
+METRICS = {m.name: m for m in SCALING_METRICS}
+
+
+def _monotonic(y: np.ndarray) -> bool:
+    d = np.diff(y[np.isfinite(y)])
+    scale = np.nanmax(np.abs(y)) or 1.0
+    d = d[np.abs(d) > 0.02 * scale]  # changes under 2 % of the values are no direction
+    return bool((d >= 0).all() or (d <= 0).all())
+
+
+def fit_trend(
+    ranks: np.ndarray, mean: np.ndarray, reps: list[int]
+) -> tuple[float | None, str | None, str]:
+    """(slope of log(mean) over log(ranks), trend word, why none): no trend from one run per
+    point, nor from a series that goes up and down (noise, or another effect than scale)."""
+    if np.isfinite(mean).sum() < 2 or len(np.unique(ranks[np.isfinite(mean)])) < 2:
+        return None, None, ""
+    if min(reps) < 2:
+        return None, "noisy", "one run per point: no trend fitted"
+    if not _monotonic(mean):
+        return None, "noisy", "not monotonic: no trend fitted"
+    e = _exponent(ranks, mean)
+    return e, _trend(e), ""
+
+
+def judge(metric: str, trend: str | None) -> str:
+    """The trend against the ideal: as ideal, better, worse (or nothing to say)."""
+    m = METRICS.get(metric)
+    if m is None or not m.ideal or trend in (None, "noisy"):
+        return ""
+    if trend == m.ideal:
+        return "ideal" if m.ideal == "flat" else "as expected"
+    grows = {"flat": 0, "shrinks": -1, "sublinear": 0.5, "linear": 1, "superlinear": 2}
+    more = grows[trend] > grows[m.ideal]
+    if not m.better:
+        return "more than ideal" if more else "less than ideal"
+    good = more == (m.better == "higher")
+    return "better than ideal" if good else "worse than ideal"
+
+
+def _point_stats(vals: pd.Series, g: pd.DataFrame) -> tuple[np.ndarray, ...]:
+    by = vals.groupby([g["ranks"], g["nodes"]], dropna=False, sort=True)
+    return tuple(by.agg(f).to_numpy(np.float64) for f in ("mean", "std", "min", "max"))
+
+
 def scaling(df: pd.DataFrame) -> dict[str, Any]:
     metrics = _metrics(df)
     out: dict[str, Any] = {
         "metrics": metrics,
         "totals": [m for m in metrics if _is_total(m)],
+        "catalogue": [asdict(m) for m in SCALING_METRICS],
         "series": [],
     }
-    ok = df[df["analysis_status"].isin(["complete", "partial"])] if "analysis_status" in df else df
+    # untraced runs too: their input pipeline (AU, samples/s, run time) was measured
+    ok = (
+        df[df["analysis_status"].isin(["complete", "partial", "untraced"])]
+        if "analysis_status" in df
+        else df
+    )
     for key, g in _series(ok):
         pts = g.groupby(["ranks", "nodes"], dropna=False, sort=True)
         points = [
@@ -189,42 +272,32 @@ def scaling(df: pd.DataFrame) -> dict[str, Any]:
             }
             for (r, n), gg in pts
         ]
+        reps = [p["reps"] for p in points]
         ranks = np.array(
             [p["ranks"] if p["ranks"] is not None else np.nan for p in points], np.float64
         )
         series: dict[str, Any] = {"key": key, "points": points, "metrics": {}}
         for m in metrics:
-            vals = pd.to_numeric(g[m], errors="coerce")
-            mean = (
-                vals.groupby([g["ranks"], g["nodes"]], dropna=False, sort=True)
-                .mean()
-                .to_numpy(np.float64)
-            )
-            std = (
-                vals.groupby([g["ranks"], g["nodes"]], dropna=False, sort=True)
-                .std()
-                .to_numpy(np.float64)
-            )
+            mean, std, lo, hi = _point_stats(pd.to_numeric(g[m], errors="coerce"), g)
             if not np.isfinite(mean).any():
                 continue
             base = mean[0]
-            entry: dict[str, Any] = {
+            e, trend, note = fit_trend(ranks, mean, reps)
+            spec = METRICS.get(m)
+            series["metrics"][m] = {
                 "total": _is_total(m),
                 "mean": _clean_list(mean),
                 "std": _clean_list(std),
+                "min": _clean_list(lo),
+                "max": _clean_list(hi),
                 "ratio": _clean_list(mean / base) if np.isfinite(base) and base != 0 else None,
-                "exponent": _exponent(ranks, mean),
+                "exponent": e,
+                "trend": trend,
+                "note": note,
+                "judgement": judge(m, trend),
+                "unit": spec.unit if spec else None,
+                "title": spec.title if spec else None,
             }
-            entry["trend"] = _trend(entry["exponent"])
-            if entry["total"]:
-                pr = mean / ranks
-                entry["per_rank"] = _clean_list(pr)
-                entry["ratio_per_rank"] = (
-                    _clean_list(pr / pr[0]) if np.isfinite(pr[0]) and pr[0] != 0 else None
-                )
-                entry["exponent_per_rank"] = _exponent(ranks, pr)
-                entry["trend_per_rank"] = _trend(entry["exponent_per_rank"])
-            series["metrics"][m] = entry
         out["series"].append(series)
     return out
 
@@ -295,7 +368,10 @@ def _changes(frac: list[float], points: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def tracer_overhead(df: pd.DataFrame, s: AnalysisSettings) -> list[dict[str, Any]]:
-    """Run time of traced runs against the untraced runs (tracer: none) of the same point."""
+    """Run time of traced runs against the untraced runs (tracer: none) of the same point.
+
+    A verdict only from repeats: at least two runs on each side, and spreads that do not
+    overlap (on shared cores one untraced run can take twice as long as its neighbour)."""
     if "tracer" not in df or not (df["tracer"] == "none").any():
         return []
     pc = [c for c in _point_cols(df) if c != "tracer"]
@@ -304,32 +380,49 @@ def tracer_overhead(df: pd.DataFrame, s: AnalysisSettings) -> list[dict[str, Any
         if "run_time" in df
         else df.iloc[0:0]
     )
-    base = (
-        good[good["tracer"] == "none"].groupby(pc, dropna=False)["run_time"].agg(["mean", "count"])
-    )
+    stats = ["mean", "count", "min", "max"]
+    base = good[good["tracer"] == "none"].groupby(pc, dropna=False)["run_time"].agg(stats)
     out = []
     for key, g in good[good["tracer"] != "none"].groupby([*pc, "tracer"], dropna=False, sort=True):
         k = dict(zip([*pc, "tracer"], key, strict=True))
         bkey = tuple(k[c] for c in pc) if len(pc) > 1 else k[pc[0]]
         if bkey not in base.index:
             continue
-        b = float(base.loc[bkey, "mean"])
-        t = float(g["run_time"].mean())
-        ov = t / b - 1 if b > 0 else None
+        b = base.loc[bkey]
+        t = g["run_time"]
+        ov = float(t.mean()) / float(b["mean"]) - 1 if b["mean"] > 0 else None
+        verdict = _overhead_verdict(ov, len(t), int(b["count"]), float(t.min()), float(b["max"]), s)
         out.append(
             {
                 "point": {c: _py(k[c]) for c in pc},
                 "tracer": str(k["tracer"]),
-                "traced_run_time_mean": t,
-                "baseline_run_time_mean": b,
-                "traced_runs": len(g),
-                "baseline_runs": int(base.loc[bkey, "count"]),
+                "traced_run_time_mean": float(t.mean()),
+                "baseline_run_time_mean": float(b["mean"]),
+                "traced_runs": len(t),
+                "baseline_runs": int(b["count"]),
+                "traced_min": float(t.min()),
+                "traced_max": float(t.max()),
+                "baseline_min": float(b["min"]),
+                "baseline_max": float(b["max"]),
                 "overhead": ov,
-                "fired": bool(ov is not None and ov > s.tracer_overhead_share),
+                "fired": verdict == "above threshold",
+                "verdict": verdict,
                 "threshold": s.tracer_overhead_share,
             }
         )
     return out
+
+
+def _overhead_verdict(
+    ov: float | None, n_traced: int, n_base: int, traced_min: float, base_max: float, s
+) -> str:
+    if ov is None:
+        return ""
+    if n_traced < 2 or n_base < 2:
+        return f"no verdict: {n_traced} traced and {n_base} untraced run(s), 2 of each needed"
+    if traced_min <= base_max:
+        return "within the noise: the traced and untraced run times overlap"
+    return "above threshold" if ov > s.tracer_overhead_share else "below threshold"
 
 
 def analyze_sweep(

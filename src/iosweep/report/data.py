@@ -18,6 +18,7 @@ from iosweep.analysis.summary import (
     AnalysisFailure,
     InsightsAcross,
     Overhead,
+    PipelineAcross,
     RunInfo,
     RunSummary,
     Scaling,
@@ -196,6 +197,7 @@ class SweepView:
     scaling: Scaling
     insights_across: InsightsAcross
     overhead: Overhead
+    pipeline: PipelineAcross
     source: str  # where it came from (the sweep directory), or "none"
     problems: list[dict[str, str]] = field(default_factory=list)  # files that could not be read
 
@@ -206,6 +208,7 @@ def _empty_sweep(source: str = "none") -> SweepView:
         Scaling(metrics=[], series=[]),
         InsightsAcross(series=[]),
         Overhead(points=[]),
+        PipelineAcross(levers=[], scale=[], projection=None, au_threshold=0.9),
         source,
     )
 
@@ -234,6 +237,7 @@ def load_sweep(sweep_dir: Path | None) -> SweepView:
         ("scaling.json", "scaling"),
         ("insights_across.json", "insights_across"),
         ("overhead.json", "overhead"),
+        ("pipeline.json", "pipeline"),
     ):
         if not (sweep_dir / name).exists():
             continue

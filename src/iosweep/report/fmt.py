@@ -47,7 +47,7 @@ def number(v: Any) -> str:
     if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) < 1e15):
         return f"{int(v):,}"
     if isinstance(v, float):
-        return f"{v:,.3g}" if abs(v) < 1e4 else f"{v:,.0f}"
+        return f"{v:,.3g}" if abs(v) < 100 else f"{v:,.0f}"
     return str(v)
 
 
@@ -89,3 +89,23 @@ def iso_time(epoch: Any) -> str:
     if _bad(epoch) or not isinstance(epoch, int | float):
         return MISSING
     return dt.datetime.fromtimestamp(float(epoch), dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def with_unit(v: Any, unit: str) -> str:
+    """A number as the analysis declared it (units of iosweep.analysis.summary.Unit)."""
+    if isinstance(v, list):
+        shown = ", ".join(with_unit(x, unit) for x in v[:12]) + (" ..." if len(v) > 12 else "")
+        return shown or "none"
+    if unit == "bytes":
+        return human_bytes(v)
+    if unit == "bytes/s":
+        return MISSING if _bad(v) else human_bytes(v) + "/s"
+    if unit == "s":
+        return seconds(v)
+    if unit == "share":
+        return share(v)
+    if unit == "ranks":
+        return MISSING if _bad(v) else str(v)
+    if unit == "text":
+        return MISSING if v is None else str(v)
+    return number(v)

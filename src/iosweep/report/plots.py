@@ -549,26 +549,29 @@ class Panel:
     alt: list[str] = field(default_factory=list)  # columns to sum if ``metric`` is absent
 
 
-SCALING_PANELS = [
-    Panel("Run time", "run_time", "seconds"),
-    Panel("I/O time, slowest rank", "io_time_max", "seconds"),
-    Panel("Bytes read per rank", "bytes_read_per_rank", "bytes"),
-    Panel("Bytes written per rank", "bytes_written_per_rank", "bytes"),
-    Panel("Bytes read in total", "bytes_read", "bytes"),
-    Panel("Bytes written in total", "bytes_written", "bytes"),
-    Panel("Aggregate bandwidth", "bandwidth_aggregate", "rate"),
-    Panel(
-        "Metadata operations in total",
-        "metadata_ops",
-        "count",
-        ["opens", "stats", "seeks", "fsyncs"],
-    ),
-    Panel("Opens per rank", "opens_per_rank", "count"),
-    Panel("I/O share of run time, slowest rank", "io_share_max", "share"),
-    Panel("I/O not hidden behind compute (share of epoch time)", "exposed_share_max", "share"),
-    Panel("Imbalance of bytes across ranks", "imbalance_bytes", "share"),
-    Panel("Imbalance of I/O time across ranks", "imbalance_io_time", "share"),
-]
+KIND_OF_UNIT = {
+    "bytes": "bytes",
+    "bytes/s": "rate",
+    "s": "seconds",
+    "share": "share",
+    "count": "count",
+    "samples/s": "count",
+}
+
+
+def panels_from(catalogue: list[Any]) -> list[Panel]:
+    """The scaling panels the analysis declared (iosweep.analysis.sweep.SCALING_METRICS)."""
+    return [Panel(m.title, m.name, KIND_OF_UNIT.get(m.unit, "count")) for m in catalogue]
+
+
+def drawable(df: pd.DataFrame, panels: list[Panel]) -> tuple[list[Panel], list[Panel]]:
+    """(panels with values to draw, panels left out: no value, or zero everywhere)."""
+    keep: list[Panel] = []
+    left: list[Panel] = []
+    for p in panels:
+        v = panel_values(df, p)
+        (keep if v is not None and v.notna().any() and (v.fillna(0) != 0).any() else left).append(p)
+    return keep, left
 
 
 def panel_values(df: pd.DataFrame, p: Panel) -> pd.Series | None:
@@ -592,13 +595,16 @@ def _fmt_axis(ax, kind: str) -> None:
 
 @_with_rc
 def scaling_figure(
-    df: pd.DataFrame, x: str, series_cols: list[str], line_col: str | None, title: str, anon: Anon
+    df: pd.DataFrame,
+    x: str,
+    series_cols: list[str],
+    line_col: str | None,
+    title: str,
+    anon: Anon,
+    panels: list[Panel],
 ) -> Figure:
     """One panel per metric against ``x``; colour per series (framework), line style per
     ``line_col`` (nodes when x is ranks); markers at the mean over repeats, bars min to max."""
-    panels = [
-        p for p in SCALING_PANELS if (v := panel_values(df, p)) is not None and v.notna().any()
-    ]
     ncol = 4
     nrow = max(1, -(-len(panels) // ncol))
     fig = new_figure(15, 2.9 * nrow + 0.9)
@@ -650,6 +656,42 @@ def scaling_figure(
         fig.legend(
             handles=handles, loc="outside lower center", ncol=min(len(handles), 6), fontsize=9
         )
+    fig.suptitle(anon(title), fontsize=12)
+    return fig
+
+
+@_with_rc
+def levers_figure(series: list[Any], title: str, anon: Anon) -> Figure:
+    """One panel per lever series: AU (left axis) and samples/s (right axis) at each of the
+    lever's values."""
+    n = len(series)
+    ncol = min(n, 3)
+    nrow = -(-n // ncol)
+    fig = new_figure(5.2 * ncol, 3.4 * nrow + 0.6)
+    axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
+    for ax, s in zip(axes, series, strict=False):
+        xs = np.arange(len(s.values))
+        au = np.array([np.nan if v is None else v for v in s.au], float)
+        sps = np.array([np.nan if v is None else v for v in s.samples_per_s], float)
+        ax.plot(xs, au, marker="o", color="#4575b4", label="AU")
+        ax.set_ylim(0, 1.05)
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+        ax.set_ylabel("AU", color="#4575b4")
+        ax2 = ax.twinx()
+        ax2.plot(xs, sps, marker="s", ls="--", color="#d73027", label="samples/s")
+        ax2.set_ylim(bottom=0)
+        ax2.set_ylabel("samples/s", color="#d73027")
+        ax.set_xticks(xs, [str(v) for v in s.values])
+        ax.set_xlabel(s.lever.replace("_", " "))
+        key = ", ".join(
+            f"{k} {v}"
+            for k, v in s.key.items()
+            if k in ("framework", "tracer", "workload", "ranks")
+        )
+        ax.set_title(anon(key), fontsize=9)
+        ax.grid(alpha=0.25)
+    for ax in axes[n:]:
+        ax.set_visible(False)
     fig.suptitle(anon(title), fontsize=12)
     return fig
 

@@ -64,6 +64,12 @@ def build_page(ctx: Context) -> dict[str, Any]:
     page["sweep"] = sweep.section(ctx)
     page["frameworks"] = frameworks.section(ctx)
     page["runs"] = [runs.section(ctx, r) for r in ctx.runs]
+    # the largest run is the one that shows sharing between ranks: open it, not the smallest
+    if ctx.runs:
+        largest = max(
+            range(len(ctx.runs)), key=lambda i: (ctx.runs[i].ranks or 0, ctx.runs[i].nodes or 0)
+        )
+        page["runs"][largest]["open"] = True
     page["prov"] = provenance.section(ctx)
     page["budget"] = {"limit_mb": ctx.settings.max_html_mb, "linked": 0}
     return page

@@ -11,7 +11,7 @@ import pandas as pd
 from iosweep.analysis.summary import Insight, InsightsSeries
 from iosweep.report import fmt
 from iosweep.report.data import RunView
-from iosweep.report.sections import Context
+from iosweep.report.sections import Context, verdict
 from iosweep.report.sections.provenance import VERSION_KEYS, versions
 from iosweep.report.words import access_sentences, checkpoint_sentence, plural
 
@@ -20,6 +20,7 @@ _SEVERITY = {"high": 0, "warn": 1, "info": 2}
 
 def section(ctx: Context) -> dict[str, Any]:
     return {
+        "verdicts": verdict.section(ctx),
         "what": what_was_run(ctx),
         "glance": glance(ctx),
         "findings": findings(ctx),
@@ -90,7 +91,7 @@ def not_ok(ctx: Context) -> list[dict[str, Any]]:
     out = []
     for r in ctx.runs:
         issues = r.summary.issues
-        errors = [i for i in issues if i.severity == "error"]
+        errors = [i for i in issues if i.severity == "error" or i.kind == "trace-incomplete"]
         # an untraced baseline (tracer: none) is as it should be
         fine = (
             r.status == "ok"
@@ -107,7 +108,12 @@ def not_ok(ctx: Context) -> list[dict[str, Any]]:
                 "status": r.status,
                 "analysis_status": r.analysis_status,
                 "reason": r.reason,
-                "issues": [f"{i.kind}: {i.source}: {i.message}" for i in errors[:8]],
+                "issues": [
+                    f"{i.kind}: {i.message}"
+                    if i.kind == "trace-incomplete"
+                    else f"{i.kind}: {i.source}: {i.message}"
+                    for i in errors[:8]
+                ],
                 "more_issues": max(0, len(errors) - 8),
                 "warnings": len(issues) - len(errors),
             }
@@ -115,18 +121,13 @@ def not_ok(ctx: Context) -> list[dict[str, Any]]:
     return out
 
 
-def numbers(d: dict[str, Any]) -> list[tuple[str, str]]:
-    """An insight's numbers as (name, text) pairs."""
-    out = []
-    for k, v in d.items():
-        if isinstance(v, list):
-            text = ", ".join(str(x) for x in v[:12]) + (" ..." if len(v) > 12 else "")
-            out.append((k, text or "none"))
-        elif isinstance(v, dict):
-            continue
-        else:
-            out.append((k, fmt.metric(k, v) if not isinstance(v, str) else v))
-    return out
+def numbers(ins: Insight) -> list[tuple[str, str]]:
+    """An insight's numbers as (name, text) pairs, each in the unit the analysis gave it."""
+    return [
+        (k.replace("_", " "), fmt.with_unit(v, ins.units[k]))
+        for k, v in ins.numbers.items()
+        if not isinstance(v, dict)
+    ]
 
 
 def findings(ctx: Context) -> list[dict[str, Any]]:
@@ -149,7 +150,7 @@ def findings(ctx: Context) -> list[dict[str, Any]]:
                 "message": ins.message,
                 "example_run": run.label,
                 "example_slug": run.slug,
-                "numbers": numbers(ins.numbers),
+                "numbers": numbers(ins),
                 "recommendation": ins.recommendation,
                 "runs": len({r.slug for r, _ in hits}),
                 "of_runs": len(ran),

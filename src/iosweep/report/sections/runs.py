@@ -74,6 +74,17 @@ CHECKPOINT_EVENTS = [
     Column("ranks", "ranks", num=True),
     Column("after_epoch", "after epoch", _or_missing, num=True),
 ]
+PIPELINE_EPOCHS = [
+    Column("epoch", "epoch", num=True),
+    Column("epoch_time", "epoch time", fmt.seconds, num=True),
+    Column("compute_mean", "compute per rank", fmt.seconds, num=True),
+    Column("wait_mean", "data wait per rank", fmt.seconds, num=True),
+    Column("first_wait_max", "first batch's wait", fmt.seconds, num=True),
+    Column("first_step_max", "first step", fmt.seconds, num=True),
+    Column("au_mean", "AU", fmt.share, num=True),
+    Column("samples_per_s", "samples/s", fmt.number, num=True),
+    Column("bytes_read", "read", fmt.human_bytes, num=True),
+]
 OVERLAP_EPOCHS = [
     Column("epoch", "epoch", num=True),
     Column("duration_max", "duration (longest rank)", fmt.seconds, num=True),
@@ -119,13 +130,14 @@ def section(ctx: Context, r: RunView) -> dict[str, Any]:
             if (v := h.get(k, defaults.get(k))) is not None
         ],
         "access": access_sentences(sm),
+        "pipeline": _pipeline(sm),
         "checkpoints": checkpoint_sentence(sm),
         "insights": [
             {
                 "severity": i.severity,
                 "title": i.title or i.id,
                 "message": i.message,
-                "numbers": numbers(i.numbers),
+                "numbers": numbers(i),
                 "recommendation": i.recommendation,
             }
             for i in sm.insights
@@ -139,13 +151,16 @@ def section(ctx: Context, r: RunView) -> dict[str, Any]:
         "checkpoint_events": Table(CHECKPOINT_EVENTS, []),
         "overlap": {},
         "phases": Table(PHASES, []),
+        "zero_files": 0,
+        "open": False,
     }
     if not r.has_io:
         d["warnings"] = _warnings(r)
         return d
     d["figures"], d["notes"] = _figures(ctx, r)
     d["overlap"] = _overlap(sm)
-    d["files"] = frame_table(_files_frame(r.table("files")), FILES, limit=40)
+    files, d["zero_files"] = _files_frame(r.table("files"))
+    d["files"] = frame_table(files, FILES, limit=40)
     d["ranks_table"] = frame_table(r.table("ranks"), RANKS, limit=64)
     d["signatures"] = _signatures(sm)
     d["phases"] = frame_table(r.table("phases"), PHASES, limit=30)
@@ -215,18 +230,69 @@ def _sample_notes(r: RunView, s: plots.OpsSample) -> list[str]:
     return notes
 
 
-def _files_frame(files: pd.DataFrame | None) -> pd.DataFrame | None:
-    """The files table in report order (most bytes moved first), with its derived columns."""
+def _files_frame(files: pd.DataFrame | None) -> tuple[pd.DataFrame | None, int]:
+    """The files table in report order (most bytes moved first), with its derived columns,
+    without the files that moved no byte (sysfs, PMIx segments, locks: opened, never read);
+    and how many those were."""
     if files is None or files.empty:
-        return None
+        return None, 0
     f = files.copy()
+    moved = f.get("bytes_read", 0) + f.get("bytes_written", 0)
+    zero = int((moved == 0).sum())
+    f = f[moved > 0]
     f["_moved"] = f.get("bytes_read", 0) + f.get("bytes_written", 0)
     f = f.sort_values(["_moved", "path"], ascending=[False, True])
     rs = f["read_strategy"] if "read_strategy" in f else pd.Series("", index=f.index)
     ws = f["write_strategy"] if "write_strategy" in f else pd.Series("", index=f.index)
     f["strategy"] = rs.where(rs.fillna("") != "", ws).fillna("")
     f["io_time"] = f.get("read_time", 0).fillna(0) + f.get("write_time", 0).fillna(0)
-    return f
+    return f, zero
+
+
+def _pipeline(sm: RunSummary) -> dict[str, Any]:
+    """Is this run waiting for its data: the verdict, what the wait is made of, per epoch."""
+    p = sm.pipeline
+    found = {
+        "shapes": [sh.text for sh in (sm.file_shapes.shapes if sm.file_shapes else [])],
+        "completeness": [c.message + (f": {c.why}" if c.why else "") for c in sm.completeness],
+        "artefacts": [
+            f"{a.path}: {a.ops} operations ({fmt.human_bytes(a.bytes_read)} read, "
+            f"{fmt.human_bytes(a.bytes_written)} written) at {a.start:.2f} s: {a.message}"
+            for a in sm.artefacts
+        ],
+    }
+    if not p.available or p.totals is None or p.verdict is None:
+        return {"available": False, "reason": p.reason, **found}
+    t = p.totals
+    wait = [
+        ("storage reads in flight", t.read_in_wait_share),
+        ("metadata calls (open, stat, seek, close)", t.meta_in_wait_share),
+        ("neither: decoding, augmentation, collation, copies", t.other_in_wait_share),
+    ]
+    return {
+        "available": True,
+        "title": p.verdict.title,
+        "text": p.verdict.text[0].upper() + p.verdict.text[1:] + ".",
+        "levers": p.verdict.levers,
+        "wait": [(name, fmt.share(v)) for name, v in wait if v is not None],
+        "wait_source": "as the training script timed it"
+        if p.wait_source == "timed"
+        else "the gaps between the steps",
+        "numbers": [
+            ("AU (first step left out)", fmt.share(t.au)),
+            ("compute / epoch (first step in)", fmt.share(t.compute_share)),
+            ("compute per rank", fmt.seconds(t.compute_per_rank)),
+            ("data wait per rank", fmt.seconds(t.wait_per_rank)),
+            ("first batch's wait (max)", fmt.seconds(t.first_wait_max)),
+            ("first step (max)", fmt.seconds(t.first_step_max)),
+            ("samples/s, all ranks", fmt.number(t.samples_per_s)),
+            ("in reads, per rank (all its processes)", fmt.seconds(t.read_time_per_rank)),
+            ("before the first epoch", fmt.seconds(t.startup)),
+        ],
+        "epochs": records_table(p.epochs, PIPELINE_EPOCHS, limit=50),
+        "coverage": p.coverage,
+        **found,
+    }
 
 
 def _overlap(sm: RunSummary) -> dict[str, Any]:

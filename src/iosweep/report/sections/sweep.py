@@ -16,27 +16,103 @@ from iosweep.report.tables import Column, Table, py, records_table
 
 def section(ctx: Context) -> dict[str, Any]:
     df = ctx.sweep.table
+    empty: dict[str, Any] = {
+        "figures": [],
+        "omitted": [],
+        "table": None,
+        "trends": {},
+        "overhead": Table(OVERHEAD, []),
+    }
     if df.empty or "ranks" not in df:
-        return {"figures": [], "table": None, "trends": {}, "overhead": Table(OVERHEAD, [])}
+        return {**empty, "pipeline": pipeline_section(ctx)}
+    figures, omitted = _figures(ctx, df)
     return {
-        "figures": _figures(ctx, df),
+        "pipeline": pipeline_section(ctx),
+        "figures": figures,
+        "omitted": omitted,
         "table": metric_table(df),
         "trends": trend_table(ctx),
         "overhead": overhead_table(ctx),
     }
 
 
-def _figures(ctx: Context, df: pd.DataFrame) -> list:
-    ok = df[df["analysis_status"].isin(["complete", "partial"])] if "analysis_status" in df else df
+SCALE = [
+    Column("ranks", "ranks", num=True),
+    Column("nodes", "nodes", num=True),
+    Column("au", "AU", fmt.share, num=True),
+    Column("samples_per_s", "samples/s", fmt.number, num=True),
+    Column(
+        "bw_rank",
+        "read bandwidth demanded per rank",
+        lambda v: fmt.metric("bandwidth", v),
+        num=True,
+    ),
+    Column("bw_node", "per node", lambda v: fmt.metric("bandwidth", v), num=True),
+]
+
+
+def pipeline_section(ctx: Context) -> dict[str, Any]:
+    """The input pipeline across the sweep: what the levers did, how far it scales fed."""
+    pa = ctx.sweep.pipeline
+    keys = [s.key for s in pa.scale]
+    scale = []
+    for s in pa.scale:
+        if len(s.ranks) < 2:
+            continue
+        rows = [
+            {"ranks": r, "nodes": n, "au": a, "samples_per_s": x, "bw_rank": b, "bw_node": bn}
+            for r, n, a, x, b, bn in zip(
+                s.ranks, s.nodes, s.au, s.samples_per_s, s.read_bandwidth_per_rank,
+                s.read_bandwidth_per_node, strict=True,
+            )
+        ]  # fmt: skip
+        fed = s.largest_fed
+        scale.append(
+            {
+                "name": series_name(s.key, keys),
+                "table": records_table(rows, SCALE),
+                "fed": f"the largest point at or above {pa.au_threshold:.0%} AU: {fed.ranks} ranks on {fed.nodes} node(s)"
+                if fed
+                else f"no point reaches {pa.au_threshold:.0%} AU",
+            }
+        )
+    figure = None
+    if pa.levers:
+        fig = plots.levers_figure(pa.levers, "What the input pipeline's levers did", ctx.anon)
+        figure = ctx.figs.add(
+            fig, "sweep/levers.png", "Levers of the input pipeline", LEVERS_CAPTION, ctx.anon
+        )
+    return {
+        "levers": [s.text for s in pa.levers],
+        "figure": figure,
+        "scale": scale,
+        "projection": pa.projection.text if pa.projection else "",
+    }
+
+
+LEVERS_CAPTION = (
+    "One panel per series of runs that differ only in one lever: accelerator utilisation "
+    "(MLPerf-Storage-style, solid, left axis) and samples per second over all ranks (dashed, right "
+    "axis) at each value of the lever."
+)
+
+
+def _figures(ctx: Context, df: pd.DataFrame) -> tuple[list, list[str]]:
+    ok = (
+        df[df["analysis_status"].isin(["complete", "partial", "untraced"])]
+        if "analysis_status" in df
+        else df
+    )
+    panels, left = plots.drawable(ok, plots.panels_from(ctx.sweep.scaling.catalogue))
     figures = []
     series_cols = [c for c in ("framework", "tracer") if c in ok and ok[c].nunique() > 1] or (
         ["framework"] if "framework" in ok else []
     )
-    for extra in ("epochs", "steps", "batch_size"):
+    for extra in ("workload", "loader_workers", "staging", "epochs", "steps", "batch_size"):
         if extra in ok and ok[extra].nunique() > 1:
             series_cols.append(extra)
     multi_nodes = "nodes" in ok and ok["nodes"].nunique() > 1
-    if len(ok) and ok["ranks"].notna().any():
+    if len(ok) and ok["ranks"].notna().any() and panels:
         fig = plots.scaling_figure(
             ok,
             "ranks",
@@ -44,22 +120,29 @@ def _figures(ctx: Context, df: pd.DataFrame) -> list:
             "nodes" if multi_nodes else None,
             "How I/O changes with the number of ranks",
             ctx.anon,
+            panels,
         )
         figures.append(
             ctx.figs.add(
                 fig, "sweep/scaling_ranks.png", "Scaling against ranks", SCALING_CAPTION, ctx.anon
             )
         )
-    if multi_nodes and "ppn" in ok:
+    if multi_nodes and "ppn" in ok and panels:
         fig = plots.scaling_figure(
-            ok, "nodes", series_cols, "ppn", "How I/O changes with the number of nodes", ctx.anon
+            ok,
+            "nodes",
+            series_cols,
+            "ppn",
+            "How I/O changes with the number of nodes",
+            ctx.anon,
+            panels,
         )
         figures.append(
             ctx.figs.add(
                 fig, "sweep/scaling_nodes.png", "Scaling against nodes", NODES_CAPTION, ctx.anon
             )
         )
-    return figures
+    return figures, [p.title for p in left]
 
 
 OVERHEAD = [
@@ -69,7 +152,7 @@ OVERHEAD = [
     Column("baseline_run_time_mean", "untraced", fmt.seconds, num=True),
     Column("runs", "runs (traced / untraced)", num=True),
     Column("overhead", "overhead", fmt.share, num=True),
-    Column("verdict", ""),
+    Column("verdict", "verdict"),
 ]
 
 
@@ -80,13 +163,9 @@ def overhead_table(ctx: Context) -> Table:
         rows.append(
             {
                 **o.model_dump(),
-                "point": ", ".join(
-                    f"{k} {o.point[k]}"
-                    for k in ("framework", "nodes", "ppn", "ranks")
-                    if o.point.get(k) is not None
-                ),
+                "point": ", ".join(f"{k} {v}" for k, v in o.point.items() if v is not None),
                 "runs": f"{o.traced_runs} / {o.baseline_runs}",
-                "verdict": "above threshold" if o.fired else "",
+                "verdict": o.verdict,
             }
         )
     return records_table(rows, OVERHEAD)
@@ -101,29 +180,37 @@ def point_name(p: SweepPoint | dict[str, Any]) -> str:
 
 
 def trend_table(ctx: Context) -> dict[str, Any]:
-    """Rows: metrics; columns: series (framework, ...), each the means along its points."""
+    """Rows: metrics; columns: series (framework, ...), each the means along its points, the
+    trend where one could be fitted (and how it compares with the ideal), else why not."""
     series = ctx.sweep.scaling.series
     keys = [s.key for s in series]
     heads = [series_name(s.key, keys) for s in series]
     points = [", ".join(point_name(p) for p in s.points) for s in series]
     rows = []
-    for p in plots.SCALING_PANELS:
+    for spec in ctx.sweep.scaling.catalogue:
         cells = []
         for sr in series:
-            m = sr.metrics.get(p.metric)
+            m = sr.metrics.get(spec.name)
             if not m:
-                cells.append({"text": fmt.MISSING, "trend": "", "slope": ""})
+                cells.append({"text": fmt.MISSING, "trend": "", "note": ""})
                 continue
             e = m.exponent
+            word = m.trend if m.trend != "noisy" else ""
+            judged = f" ({m.judgement})" if m.judgement else ""
             cells.append(
                 {
-                    "text": " → ".join(fmt.metric(p.metric, v) for v in m.mean),
-                    "trend": m.trend or "",
-                    "slope": "" if e is None else f"{e:+.2f}",
+                    "text": " → ".join(
+                        fmt.with_unit(v, spec.unit if spec.unit != "samples/s" else "count")
+                        for v in m.mean
+                    ),
+                    "trend": (word + judged + ("" if e is None else f", slope {e:+.2f}"))
+                    if word
+                    else "",
+                    "note": m.note,
                 }
             )
         if any(c["text"] != fmt.MISSING for c in cells):
-            rows.append({"metric": p.title, "cells": cells})
+            rows.append({"metric": spec.title, "cells": cells})
     return {"heads": heads, "points": points, "rows": rows} if rows else {}
 
 

@@ -1,0 +1,151 @@
+"""The verdict: the first thing the report says, per framework and workload. Where the I/O
+happens and how much of the run it takes, whether training waits for its data (and why),
+what each lever of the sweep did, and how far it scales."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from iosweep.analysis.summary import LeverSeries, Placement, RunSummary
+from iosweep.report import fmt
+from iosweep.report.data import RunView
+from iosweep.report.sections import Context
+from iosweep.report.tables import Column, Table, records_table
+
+RUNS = [
+    Column("label", "run"),
+    Column("verdict", "verdict"),
+    Column("au", "AU", fmt.share, num=True),
+    Column("compute_share", "compute / epoch", fmt.share, num=True),
+    Column("wait", "data wait per rank", fmt.seconds, num=True),
+    Column("samples_per_s", "samples/s", fmt.number, num=True),
+    Column("read_share", "wait with reads in flight", fmt.share, num=True),
+]
+
+
+def workload(r: RunView) -> str:
+    return str(r.param("workload", "") or "")
+
+
+def group_name(framework: str, wl: str) -> str:
+    names = {"imagenet": "ImageNet-style", "mnist": "MNIST"}
+    return f"{framework or '(unknown)'}" + (f" · {names.get(wl, wl)}" if wl else "")
+
+
+def where_io_happens(sm: RunSummary) -> str:
+    """ "225.1 MB read before training; 181.7 kB of checkpoints; I/O during 0.1 s, 1% of the run"."""
+    pl: Placement = sm.placement
+    parts = []
+    for name, p in pl.places.items():
+        if not (p.bytes_read or p.bytes_written):
+            continue
+        moved = []
+        if p.bytes_read:
+            moved.append(f"{fmt.human_bytes(p.bytes_read)} read")
+        if p.bytes_written:
+            moved.append(f"{fmt.human_bytes(p.bytes_written)} written")
+        where = "for checkpoints" if name == "checkpoints" else name
+        parts.append(f"{' and '.join(moved)} {where}")
+    if not parts:
+        return ""
+    share = (
+        f", {fmt.share(pl.io_share_of_run)} of the run" if pl.io_share_of_run is not None else ""
+    )
+    text = "; ".join(parts) + f"; I/O in progress during {fmt.seconds(pl.io_time)}{share}"
+    return text[0].upper() + text[1:] + ("" if pl.known else " (no epochs known)")
+
+
+def _verdicts_said(runs: list[RunView]) -> str:
+    """ "input-bound by preprocessing in 2 of 3 runs (loader workers 0, 2); compute-bound in 1"."""
+    kinds: dict[str, list[RunView]] = defaultdict(list)
+    for r in runs:
+        v = r.summary.pipeline.verdict
+        if v is not None:
+            kinds[v.title].append(r)
+    parts = []
+    for title, rs in sorted(kinds.items(), key=lambda kv: -len(kv[1])):
+        workers = sorted(
+            {r.param("loader_workers") for r in rs if r.param("loader_workers") is not None}
+        )
+        extra = (
+            f" (loader workers {', '.join(map(str, workers))})"
+            if workers and len(kinds) > 1
+            else ""
+        )
+        parts.append(
+            f"{title.lower()} in {len(rs)} of {len(runs)} run{'s' if len(runs) != 1 else ''}{extra}"
+        )
+    return "; ".join(parts)
+
+
+def _representative(runs: list[RunView]) -> RunView:
+    """The largest run whose verdict is the group's commonest."""
+    common = Counter(r.summary.pipeline.verdict.kind for r in runs if r.summary.pipeline.verdict)
+    top = common.most_common(1)[0][0] if common else None
+    pool = [
+        r for r in runs if r.summary.pipeline.verdict and r.summary.pipeline.verdict.kind == top
+    ] or runs
+    return max(pool, key=lambda r: (r.ranks or 0, r.nodes or 0, -r.rep))
+
+
+def _row(r: RunView) -> dict[str, Any]:
+    p = r.summary.pipeline
+    t, v = p.totals, p.verdict
+    return {
+        "label": r.label,
+        "verdict": v.title if v else f"not available: {p.reason}",
+        "au": t.au if t else None,
+        "compute_share": t.compute_share if t else None,
+        "wait": t.wait_per_rank if t else None,
+        "samples_per_s": t.samples_per_s if t else None,
+        "read_share": t.read_in_wait_share if t else None,
+    }
+
+
+def _levers(ctx: Context, framework: str, wl: str) -> list[str]:
+    out = []
+    series: list[LeverSeries] = ctx.sweep.pipeline.levers
+    tracers = {x.key.get("tracer") for x in series}
+    for s in series:
+        if s.key.get("framework") != framework or (s.key.get("workload") or "") != wl:
+            continue
+        tracer = s.key.get("tracer")
+        out.append(s.text + (f" (tracer {tracer})" if tracer and len(tracers) > 1 else ""))
+    return out
+
+
+def section(ctx: Context) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str], list[RunView]] = defaultdict(list)
+    for r in ctx.runs:
+        if r.has_io or r.summary.pipeline.available:
+            groups[(r.framework, workload(r))].append(r)
+    out = []
+    for (fw, wl), runs in sorted(groups.items()):
+        rep = _representative(runs)
+        p = rep.summary.pipeline
+        out.append(
+            {
+                "name": group_name(fw, wl),
+                "run": rep.label,
+                "slug": rep.slug,
+                "title": p.verdict.title
+                if p.verdict
+                else "Whether training waits for its data: not known",
+                "said": _verdicts_said(runs),
+                "text": (p.verdict.text[0].upper() + p.verdict.text[1:] + ".")
+                if p.verdict
+                else (p.reason + "."),
+                "where": where_io_happens(rep.summary),
+                "levers": (p.verdict.levers if p.verdict else []),
+                "trends": _levers(ctx, fw, wl),
+                "table": records_table([_row(r) for r in runs], RUNS)
+                if len(runs) > 1
+                else Table(RUNS, []),
+                "au_label": p.au_label,
+                "completeness": [
+                    c.message + (f": {c.why}" if c.why else "") for c in rep.summary.completeness
+                ],
+            }
+        )
+    return out
