@@ -97,7 +97,9 @@ def test_pytorch_bytes_per_rank_do_not_shrink_as_ranks_grow(analysed, tmp_path):
     # the README's fact, as ratios: every rank reads the whole dataset whatever the ranks
     m = series["metrics"]["dataset_bytes_read_per_rank"]
     assert m["ratio"] == pytest.approx([1.0, 1.0, 1.0], rel=0.01)
-    assert series["metrics"]["bytes_read_per_rank_max"]["ratio"] == pytest.approx([1.0] * 3, rel=0.01)
+    assert series["metrics"]["bytes_read_per_rank_max"]["ratio"] == pytest.approx(
+        [1.0] * 3, rel=0.01
+    )
     tot = series["metrics"]["dataset_bytes_read"]
     assert tot["ratio"] == pytest.approx([1.0, 2.0, 4.0], rel=0.01)
     # one run per point: no trend word is fitted to them
