@@ -27,7 +27,7 @@ from iosweep.analysis.shapes import file_shapes
 from iosweep.analysis.sizes import analyze_sizes
 from iosweep.analysis.spatial import CATEGORIES, classify_ops
 from iosweep.analysis.summary import SCHEMA, to_dict, validate, write_summary
-from iosweep.analysis.temporal import epoch_windows, phases, signatures
+from iosweep.analysis.temporal import epoch_windows, heatmap, phases, signatures
 from iosweep.analysis.volume import build_tables
 from iosweep.files import atomic_write, json_safe
 from iosweep.trace.schema import Issue, RunMeta
@@ -262,6 +262,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         "phases": ph,
         "overlap": ov_table,
         "pipeline": pipe_table,
+        "heatmap": heatmap(rd),
     }
     return summary, tables
 

@@ -38,6 +38,7 @@ TABLES = (
     "overlap",
     "ops_sample",
     "pipeline",
+    "heatmap",
 )
 #: what analyze_sweep writes
 SWEEP_FILES = (

@@ -290,3 +290,42 @@ def epoch_windows(rd: RunData) -> pd.DataFrame:
     )
     extra["step"] = -1
     return pd.concat([w, extra], ignore_index=True)
+
+
+HEATMAP_BINS = 120
+
+
+def heatmap(rd: RunData, nbins: int = HEATMAP_BINS) -> pd.DataFrame:
+    """Bytes read and written per rank and time bin over the run (every operation counted in
+    the bin where it starts), as PyDarshan's job summary draws them; ``heatmap.parquet``."""
+    cols = ["rank", "bin", "t0", "t1", "bytes_read", "bytes_written", "ops"]
+    ops = rd.ops
+    m = ops.actor >= 0
+    if not m.any():
+        return pd.DataFrame(columns=cols)
+    lo = min(rd.run_start, float(ops.start[m].min()))
+    hi = max(rd.run_end, float(ops.end[m].max()), lo + 1e-9)
+    edges = np.linspace(lo, hi, nbins + 1)
+    b = np.clip(np.searchsorted(edges, ops.start[m], side="right") - 1, 0, nbins - 1)
+    actors = np.unique(ops.actor[m])
+    ai = np.searchsorted(actors, ops.actor[m])
+    key = ai * nbins + b
+    size = len(actors) * nbins
+    is_r = ops.op[m] == READ
+    ln = ops.length[m]
+    out = pd.DataFrame(
+        {
+            "rank": np.repeat(actors, nbins).astype(np.int32),
+            "bin": np.tile(np.arange(nbins), len(actors)).astype(np.int32),
+            "t0": np.tile(edges[:-1], len(actors)),
+            "t1": np.tile(edges[1:], len(actors)),
+            "bytes_read": np.bincount(key, weights=np.where(is_r, ln, 0), minlength=size).astype(
+                np.int64
+            ),
+            "bytes_written": np.bincount(key, weights=np.where(is_r, 0, ln), minlength=size).astype(
+                np.int64
+            ),
+            "ops": np.bincount(key, minlength=size).astype(np.int64),
+        }
+    )
+    return out[out["ops"] > 0].reset_index(drop=True)[cols]

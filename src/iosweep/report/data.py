@@ -70,7 +70,8 @@ class RunView:
 
     @property
     def tracer(self) -> str:
-        return str(self.param("tracer", "") or self.summary.tracer or "")
+        """The tracer that ran (``auto`` resolved to Darshan or DFTracer)."""
+        return str(self.summary.tracer or self.param("tracer", "") or "")
 
     @property
     def ranks(self) -> int | None:

@@ -16,19 +16,23 @@ FIGURE_SUBDIRS = ("sweep", "frameworks", "runs")
 
 SPATIAL_CAPTION = (
     "File offset (y) against rank (x), one panel per file class. Each request is a vertical bar from "
-    "its offset to its end, with a dot (read) or triangle (write) at its offset, coloured by request "
-    "size (yellow small, dark purple large). Within a rank's column each file has its own narrow "
-    "sub-column, in path order: a shared file shows the same sub-columns for every rank, "
-    "file-per-process a diagonal."
+    "its offset to its end, with a dot (read) or triangle (write) at its offset, coloured by its "
+    "Darshan size bin (legend: bins and how many requests the figure draws in each; zero-byte reads "
+    "at end of file grey). Within a rank's column each file has its own narrow sub-column, in path "
+    "order, named above the first rank (up to 8 files): a shared file shows the same sub-columns for "
+    "every rank, file-per-process a diagonal."
 )
 TEMPORAL_CAPTION = (
-    "Operations over time per rank (rank 0 on top), coloured by request size: reads just below a "
-    "rank's line, writes (triangles) just above; shaded bands are epochs, dotted red lines checkpoint "
-    "bursts."
+    "Top: operations over time per rank (rank 0 on top), coloured by size bin: reads just below a "
+    "rank's line, writes (triangles) just above; shaded bands are epochs, dotted red lines "
+    "checkpoints. Middle: the same operations in each rank's order, without the time axis, so a "
+    "burst that is one dot above can be read. Bottom: bytes moved per rank and time bin, every "
+    "operation counted (not the sample)."
 )
 SIZES_CAPTION = (
-    "Left: number of requests per power-of-two size bin (reads and writes, all files). Right: "
-    "cumulative fraction of requests up to each size, per file class and direction."
+    "Left: number of requests per power-of-two size bin (reads and writes, all files); zero-byte "
+    "reads at end of file (hatched) are counted apart, not as a size. Right: cumulative fraction of "
+    "requests up to each size, per file class and direction."
 )
 OVERLAP_CAPTION = (
     "Each rank's I/O time, split into I/O that ran while the rank computed (hidden), I/O inside "

@@ -172,6 +172,43 @@ def render_png(fig: Figure, dpi: int) -> tuple[bytes, list[str]]:
     return buf.getvalue(), figure_texts(fig)
 
 
+# Darshan's request-size bins (SIZE_READ_0_100 ... SIZE_READ_1G_PLUS), zero-byte reads apart.
+SIZE_EDGES = [1, 100, 1024, 10240, 102400, 1 << 20, 4 << 20, 10 << 20, 100 << 20, 1 << 30]
+SIZE_LABELS = [
+    "0 B (end of file)", "1-99 B", "100 B-1 KiB", "1-10 KiB", "10-100 KiB", "100 KiB-1 MiB",
+    "1-4 MiB", "4-10 MiB", "10-100 MiB", "100 MiB-1 GiB", ">= 1 GiB",
+]  # fmt: skip
+SIZE_COLORS = ["#bdbdbd"] + [
+    mpl.colormaps[SIZE_CMAP](x) for x in np.linspace(0.05, 1.0, len(SIZE_LABELS) - 1)
+]
+
+
+def size_bin(length: np.ndarray) -> np.ndarray:
+    """0 for zero-byte requests, else 1 + Darshan's bin."""
+    return np.searchsorted(np.array(SIZE_EDGES), length, side="right")
+
+
+def size_colors(length: np.ndarray) -> np.ndarray:
+    return np.array(SIZE_COLORS, dtype=object)[size_bin(length)]
+
+
+def size_legend(fig: Figure, length: np.ndarray, where: str = "outside right upper") -> None:
+    """A legend of the size bins drawn, with how many requests each holds in the figure."""
+    counts = np.bincount(size_bin(length), minlength=len(SIZE_LABELS))
+    handles = [
+        Line2D([], [], marker="s", ls="", color=SIZE_COLORS[i], label=f"{SIZE_LABELS[i]} ({c:,})")
+        for i, c in enumerate(counts)
+        if c
+    ]
+    if handles:
+        style: dict[str, Any] = {
+            "fontsize": 7,
+            "title_fontsize": 7,
+            "title": "request size (drawn)",
+        }
+        fig.legend(handles=handles, loc=where, **style)  # type: ignore[call-overload]
+
+
 def size_norm(length: np.ndarray) -> LogNorm:
     hi = float(max(np.max(length) if len(length) else 2, 2))
     return LogNorm(vmin=1, vmax=hi)
@@ -252,9 +289,7 @@ def draw_spatial(
     off = s.offset[m].astype(np.float64)
     ln = s.length[m].astype(np.float64)
     known = off >= 0
-    c = np.maximum(ln, 1)
-    cmap = mpl.colormaps[SIZE_CMAP]
-    colors = cmap(norm(c))
+    colors = np.array([mpl.colors.to_rgba(c) for c in SIZE_COLORS])[size_bin(ln)]
     w = s.write[m]
     # Extent of each request as a vertical bar, its start as a dot (reads) or triangle (writes).
     ax.vlines(
@@ -280,7 +315,21 @@ def draw_spatial(
     ax.set_ylim(bottom=0)
     ax.set_xlabel("rank")
     ax.set_ylabel("file offset")
+    _label_files(ax, [s.paths[i] for i in order], pos[order], float(ranks.min()), anon)
     return {"files": nf, "ops": int(m.sum()), "unknown_offsets": int((~known).sum())}
+
+
+def _label_files(ax, paths: list[str], pos: np.ndarray, first_rank: float, anon: Anon) -> None:
+    """Name each file's sub-column above the first rank's column (up to 8 files; else the
+    first and last in path order)."""
+    names = [p.rsplit("/", 1)[-1] or p for p in paths]
+    if len(names) > 8:
+        ax.text(0.0, 1.0, anon(f"sub-columns: {len(names)} files in path order, {names[0]} ... {names[-1]}"),
+                transform=ax.transAxes, fontsize=6, va="bottom", color="#555555")  # fmt: skip
+        return
+    for name, x in zip(names, pos, strict=True):
+        ax.text(first_rank + x, 1.0, anon(name), transform=ax.get_xaxis_transform(), rotation=90,
+                fontsize=6, ha="center", va="bottom", color="#555555")  # fmt: skip
 
 
 @_with_rc
@@ -300,9 +349,10 @@ def spatial_figure(
             anon(
                 f"{name}: {info['files']} file{'s' if info['files'] != 1 else ''}"
                 + (f", {strat}" if strat else "")
-            )
+            ),
+            pad=42 if info["files"] <= 8 else 12,
         )
-    _size_colorbar(fig, list(axes), norm)
+    size_legend(fig, s.length)
     fig.suptitle(anon(title), fontsize=11)
     return fig
 
@@ -318,7 +368,6 @@ def draw_temporal(
     checkpoints: list[dict[str, Any]] | None = None,
 ) -> None:
     """Operations over time per rank: reads just below a rank's line, writes just above."""
-    cmap = mpl.colormaps[SIZE_CMAP]
     if epochs is not None and len(epochs):
         spans = zip(epochs["epoch"], epochs["start"], epochs["end"], strict=True)
         for i, (epoch, start, end) in enumerate(spans):
@@ -349,7 +398,7 @@ def draw_temporal(
             rotation=90,
         )
     y = s.rank + np.where(s.write, 0.18, -0.18)
-    colors = cmap(norm(np.maximum(s.length, 1)))
+    colors = np.array([mpl.colors.to_rgba(c) for c in SIZE_COLORS])[size_bin(s.length)]
     ax.hlines(y, s.start, s.end, colors=colors, linewidth=4, rasterized=True)
     _scatter_ops(ax, s.start, y, colors, s.write, write_size=16)
     ranks = np.unique(s.rank)
@@ -384,6 +433,51 @@ def draw_temporal(
     )
 
 
+def draw_order(ax, s: OpsSample, hosts: dict[int, str], anon: Anon) -> None:
+    """Each rank's operations in their order (no time axis): bursts that are one dot on a
+    long time axis spread out, so their sequence and sizes can be read."""
+    order = np.lexsort((s.start, s.rank))
+    rank = s.rank[order]
+    first = np.r_[True, rank[1:] != rank[:-1]]
+    idx = np.arange(len(order)) - np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+    y = rank + np.where(s.write[order], 0.18, -0.18)
+    colors = np.array([mpl.colors.to_rgba(c) for c in SIZE_COLORS])[size_bin(s.length[order])]
+    _scatter_ops(ax, idx, y, colors, s.write[order], write_size=16)
+    ranks = np.unique(s.rank)
+    ticks, labels = _rank_axis_labels(ranks, hosts, anon)
+    if ticks:
+        ax.set_yticks(ticks, labels)
+    ax.set_ylim(float(ranks.max()) + 0.6, float(ranks.min()) - 0.6)
+    ax.set_xlabel("operation of the rank, in time order" + (" (sampled)" if s.sampled else ""))
+    ax.set_ylabel("rank")
+
+
+def draw_heatmap(ax, hm: pd.DataFrame, fig: Figure) -> None:
+    """Bytes moved per rank and time bin (all operations, not the sample)."""
+    ranks = np.sort(hm["rank"].unique())
+    nb = int(hm["bin"].max()) + 1
+    grid = np.zeros((len(ranks), nb))
+    grid[np.searchsorted(ranks, hm["rank"]), hm["bin"]] = hm["bytes_read"] + hm["bytes_written"]
+    t0, t1 = float(hm["t0"].min()), float(hm["t1"].max())
+    pos = grid[grid > 0]
+    norm = (
+        LogNorm(vmin=max(float(pos.min()), 1.0), vmax=max(float(pos.max()), 2.0))
+        if len(pos)
+        else None
+    )
+    img = ax.imshow(
+        np.ma.masked_equal(grid, 0), aspect="auto", cmap="magma_r", norm=norm, interpolation="nearest",
+        extent=(t0, t1, len(ranks) - 0.5, -0.5),
+    )  # fmt: skip
+    if len(ranks) <= 32:
+        ax.set_yticks(range(len(ranks)), [str(r) for r in ranks])
+    ax.set_xlabel("time from run start (s)")
+    ax.set_ylabel("rank")
+    cb = fig.colorbar(img, ax=ax, pad=0.01, aspect=15)
+    cb.set_label("bytes per time bin")
+    cb.ax.yaxis.set_major_formatter(FuncFormatter(_bytes_fmt))
+
+
 @_with_rc
 def temporal_figure(
     s: OpsSample,
@@ -392,13 +486,24 @@ def temporal_figure(
     anon: Anon,
     epochs: pd.DataFrame | None = None,
     checkpoints: list[dict[str, Any]] | None = None,
+    heat: pd.DataFrame | None = None,
 ) -> Figure:
+    """Three views: operations over time per rank, the same operations in each rank's order,
+    and bytes per rank and time bin (when the analysis gave the heatmap)."""
     nr = len(np.unique(s.rank))
-    fig = new_figure(12, min(max(3.2, 2.0 + 0.45 * nr), 9))
-    ax = fig.subplots()
+    per = min(max(2.6, 1.4 + 0.38 * nr), 6)
+    rows = 3 if heat is not None and len(heat) else 2
+    fig = new_figure(12, per * rows + 0.8)
+    axes = fig.subplots(rows, 1)
     norm = size_norm(s.length)
-    draw_temporal(ax, s, norm, hosts, anon, epochs, checkpoints)
-    _size_colorbar(fig, ax, norm)
+    draw_temporal(axes[0], s, norm, hosts, anon, epochs, checkpoints)
+    axes[0].set_title("over time", fontsize=9)
+    draw_order(axes[1], s, hosts, anon)
+    axes[1].set_title("in order", fontsize=9)
+    if rows == 3:
+        draw_heatmap(axes[2], heat, fig)
+        axes[2].set_title("bytes per rank and time bin (every operation)", fontsize=9)
+    size_legend(fig, s.length)
     fig.suptitle(anon(title), fontsize=11)
     return fig
 
@@ -420,18 +525,23 @@ def sizes_figure(sizes: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
         d = allc[allc["op"] == op].groupby("bin")["count"].sum()
         if d.empty:
             continue
+        sized = d[d.index > 0]
         ax_h.bar(
-            d.index.to_numpy() + (k - 0.5) * width,
-            d.to_numpy(),
+            sized.index.to_numpy() + (k - 0.5) * width,
+            sized.to_numpy(),
             width=width,
             color=color,
             label=f"{op}s",
         )
+        if 0 in d.index:  # zero-byte reads at end of file: counted apart, not a size
+            ax_h.bar([(k - 0.5) * width], [d.loc[0]], width=width, color="#d9d9d9",
+                     edgecolor=color, hatch="//", label=f"0-byte {op}s (end of file)")  # fmt: skip
     bins = sorted(allc["bin"].unique())
     ax_h.set_xticks(
         bins, [human_bytes(0 if b == 0 else 2 ** (b - 1)) for b in bins], rotation=45, ha="right"
     )
     ax_h.set_yscale("log")
+    ax_h.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12))
     _count_log_axis(ax_h.yaxis)
     ax_h.set_xlabel("request size (at least)")
     ax_h.set_ylabel("requests")
@@ -440,9 +550,11 @@ def sizes_figure(sizes: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
     per = lg[lg["class"] != "all"] if (lg["class"] != "all").any() else lg
     styles = {"read": "-", "write": "--"}
     for i, ((cls, op), g) in enumerate(per.groupby(["class", "op"], sort=True)):
-        g = g.sort_values("bin")
+        g = g[g["bin"] > 0].sort_values("bin")  # sizes only: zero-byte reads are no size
+        if g.empty:
+            continue
         x = np.concatenate([[g["bin_lower"].iloc[0]], g["bin_upper"].to_numpy()]).astype(float)
-        y = np.concatenate([[0.0], g["cum_fraction"].to_numpy()])
+        y = np.concatenate([[0.0], g["count"].cumsum().to_numpy() / g["count"].sum()])
         ax_c.step(
             np.maximum(x, 1),
             y,
@@ -457,7 +569,7 @@ def sizes_figure(sizes: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
     ax_c.xaxis.set_minor_formatter(NullFormatter())
     ax_c.set_ylim(0, 1.02)
     ax_c.set_xlabel("request size (log2 bins, upper bound)")
-    ax_c.set_ylabel("fraction of requests")
+    ax_c.set_ylabel("fraction of sized requests")
     ax_c.set_title("CDF per file class and direction")
     ax_c.legend(fontsize=7, loc="lower right")
     fig.suptitle(anon(title), fontsize=11)
@@ -716,6 +828,6 @@ def frameworks_figure(items: list[dict[str, Any]], title: str, anon: Anon) -> Fi
         draw_temporal(
             axes[1, j], s, norm, it["hosts"], anon, it.get("epochs"), it.get("checkpoints")
         )
-    _size_colorbar(fig, axes.ravel().tolist(), norm)
+    size_legend(fig, np.concatenate([it["sample"].length for it in items]))
     fig.suptitle(anon(title), fontsize=12)
     return fig

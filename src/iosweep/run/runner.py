@@ -26,6 +26,7 @@ from typing import Any
 import iosweep
 from iosweep.config import SweepPoint
 from iosweep.provenance import git_revision
+from iosweep.run.hostinfo import host_info
 from iosweep.run.launch import LaunchError, LaunchSpec, build_command, choose_launcher
 from iosweep.run.tracers import TracerError, TracerSpec, resolve_tracer
 
@@ -491,6 +492,7 @@ def _run(config, point, run_dir, data, manifest, log) -> tuple[str, str]:
         if point.staging == "node-local":
             staged = manifest["staging"] = _stage(config, point, run_dir, data, python, env, log)
             data_dir = staged["dir"]
+        manifest["host_info"] = host_info(data_dir)
         tracer = _tracer(config, point, run_dir, data, [Path(data["path"]), Path(data_dir)])
         manifest["tracer"] = asdict(tracer)
         manifest["tracer_warnings"] = tracer.warnings

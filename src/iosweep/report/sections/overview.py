@@ -58,6 +58,7 @@ def what_was_run(ctx: Context) -> dict[str, Any]:
         ("batch_size", "batch size"),
     ):
         rows.append((label, _values(runs, lambda r, k=key: r.param(k))))
+    rows += _host_rows(runs)
     if sweep_cfg and not ((ctx.config or {}).get("ingest") or {}).get("enabled"):
         rows.append(
             ("configured sweep", ["; ".join(f"{k}: {_listed(v)}" for k, v in sweep_cfg.items())])
@@ -83,6 +84,56 @@ def what_was_run(ctx: Context) -> dict[str, Any]:
             if v["key"] in VERSION_KEYS or v["key"].startswith(("torch", "tensorflow"))
         ],
     }
+
+
+def processes_per_core(r: RunView) -> float | None:
+    """Ranks and their loader workers on a node, per core of the host."""
+    cpus = (r.manifest.get("host_info") or {}).get("cpus")
+    if not cpus or not r.ppn:
+        return None
+    workers = r.param("loader_workers") or 0
+    return r.ppn * (1 + int(workers)) / cpus
+
+
+def _host_rows(runs: list[RunView]) -> list[tuple[str, list]]:
+    """What explains the numbers: cores, oversubscription, the data's file system and cache."""
+    infos = [(r, r.manifest.get("host_info") or {}) for r in runs]
+    cpus = _values(runs, lambda r: (r.manifest.get("host_info") or {}).get("cpus"))
+    per_core = [p for r in runs if (p := processes_per_core(r)) is not None]
+    rows: list[tuple[str, list]] = [("host cores", cpus)]
+    if per_core:
+        worst = max(per_core)
+        rows.append(
+            (
+                "processes per core",
+                [f"up to {worst:.1f} (ranks x (1 + loader workers) per node / cores)"
+                 + ("; oversubscribed: ranks and workers share cores" if worst > 1 else "")],
+            )
+        )  # fmt: skip
+    data = {
+        (d.get("workload"), d.get("source"), d.get("files"), d.get("bytes"))
+        for r in runs
+        if (d := r.manifest.get("data") or {}) and d.get("files")
+    }
+    rows.append(
+        (
+            "datasets",
+            [f"{w or '?'}: {src or '?'}{' (synthetic)' if src == 'synthetic' else ''}, {n:,} files, {fmt.human_bytes(b)}"
+             for w, src, n, b in sorted(data, key=str)],
+        )
+    )  # fmt: skip
+    fs = _values(runs, lambda r: (r.manifest.get("host_info") or {}).get("data_fs"))
+    rows.append(("data file system", fs))
+    cached = [float(c) for _, i in infos if (c := i.get("data_page_cache_share")) is not None]
+    if cached:
+        rows.append(
+            (
+                "data in the page cache before a run",
+                [f"{min(cached):.0%} to {max(cached):.0%} of a sample of the files (fincore): "
+                 "storage reads may have been served from memory"],
+            )
+        )  # fmt: skip
+    return [(k, v) for k, v in rows if v]
 
 
 def not_ok(ctx: Context) -> list[dict[str, Any]]:

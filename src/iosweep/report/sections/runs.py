@@ -196,8 +196,9 @@ def _figures(ctx: Context, r: RunView) -> tuple[list, list[str]]:
         )
         add(fig, "spatial", "Spatial pattern", SPATIAL_CAPTION + suffix)
         fig = plots.temporal_figure(
-            s, hosts(r), f"Temporal pattern: {r.label}", ctx.anon, epochs(r), marks(r)
-        )
+            s, hosts(r), f"Temporal pattern: {r.label}", ctx.anon, epochs(r), marks(r),
+            r.table("heatmap"),
+        )  # fmt: skip
         add(fig, "temporal", "Temporal pattern", TEMPORAL_CAPTION + suffix)
         notes += _sample_notes(r, s)
     elif not sm.trace.dxt_available:
