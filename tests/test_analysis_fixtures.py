@@ -153,3 +153,38 @@ def test_dlio_access_strategy_and_request_sizes(analysed):
     assert (table.query("binning == 'darshan' and `class` == 'dataset'")["count"].sum()) == sz[
         "ops"
     ]
+
+
+def test_darshan_fd_reuse_artefact_is_set_apart(analysed):
+    # README (darshan-live-np2): after the last checkpoint, Darshan charged a 10 kB write at
+    # offset 0 and 163 kB of reads to checkpoint-1.pt; only the two 90,835-byte writes are
+    # the checkpoints
+    sm, _ = analysed("horovod-pytorch-mnist/darshan-live-np2")
+    (a,) = sm["artefacts"]
+    assert a["path"].endswith("checkpoints/checkpoint-1.pt") and a["rank"] == 0
+    assert a["bytes_read"] == pytest.approx(163_000, rel=0.01) and a["bytes_written"] == 10_286
+    assert a["start"] == pytest.approx(15.25, abs=0.01)
+    ck = sm["checkpoints"]
+    assert ck["bytes_written"] == 2 * 90_835 and ck["bytes_read"] == 0 and ck["n_checkpoints"] == 2
+    assert [round(e["start"], 1) for e in ck["events"]] == [10.9, 13.7]
+
+
+def test_sysfs_through_a_directory_descriptor_is_not_data(analysed):
+    # README: Darshan records /sys paths opened relative to a directory descriptor as
+    # <cwd>/class/block/...: they are left out with the other system files
+    sm, out = analysed("horovod-pytorch-mnist/darshan-live-np2")
+    files = pd.read_parquet(out / "files.parquet")
+    assert not files["path"].str.contains("/class/block").any()
+    assert all(not p.endswith("/class") for p in files["path"])
+
+
+@pytest.mark.parametrize(
+    "rel", ["horovod-pytorch-mnist/darshan-np2", "horovod-tf2-mnist/darshan-np4"]
+)
+def test_median_read_size_is_never_an_eof_probe(analysed, rel):
+    sm, _ = analysed(rel)
+    r = sm["sizes"]["by_class"]["all"]["read"]
+    assert r["median"] > 0 and r["min"] > 0 and sm["headline"]["read_size_median"] > 0
+    if rel.startswith("horovod-pytorch"):
+        # per rank 4 whole reads: 10,008 / 60,008 / 7,840,016 / 47,040,016 B: the lower middle
+        assert r["median"] == 60_008 and r["zero_length"] == 8

@@ -253,6 +253,29 @@ def test_sweep_comparison_and_nodes(sweep):
     assert any("simnode2" in t for t in spatial2["texts"])
 
 
+def test_the_report_tells_the_truth(sweep):
+    page = sweep["text"]
+    tf4 = _text(_section(page, "run-" + slugify("framework~tensorflow/nodes~1/ppn~4/rep~0")))
+    # the TF np4 imbalance: a share and a list of ranks, in the analysis' own units
+    assert "io time spread: 78.6%; stragglers: 0; threshold share: 30.0%" in tf4
+    assert not re.search(r"io_time=\d", page)
+    # no run is said to be "traced completely" while some lack a manifest's steps etc.
+    fw = _text(_section(page, "frameworks"))
+    m = re.search(r"median read size (.*?) small read share", fw)
+    assert m and "0 B" not in m.group(1).split()
+    # empty scaling panels are named, not drawn (these runs have no steps: no AU)
+    sw = _text(_section(page, "sweep"))
+    assert "Left out of the figure, with no value or zero in every run:" in sw
+    assert "Accelerator utilisation (MLPerf-Storage-style)" in sw.split("Left out of the figure")[1]
+    # the largest run with I/O is the one open
+    assert re.search(r'<details class="run" id="run-pytorch_nodes2_ppn2_rep0" open>', page)
+    assert len(re.findall(r'<details class="run"[^>]* open>', page)) == 1
+    # the verdict comes first; these logs carry no steps, so it says what it cannot know
+    first = _text(page[page.find('id="overview"') : page.find("What was run")])
+    assert "Whether training waits for its data: not known" in first
+    assert "Where the I/O happens:" in first
+
+
 def test_provenance(sweep):
     prov = _text(_section(sweep["text"], "provenance"))
     assert "iosweep 0.1.0" in prov

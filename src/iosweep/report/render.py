@@ -67,7 +67,8 @@ def build_page(ctx: Context) -> dict[str, Any]:
     # the largest run is the one that shows sharing between ranks: open it, not the smallest
     if ctx.runs:
         largest = max(
-            range(len(ctx.runs)), key=lambda i: (ctx.runs[i].ranks or 0, ctx.runs[i].nodes or 0)
+            range(len(ctx.runs)),
+            key=lambda i: (ctx.runs[i].has_io, ctx.runs[i].ranks or 0, ctx.runs[i].nodes or 0),
         )
         page["runs"][largest]["open"] = True
     page["prov"] = provenance.section(ctx)
