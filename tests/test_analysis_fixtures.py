@@ -172,7 +172,7 @@ def test_darshan_fd_reuse_artefact_is_set_apart(analysed):
 def test_sysfs_through_a_directory_descriptor_is_not_data(analysed):
     # README: Darshan records /sys paths opened relative to a directory descriptor as
     # <cwd>/class/block/...: they are left out with the other system files
-    sm, out = analysed("horovod-pytorch-mnist/darshan-live-np2")
+    _sm, out = analysed("horovod-pytorch-mnist/darshan-live-np2")
     files = pd.read_parquet(out / "files.parquet")
     assert not files["path"].str.contains("/class/block").any()
     assert all(not p.endswith("/class") for p in files["path"])

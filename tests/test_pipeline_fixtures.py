@@ -6,7 +6,6 @@ in the report. Expected values are the README's figures or computed by hand from
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
