@@ -824,3 +824,25 @@ def test_single_rank_checkpoint_rule_names_the_writer():
     one_rank = _ctx(checkpoints=ck)
     one_rank.summary["ranks"]["count"] = 1
     assert single_rank_checkpoint(one_rank) == []
+
+
+def test_reads_before_training_are_not_counted_in_an_epoch(tmp_path):
+    # MNIST-like: both ranks read the data before epoch 0 and the test set after epoch 1;
+    # nothing is read inside the epochs
+    steps = [
+        (r, e, k, 10.0 + 10 * e + k, 10.5 + 10 * e + k)
+        for r in (0, 1)
+        for e in (0, 1)
+        for k in range(3)
+    ]
+    steps += [(r, e, -1, 9.5 + 10 * e, 13.0 + 10 * e) for r in (0, 1) for e in (0, 1)]
+    segs = [(r, "/data/train-images-idx3-ubyte", "read", 0, 1000, 1.0 + r, 1.1 + r) for r in (0, 1)]
+    segs += [
+        (r, "/data/t10k-images-idx3-ubyte", "read", 0, 100, 30.0 + r, 30.1 + r) for r in (0, 1)
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=2, steps=steps))
+    pt = pd.read_parquet(tmp_path / "out" / "pipeline.parquet")
+    assert len(pt) == 4 and (pt["reads"] == 0).all() and (pt["bytes_read"] == 0).all()
+    pl = sm["placement"]["places"]
+    assert pl["before training"]["bytes_read"] == 2000 and pl["after training"]["bytes_read"] == 200
+    assert pl["in epochs"]["ops"] == 0

@@ -143,6 +143,10 @@ def projection(df: pd.DataFrame, s: AnalysisSettings) -> dict[str, Any] | None:
         return None
     r = runs.dropna(subset=["read_bandwidth_per_rank", "au"])
     r = r[(r["read_bandwidth_per_rank"] > 0) & (r["au"] > 0)]
+    # only jobs that read their data while they train (not those that load it all first)
+    if "dataset_files_read_per_epoch" not in r:
+        return None
+    r = r[r["dataset_files_read_per_epoch"].fillna(0) > 0]
     if r.empty:
         return None
     # Fully fed, a rank reads as fast as its compute consumes samples: its bandwidth / AU,
@@ -187,7 +191,9 @@ def projection(df: pd.DataFrame, s: AnalysisSettings) -> dict[str, Any] | None:
 
 
 def _ranks_words(n: float) -> str:
-    return "already at one rank" if n < 1 else f"at about {n:,.0f} ranks"
+    if n < 1.5:
+        return "already at one rank"
+    return f"at about {n:,.0f} ranks"
 
 
 def _at(ranks: float, fs_bw: float, configured: float | None) -> str:

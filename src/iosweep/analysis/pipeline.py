@@ -164,7 +164,8 @@ def _reads_per_rank_epoch(
     (rank, epoch), indexed rank * n + epoch + 1; and n."""
     ops = rd.ops
     m = (ops.op == READ) & (ops.actor >= 0)
-    n = int(op_epoch.max(initial=-1)) + 2
+    # one slot per epoch the steps know (an epoch may hold no operation at all), plus -1
+    n = int(max(op_epoch.max(initial=-1), rd.steps["epoch"].max() if len(rd.steps) else -1)) + 2
     key = ops.actor[m].astype(np.int64) * n + op_epoch[m] + 1
     busy = np.bincount(key, weights=(ops.end - ops.start)[m])
     return np.bincount(key), np.bincount(key, weights=ops.length[m]), busy, n

@@ -30,7 +30,11 @@ def section(ctx: Context) -> dict[str, Any]:
 
 
 def _listed(v: Any) -> str:
-    return ", ".join(str(x) for x in v) if isinstance(v, list | tuple) else str(v)
+    if isinstance(v, dict):
+        return "{" + "; ".join(f"{k}: {_listed(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list | tuple):
+        return ", ".join(_listed(x) for x in v)
+    return str(v)
 
 
 def _values(runs: list[RunView], get) -> list:
@@ -118,7 +122,7 @@ def _host_rows(runs: list[RunView]) -> list[tuple[str, list]]:
     rows.append(
         (
             "datasets",
-            [f"{w or '?'}: {src or '?'}{' (synthetic)' if src == 'synthetic' else ''}, {n:,} files, {fmt.human_bytes(b)}"
+            [f"{w or '?'}: {src or '?'}, {n:,} files, {fmt.human_bytes(b)}"
              for w, src, n, b in sorted(data, key=str)],
         )
     )  # fmt: skip
