@@ -59,13 +59,20 @@ def synthesize(out: Path, files: int, ranks: int, workers: int, epochs: int, see
     rng = np.random.default_rng(seed)
     size = _file_sizes(files, rng)
     off4, len4 = _reads_of(size)
-    paths = [f"/lustre/imagenet/train/n{c:08d}/n{c:08d}_{k}.JPEG" for c in range(files // PER_CLASS + 1) for k in range(PER_CLASS)][:files]
+    paths = [
+        f"/lustre/imagenet/train/n{c:08d}/n{c:08d}_{k}.JPEG"
+        for c in range(files // PER_CLASS + 1)
+        for k in range(PER_CLASS)
+    ][:files]
     paths += [f"/lustre/run/checkpoints/checkpoint-{e}.pt" for e in range(epochs)]
     per_rank = files // ranks
     steps = -(-per_rank // BATCH)
     epoch_len = steps * STEP_COMPUTE * 1.15
     seg_parts, ctr_parts = [], []
-    step_rows = {k: [] for k in ("rank", "epoch", "step", "start", "end", "wait_start", "wait_end", "samples")}
+    step_rows = {
+        k: []
+        for k in ("rank", "epoch", "step", "start", "end", "wait_start", "wait_end", "samples")
+    }
     for e in range(epochs):
         perm = rng.permutation(files)[: per_rank * ranks].reshape(ranks, per_rank)
         t_epoch = 10.0 + e * (epoch_len + 5.0)
@@ -75,7 +82,17 @@ def synthesize(out: Path, files: int, ranks: int, workers: int, epochs: int, see
             pid = 100_000 + (e * ranks + r) * (workers + 1) + 1 + w
             t = t_epoch + (np.arange(per_rank) / per_rank) * epoch_len + rng.random(per_rank) * 1e-3
             ts = t[:, None] + np.arange(4)[None, :] * 2e-4
-            seg_parts.append((np.full(per_rank * 4, r), pid.repeat(4), f.repeat(4), off4[f].ravel(), len4[f].ravel(), ts.ravel(), (ts + 1e-4).ravel()))
+            seg_parts.append(
+                (
+                    np.full(per_rank * 4, r),
+                    pid.repeat(4),
+                    f.repeat(4),
+                    off4[f].ravel(),
+                    len4[f].ravel(),
+                    ts.ravel(),
+                    (ts + 1e-4).ravel(),
+                )
+            )
             ctr_parts.append((np.full(per_rank, r), pid, f, t, t + 1e-3))
             st = t_epoch + 0.5 + np.arange(steps) * STEP_COMPUTE * 1.15
             for k, v in (("rank", r), ("epoch", e), ("samples", BATCH)):
@@ -85,12 +102,21 @@ def synthesize(out: Path, files: int, ranks: int, workers: int, epochs: int, see
             step_rows["end"] += [t_epoch + epoch_len + 0.5, *(st + STEP_COMPUTE).tolist()]
             step_rows["wait_start"] += [None, *(st - 0.15 * STEP_COMPUTE).tolist()]
             step_rows["wait_end"] += [None, *st.tolist()]
-    rank, pid, file, offset, length, start, end = (np.concatenate(c) for c in zip(*seg_parts, strict=True))
+    rank, pid, file, offset, length, start, end = (
+        np.concatenate(c) for c in zip(*seg_parts, strict=True)
+    )
     n_ck = CKPT // (1 << 20)
     for e in range(epochs):  # rank 0's checkpoint after every epoch, 1 MiB writes
         t0 = 10.0 + e * (epoch_len + 5.0) + epoch_len + 1.0
         ck = np.arange(n_ck)
-        rank, pid, file = (np.r_[a, b] for a, b in ((rank, np.zeros(n_ck, int)), (pid, np.full(n_ck, 99_999)), (file, np.full(n_ck, files + e))))
+        rank, pid, file = (
+            np.r_[a, b]
+            for a, b in (
+                (rank, np.zeros(n_ck, int)),
+                (pid, np.full(n_ck, 99_999)),
+                (file, np.full(n_ck, files + e)),
+            )
+        )
         offset, length = np.r_[offset, ck << 20], np.r_[length, np.full(n_ck, 1 << 20)]
         start, end = np.r_[start, t0 + ck * 1e-3], np.r_[end, t0 + ck * 1e-3 + 8e-4]
     is_w = file >= files
@@ -98,7 +124,9 @@ def synthesize(out: Path, files: int, ranks: int, workers: int, epochs: int, see
         "segments",
         {
             "rank": pa.array(rank, pa.int32()),
-            "host": dictionary((rank // 4).astype(np.int32), [f"node{h:03d}" for h in range(ranks // 4 + 1)]),
+            "host": dictionary(
+                (rank // 4).astype(np.int32), [f"node{h:03d}" for h in range(ranks // 4 + 1)]
+            ),
             "pid": pa.array(pid, pa.int64()),
             "path": dictionary(file.astype(np.int32), paths),
             "module": dictionary(np.zeros(len(rank), np.int32), ["POSIX"]),
@@ -113,7 +141,9 @@ def synthesize(out: Path, files: int, ranks: int, workers: int, epochs: int, see
     bins = np.searchsorted(np.array(SIZE_BIN_LOWER[1:]), len4[cf], side="right")
     ctr = {
         "rank": pa.array(cr, pa.int32()),
-        "host": dictionary((cr // 4).astype(np.int32), [f"node{h:03d}" for h in range(ranks // 4 + 1)]),
+        "host": dictionary(
+            (cr // 4).astype(np.int32), [f"node{h:03d}" for h in range(ranks // 4 + 1)]
+        ),
         "pid": pa.array(cp, pa.int64()),
         "path": dictionary(cf.astype(np.int32), paths),
         "module": dictionary(np.zeros(len(cr), np.int32), ["POSIX"]),
@@ -134,8 +164,16 @@ def synthesize(out: Path, files: int, ranks: int, workers: int, epochs: int, see
         params={"framework": "pytorch", "workload": "imagenet", "nodes": ranks // 4, "ppn": 4,
                 "ranks": ranks, "loader_workers": workers, "batch_size": BATCH, "steps": 0, "rep": 0},
     )  # fmt: skip
-    build_store(out, meta, segments=seg, counters=table("counters", ctr), steps=table("steps", step_rows))
-    return {"segments": seg.num_rows, "counter_records": len(cr), "files": files, "ranks": ranks, "epochs": epochs}
+    build_store(
+        out, meta, segments=seg, counters=table("counters", ctr), steps=table("steps", step_rows)
+    )
+    return {
+        "segments": seg.num_rows,
+        "counter_records": len(cr),
+        "files": files,
+        "ranks": ranks,
+        "epochs": epochs,
+    }
 
 
 CHILD = """
@@ -155,9 +193,17 @@ print(json.dumps({"wall_s": time.perf_counter() - t, "peak_rss": ru.ru_maxrss * 
 
 
 def _child(src: Path, what: str, a: Path, b: Path) -> dict:
-    r = subprocess.run([sys.executable, "-c", CHILD, str(src), what, str(a), str(b)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, str(src), what, str(a), str(b)],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode:
-        return {"error": r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"}
+        return {
+            "error": r.stderr.strip().splitlines()[-1]
+            if r.stderr.strip()
+            else f"exit {r.returncode}"
+        }
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -218,7 +264,10 @@ def main() -> int:
                 results["baseline"] = measure(wt / "src", base / "store", base / "baseline")
                 print(_line(a.baseline[:10], results["baseline"]), flush=True)
             finally:
-                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(wt)], capture_output=True)
+                subprocess.run(
+                    ["git", "-C", str(REPO), "worktree", "remove", "--force", str(wt)],
+                    capture_output=True,
+                )
         print(json.dumps(results["this"].get("sizes", {}), indent=1))
     return 0
 
