@@ -177,7 +177,7 @@ def synthesize(out: Path, files: int, ranks: int, workers: int, epochs: int, see
 
 
 CHILD = """
-import json, resource, sys, time
+import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 t = time.perf_counter()
@@ -187,8 +187,10 @@ if sys.argv[2] == "analyze":
 else:
     from iosweep.report import render_report
     render_report([Path(sys.argv[3])], None, Path(sys.argv[4]))
-ru = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"wall_s": time.perf_counter() - t, "peak_rss": ru.ru_maxrss * 1024}))
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork + exec, so a child of a parent
+# holding the synthesised store would report the parent's size
+hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
+print(json.dumps({"wall_s": time.perf_counter() - t, "peak_rss": hwm * 1024}))
 """
 
 

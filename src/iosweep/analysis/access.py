@@ -59,11 +59,20 @@ def class_strategy(
     """Strategy and evidence for the files of class ``cls`` in ``direction`` (read|write)."""
     col_ops = "reads" if direction == "read" else "writes"
     col_bytes = f"bytes_{'read' if direction == 'read' else 'written'}"
-    f = files[(files["class"] == cls) & (files[f"{direction}_strategy"] != "")]
+    who = WHO[direction]
+    f = files.loc[
+        (files["class"] == cls) & (files[f"{direction}_strategy"] != ""),
+        [
+            "file", "path", "size", "coverage_source", col_ops, col_bytes, f"n_{who}",
+            f"whole_{who}", f"{direction}_strategy", f"{direction}_union",
+            f"{direction}_shared", f"{direction}_overlap",
+        ],
+    ]  # fmt: skip
     if f.empty:
         return None
-    fr = file_rank[
-        (file_rank["actor"] >= 0) & file_rank["file"].isin(f["file"]) & (file_rank[col_ops] > 0)
+    fr = file_rank.loc[
+        (file_rank["actor"] >= 0) & file_rank["file"].isin(f["file"]) & (file_rank[col_ops] > 0),
+        ["actor", "file", col_ops, col_bytes, f"{direction}_whole"],
     ]
     actors = np.sort(fr["actor"].unique())
     weights = f[col_bytes].to_numpy(np.float64)
@@ -110,7 +119,7 @@ def class_strategy(
                 "overlap": round(float(getattr(r, f"{direction}_overlap")), 6),
                 "category": getattr(r, f"{direction}_strategy"),
             }
-            for r in f.sort_values(col_bytes, ascending=False).head(5).itertuples()
+            for r in f.nlargest(5, col_bytes).itertuples()
         ],
     }
     if len(actors) == 1:

@@ -69,14 +69,23 @@ class StringCodes:
     def codes(self, col: pa.ChunkedArray, null: str) -> np.ndarray:
         """int32 codes of a (dictionary or plain) string column; nulls get the code of ``null``."""
         out = []
+        last: tuple[pa.Array, np.ndarray] | None = None
         for chunk in col.chunks:
             if not pa.types.is_dictionary(chunk.type):
                 chunk = chunk.dictionary_encode()
-            # Map the chunk's (small) dictionary once, then gather: no per-row Python.
-            lut = np.array([self.code(s) for s in chunk.dictionary.to_pylist()] + [self.code(null)])
+            # Map the chunk's dictionary once, then gather: no per-row Python. Row groups of
+            # one file usually repeat the same dictionary (a million paths at ImageNet scale):
+            # reuse the previous mapping when it is equal.
+            if last is None or not chunk.dictionary.equals(last[0]):
+                last = (chunk.dictionary, self._lut(chunk.dictionary, null))
+            lut = last[1]
             idx = pc.fill_null(chunk.indices, len(lut) - 1).to_numpy(zero_copy_only=False)
             out.append(lut[idx].astype(np.int32, copy=False))
         return np.concatenate(out) if out else np.empty(0, np.int32)
+
+    def _lut(self, dictionary: pa.Array, null: str) -> np.ndarray:
+        """Codes of a dictionary's values, then of ``null`` (the slot nulls are filled with)."""
+        return np.array([self.code(s) for s in dictionary.to_pylist()] + [self.code(null)])
 
     def __len__(self) -> int:
         return len(self.values)
@@ -129,6 +138,8 @@ class RunData:
     run_start: float
     run_end: float
     excluded_ops: int  # segments dropped by exclude_pattern / modules
+    excluded_io_ops: int  # of which reads and writes on excluded paths
+    other_layer_ops: dict[str, int]  # reads and writes of modules not analysed (e.g. MPIIO)
     unattributed: dict[str, int]  # I/O by processes not tied to any rank
     issues: list[Issue] = field(default_factory=list)  # found while loading
     cache: dict = field(default_factory=dict, repr=False)  # sorts and unions several steps reuse
@@ -181,58 +192,20 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
     store = open_store(store_path)
     meta = store.meta
     issues: list[Issue] = []
-    paths = StringCodes()
-    hosts = StringCodes()
-    modules = StringCodes()
+    paths, hosts, modules = StringCodes(), StringCodes(), StringCodes()
+    seg = _read_segments(store, paths, hosts, modules)
+    cdf = _read_counters(store, paths, hosts, modules)
+
+    # Path-level decisions on the dictionaries only (one per distinct path, not per row).
     exclude = re.compile(settings.exclude_pattern) if settings.exclude_pattern else None
-
-    # One column at a time: the Arrow copy of a column is freed before the next is read.
-    def seg(name: str) -> pa.ChunkedArray:
-        return store.table("segments", columns=[name])[name]
-
-    rank = numbers(seg("rank"), np.int32, -1)
-    n_total = len(rank)
-    pid = numbers(seg("pid"), np.int64, -1)
-    host = hosts.codes(seg("host"), "")
-    path = paths.codes(seg("path"), "<unknown>")
-    module = modules.codes(seg("module"), "")
-    op_codes = StringCodes()
-    op_raw = op_codes.codes(seg("op"), "")
-    op_lut = np.array(
-        [READ if v == "read" else WRITE if v == "write" else -1 for v in op_codes.values], np.int8
-    )
-    op = op_lut[op_raw] if len(op_raw) else np.empty(0, np.int8)
-    del op_raw
-    offset = numbers(seg("offset"), np.int64, -1)
-    length = numbers(seg("length"), np.int64, 0)
-    start = numbers(seg("start"), np.float64, np.nan)
-    end = numbers(seg("end"), np.float64, np.nan)
-
-    counters = store.table("counters", columns=COUNTER_COLUMNS)
-    c_rank = numbers(counters["rank"], np.int32, -1)
-    c_pid = numbers(counters["pid"], np.int64, -1)
-    c_host = hosts.codes(counters["host"], "")
-    c_path = paths.codes(counters["path"], "<unknown>")
-    c_module = modules.codes(counters["module"], "")
-    cdf = pd.DataFrame(
-        {
-            c: numbers(
-                counters[c],
-                np.float64 if c.endswith(("_time", "_start", "_end")) else np.int64,
-                np.nan if c.endswith(("_time", "_start", "_end")) else 0,
-            )
-            for c in COUNTER_COLUMNS[5:]
-        }
-    )
-    del counters
-
-    # Path-level decisions on the dictionaries only (thousands of strings, not millions of rows).
     keep_module = np.array([m in settings.modules for m in modules.values], bool)
     keep_path = np.array([not (exclude and exclude.search(p)) for p in paths.values], bool)
     file_class = classify_paths(paths.values, settings)
 
-    keep = keep_module[module] & keep_path[path] & (op >= 0) if n_total else np.zeros(0, bool)
-    bad_time = ~(np.isfinite(start) & np.isfinite(end))
+    module, path, op = seg["module"], seg["file"], seg["op"]
+    n_total = len(op)
+    keep = keep_module[module] & keep_path[path] & (op >= 0)
+    bad_time = ~(np.isfinite(seg["start"]) & np.isfinite(seg["end"]))
     if bad_time.any():
         issues.append(
             Issue(
@@ -243,66 +216,21 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
             )
         )
         keep &= ~bad_time
-    excluded_ops = int(n_total - keep.sum())
+    # reads and writes left out: on excluded paths, and of modules not analysed (by name)
+    io = op >= 0
+    excluded_io_ops = int((io & keep_module[module] & ~keep_path[path]).sum())
+    other = np.unique(module[io & ~keep_module[module]], return_counts=True)
+    other_layer_ops = {modules.values[m]: int(n) for m, n in zip(*other, strict=True)}
+    del module, path, op, io
 
-    # Actors: ranks when the store knows them; otherwise each process is its own actor.
-    c_keep = keep_module[c_module] & keep_path[c_path] if len(c_rank) else np.zeros(0, bool)
-    known_rank = (rank[keep] >= 0).any() or (c_rank[c_keep] >= 0).any() or bool(meta.ranks)
-    if known_rank:
-        actor_kind = "rank"
-        actor, c_actor = rank, c_rank
-    else:
-        actor_kind = "process"
-        all_pids = np.unique(np.concatenate([pid[keep], c_pid[c_keep]]))
-        actor = np.searchsorted(all_pids, pid).astype(np.int32)
-        c_actor = np.searchsorted(all_pids, c_pid).astype(np.int32)
-
-    unattributed = {"ops": 0, "bytes": 0, "records": 0}
-    if actor_kind == "rank":
-        ua = keep & (actor < 0)
-        unattributed["ops"] = int(ua.sum())
-        unattributed["bytes"] = int(length[ua].sum())
-        unattributed["records"] = int((c_keep & (c_actor < 0)).sum())
-        if unattributed["ops"] or unattributed["records"]:
-            issues.append(
-                Issue(
-                    "segments.parquet",
-                    "unattributed",
-                    f"{unattributed['ops']} operations ({unattributed['bytes']} bytes) and "
-                    f"{unattributed['records']} counter records belong to processes not tied to "
-                    "a rank; they count in totals but not in per-rank figures",
-                    "warning",
-                )
-            )
-    cols = {
-        "actor": actor,
-        "pid": pid,
-        "host": host,
-        "file": path,
-        "op": op,
-        "module": module,
-        "offset": offset,
-        "length": length,
-        "start": start,
-        "end": end,
-    }
-    del actor, pid, host, path, module, op, offset, length, start, end
-    if not keep.all():
-        # Filter one column at a time so only one column is ever held twice.
-        idx = np.flatnonzero(keep)
-        for k in cols:
-            cols[k] = cols[k][idx]
-        del idx
-    ops = Ops(**cols)
-    del cols
-    del rank, keep
-
-    cdf["actor"] = c_actor
-    cdf["pid"] = c_pid
-    cdf["host"] = c_host
-    cdf["file"] = c_path
-    cdf["module"] = c_module
-    cdf = cdf[c_keep].reset_index(drop=True)
+    c_keep = keep_module[cdf["module"].to_numpy()] & keep_path[cdf["file"].to_numpy()]
+    if not c_keep.all():
+        cdf = cdf[c_keep].reset_index(drop=True)
+    actor_kind = _actors(meta, seg, keep, cdf)
+    unattributed = _unattributed(seg, keep, cdf, issues) if actor_kind == "rank" else None
+    ops = _kept_ops(seg, keep)
+    excluded_ops = int(n_total - len(ops))
+    del seg, keep
 
     app = _load_app_events(store, meta, actor_kind)
     steps = store.table("steps").to_pandas()
@@ -333,9 +261,108 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
         run_start=run_start,
         run_end=run_end,
         excluded_ops=excluded_ops,
-        unattributed=unattributed,
+        excluded_io_ops=excluded_io_ops,
+        other_layer_ops=other_layer_ops,
+        unattributed=unattributed or {"ops": 0, "bytes": 0, "records": 0},
         issues=issues,
     )
+
+
+def _read_segments(
+    store, paths: StringCodes, hosts: StringCodes, modules: StringCodes
+) -> dict[str, np.ndarray]:
+    """The segments as arrays: strings as codes, ``op`` as READ / WRITE / -1 (other calls)."""
+
+    # One column at a time: the Arrow copy of a column is freed before the next is read.
+    def col(name: str) -> pa.ChunkedArray:
+        return store.table("segments", columns=[name])[name]
+
+    op_codes = StringCodes()
+    op_raw = op_codes.codes(col("op"), "")
+    op_lut = np.array(
+        [READ if v == "read" else WRITE if v == "write" else -1 for v in op_codes.values], np.int8
+    )
+    return {
+        "actor": numbers(col("rank"), np.int32, -1),  # the rank until _actors decides
+        "pid": numbers(col("pid"), np.int64, -1),
+        "host": hosts.codes(col("host"), ""),
+        "file": paths.codes(col("path"), "<unknown>"),
+        "op": op_lut[op_raw] if len(op_raw) else np.empty(0, np.int8),
+        "module": modules.codes(col("module"), ""),
+        "offset": numbers(col("offset"), np.int64, -1),
+        "length": numbers(col("length"), np.int64, 0),
+        "start": numbers(col("start"), np.float64, np.nan),
+        "end": numbers(col("end"), np.float64, np.nan),
+    }
+
+
+def _read_counters(
+    store, paths: StringCodes, hosts: StringCodes, modules: StringCodes
+) -> pd.DataFrame:
+    """One row per counter record: the numeric counters, then actor (the rank until
+    :func:`_actors` decides), pid, and host, file and module as codes."""
+    t = store.table("counters", columns=COUNTER_COLUMNS)
+    timed = ("_time", "_start", "_end")  # seconds, NaN where unknown; the rest are counts
+    cdf = pd.DataFrame(
+        {
+            c: numbers(t[c], np.float64, np.nan)
+            if c.endswith(timed)
+            else numbers(t[c], np.int64, 0)
+            for c in COUNTER_COLUMNS[5:]
+        }
+    )
+    cdf["actor"] = numbers(t["rank"], np.int32, -1)
+    cdf["pid"] = numbers(t["pid"], np.int64, -1)
+    cdf["host"] = hosts.codes(t["host"], "")
+    cdf["file"] = paths.codes(t["path"], "<unknown>")
+    cdf["module"] = modules.codes(t["module"], "")
+    return cdf
+
+
+def _actors(meta: RunMeta, seg: dict[str, np.ndarray], keep: np.ndarray, cdf: pd.DataFrame) -> str:
+    """Who the analysis attributes I/O to: ranks when the store knows them ("rank"), else each
+    process ("process": ``actor`` becomes the process ordinal, in ``seg`` and ``cdf``)."""
+    if (seg["actor"][keep] >= 0).any() or (cdf["actor"] >= 0).any() or meta.ranks:
+        return "rank"
+    c_pid = cdf["pid"].to_numpy()
+    all_pids = np.unique(np.concatenate([seg["pid"][keep], c_pid]))
+    seg["actor"] = np.searchsorted(all_pids, seg["pid"]).astype(np.int32)
+    cdf["actor"] = np.searchsorted(all_pids, c_pid).astype(np.int32)
+    return "process"
+
+
+def _unattributed(
+    seg: dict[str, np.ndarray], keep: np.ndarray, cdf: pd.DataFrame, issues: list[Issue]
+) -> dict[str, int]:
+    """I/O of processes not tied to any rank (counted in totals, not per rank); an issue."""
+    ua = keep & (seg["actor"] < 0)
+    out = {
+        "ops": int(ua.sum()),
+        "bytes": int(seg["length"][ua].sum()),
+        "records": int((cdf["actor"] < 0).sum()),
+    }
+    if out["ops"] or out["records"]:
+        issues.append(
+            Issue(
+                "segments.parquet",
+                "unattributed",
+                f"{out['ops']} operations ({out['bytes']} bytes) and {out['records']} counter "
+                "records belong to processes not tied to a rank; they count in totals but not "
+                "in per-rank figures",
+                "warning",
+            )
+        )
+    return out
+
+
+def _kept_ops(seg: dict[str, np.ndarray], keep: np.ndarray) -> Ops:
+    """The kept segments as :class:`Ops`, emptying ``seg`` as it goes."""
+    if not keep.all():
+        # Filter one column at a time so only one column is ever held twice.
+        idx = np.flatnonzero(keep)
+        for k in seg:
+            seg[k] = seg[k][idx]
+    return Ops(**{k: seg.pop(k) for k in list(seg)})
 
 
 def _load_app_events(store, meta: RunMeta, actor_kind: str) -> pd.DataFrame:

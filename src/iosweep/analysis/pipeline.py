@@ -111,8 +111,9 @@ def _merged(group: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> dict[int, tupl
 
 def _read_spans(rd: RunData) -> dict[int, tuple]:
     ops = rd.ops
-    m = (ops.op == READ) & (ops.actor >= 0)
-    return _merged(ops.actor[m], ops.start[m], ops.end[m])
+    o = rd.actor_time_order()  # already by (rank, time): the merge need not sort
+    o = o[ops.op[o] == READ]
+    return _merged(ops.actor[o], ops.start[o], ops.end[o])
 
 
 def _meta_spans(rd: RunData) -> dict[int, tuple]:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from iosweep import memory
 from iosweep.analysis.access import class_strategy, epoch_strategy, per_epoch_reads
 from iosweep.analysis.artefacts import fd_reuse, remove
 from iosweep.analysis.checkpoints import checkpoint_summary
@@ -28,7 +29,7 @@ from iosweep.analysis.sizes import analyze_sizes
 from iosweep.analysis.spatial import CATEGORIES, classify_ops
 from iosweep.analysis.summary import SCHEMA, to_dict, validate, write_summary
 from iosweep.analysis.temporal import epoch_windows, heatmap, phases, signatures
-from iosweep.analysis.volume import build_tables
+from iosweep.analysis.volume import build_tables, widen, with_shares
 from iosweep.files import atomic_write, json_safe
 from iosweep.trace.schema import Issue, RunMeta
 
@@ -40,7 +41,9 @@ def analyze_run(
     settings = settings or AnalysisSettings()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    memory.map_large_arrays()
     rd = load_run(Path(store_path), settings)
+    memory.release()  # the Arrow tables read are gone; their pages need not stay
     mask, artefacts = fd_reuse(rd)
     remove(rd, mask, artefacts)
     summary, tables = _analyze(rd)
@@ -147,8 +150,10 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     # tables needed (ten million segments: ~400 MB).
     sp.order = sp.key = np.empty(0, np.int64)
     rd.ops.host = rd.ops.module = None
+    memory.release()
     ef = _epoch_facts(rd)
     rd.ops.pid = None
+    rd.cache.pop("time_rank", None)
     file_size = np.zeros(len(rd.paths), np.int64)
     if len(t.files):
         file_size[t.files["file"].to_numpy()] = t.files["size"].to_numpy()
@@ -160,11 +165,14 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     windows = epoch_windows(rd)
     ph = phases(rd, windows)
     ov_table, ov_summary = analyze_overlap(rd)
+    rd.cache.pop("io_spans", None)  # the ranks table and the overlap were its readers
     sig = (
         signatures(rd, sp, file_size)
         if len(rd.ops)
         else {"per_rank": {}, "same_sequence": {}, "groups": {}}
     )
+    del sp
+    memory.release()
     classes = _classes(rd, t, ef.per_epoch)
     checkpoints = checkpoint_summary(rd, t.file_rank, windows)
     pipe_table, pipe = analyze_pipeline(
@@ -246,16 +254,13 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     summary["headline"] = _headline(rd, summary, t, ranks)
     summary["insights"] = run_insights(summary, t.files, ranks, s)
     summary["headline"]["insights"] = len(summary["insights"])
-    sample, info = sample_ops(
-        rd.store,
-        dict(zip(t.files["path"].astype(str), t.files["class"].astype(str), strict=True)),
-        s.plot_sample_ops,
-    )
+    sample, info = sample_ops(rd, set(t.files["class"].astype(str)), s.plot_sample_ops)
     summary["ops_sample"] = asdict(info)
+    files, file_ranks, summary["file_tables"] = _bounded_file_tables(rd, t, s.table_max_files)
     tables = {
         "ops_sample": sample,
-        "files": t.files,
-        "file_ranks": _file_ranks_table(rd, t),
+        "files": files,
+        "file_ranks": file_ranks,
         "ranks": ranks,
         "nodes": t.nodes,
         "sizes": size_table,
@@ -281,12 +286,43 @@ def _pipeline_context(
     }
 
 
-def _file_ranks_table(rd: RunData, t) -> pd.DataFrame:
-    fr = t.file_rank.rename(columns={"actor": "rank"})
-    fr.insert(2, "path", [rd.paths[i] for i in fr["file"]])
-    fr["class"] = [rd.class_names[c] for c in fr["class"]]
-    fr.insert(1, "host", [rd.actor_host.get(a, "") for a in fr["rank"]])
+def _file_ranks_table(rd: RunData, file_rank: pd.DataFrame) -> pd.DataFrame:
+    fr = with_shares(widen(file_rank)).rename(columns={"actor": "rank"})
+    fr.insert(2, "path", np.asarray(rd.paths, dtype=object)[fr["file"].to_numpy()])
+    fr["class"] = np.asarray(rd.class_names, dtype=object)[fr["class"].to_numpy()]
+    fr.insert(1, "host", fr["rank"].map(rd.actor_host).fillna("").to_numpy(object))
     return fr
+
+
+def _bounded_file_tables(
+    rd: RunData, t, max_files: int
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """The files and (rank, file) tables as written: cut to the ``max_files`` files that moved
+    the most bytes (ties by path) and at most ``max_files`` of their (rank, file) rows (most
+    bytes first), so that they stay bounded at a million files; and what they stand for,
+    counted over every file (the report states it without reading the tables)."""
+    files, fr = t.files, t.file_rank
+    moved = files["bytes_read"] + files["bytes_written"]
+    info = {
+        "files": len(files),
+        "zero_byte_files": int((moved == 0).sum()),
+        "file_rank_rows": len(fr),
+        # operations Darshan counted for which DXT holds no segment (e.g. STDIO)
+        "counter_only_ops": int((fr["ctr_ops"] - fr["seg_ops"]).clip(lower=0).sum()),
+        "max_files": max_files,
+    }
+    if len(files) > max_files:
+        order = pd.DataFrame({"m": -moved.to_numpy(), "p": files["path"].to_numpy()})
+        keep = order.sort_values(["m", "p"], kind="stable").index[:max_files]
+        files = files.iloc[np.sort(keep)]
+        fr = fr[fr["file"].isin(files["file"])]
+    if len(fr) > max_files:  # the same bound on (rank, file) rows
+        moved_fr = (fr["bytes_read"] + fr["bytes_written"]).to_numpy()
+        top = np.lexsort((fr["file"].to_numpy(), fr["actor"].to_numpy(), -moved_fr))[:max_files]
+        fr = fr.iloc[np.sort(top)]
+    info["files_kept"] = len(files)
+    info["file_rank_rows_kept"] = len(fr)
+    return files, _file_ranks_table(rd, fr), info
 
 
 def _classes(rd: RunData, t, per_epoch: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -297,8 +333,13 @@ def _classes(rd: RunData, t, per_epoch: dict[str, dict[str, Any]]) -> dict[str, 
         if f.empty:
             continue
         sz = f["size"].to_numpy()
-        frc = fr[(fr["class"] == ci) & (fr["actor"] >= 0)]
-        cat = frc[[f"ops_{c}" for c in CATEGORIES]].sum()
+        ops_cols = [f"ops_{c}" for c in CATEGORIES]
+        # only the columns used: the (rank, file) table is gigabytes at a million files
+        frc = fr.loc[
+            (fr["class"] == ci) & (fr["actor"] >= 0),
+            ["actor", "reads", "writes", "pattern", "read_whole", "read_coverage_frac", *ops_cols],
+        ]
+        cat = frc[ops_cols].sum()
         out[cname] = {
             "files": len(f),
             "size_total": int(sz.sum()),

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from iosweep.files import json_safe, write_text
 
 #: schema version of summary.json; bump it when a field changes meaning or shape
-SCHEMA = "iosweep.analysis.run/3"
+SCHEMA = "iosweep.analysis.run/4"
 SUMMARY_FILE = "summary.json"
 #: the tables analyze_run writes beside summary.json, as ``<name>.parquet``
 TABLES = (
@@ -524,12 +524,27 @@ class Imbalance(_Model):
 
 class OpsSample(_Model):
     """What ``ops_sample.parquet`` stands for: ``shown`` of ``total`` analysed operations
-    (``excluded``: on files the analysis left out); classes in plotting order."""
+    (``excluded``: on files the analysis left out; ``other_layers``: of modules it does not
+    analyse, e.g. MPI-IO above POSIX); classes in plotting order."""
 
     total: int
     shown: int
     excluded: int
     class_order: list[str]
+    other_layers: dict[str, int]  # module not analysed -> its reads and writes (not drawn)
+
+
+class FileTables(_Model):
+    """What ``files.parquet`` and ``file_ranks.parquet`` hold: at most ``max_files`` files (those
+    that moved the most bytes) of ``files``; the counts are over every file."""
+
+    files: int
+    files_kept: int
+    zero_byte_files: int  # opened (or stat-ed) but no byte moved
+    file_rank_rows: int
+    file_rank_rows_kept: int
+    counter_only_ops: int  # counted by Darshan, no DXT segment (e.g. STDIO)
+    max_files: int
 
 
 Unit = Literal["bytes", "bytes/s", "s", "share", "count", "ranks", "text"]
@@ -556,8 +571,8 @@ class Insight(_Model):
 class RunSummary(_Model):
     """One run's analysis (``summary.json``); every fact the report states about the run."""
 
-    schema_: Literal["iosweep.analysis.run/3"] = Field(
-        default="iosweep.analysis.run/3", alias="schema"
+    schema_: Literal["iosweep.analysis.run/4"] = Field(
+        default="iosweep.analysis.run/4", alias="schema"
     )
     run_id: str
     params: dict[str, Any]
@@ -595,14 +610,15 @@ class RunSummary(_Model):
     headline: dict[str, Any]  # flat metrics: one column each in the sweep table
     insights: list[Insight]
     ops_sample: OpsSample
+    file_tables: FileTables
     tables: dict[str, str]  # table name -> file beside summary.json
 
 
 class AnalysisFailure(_Model):
     """What ``iosweep analyze`` writes for a store it could not analyse."""
 
-    schema_: Literal["iosweep.analysis.run/3"] = Field(
-        default="iosweep.analysis.run/3", alias="schema"
+    schema_: Literal["iosweep.analysis.run/4"] = Field(
+        default="iosweep.analysis.run/4", alias="schema"
     )
     run_id: str
     error: str

@@ -9,6 +9,7 @@ I/O the other side saw.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,14 +53,23 @@ def build_tables(rd: RunData, sp: Spatial) -> Tables:
     nf = max(len(rd.paths), 1)
     seg = _segment_streams(rd, sp)
     ctr, ctr_posix_ops = _counter_streams(rd, nf)
-    fr, has_seg = _merge_streams(rd, seg, ctr, nf)
-    _coverage_and_pattern(rd, fr, has_seg)
+    streams = _Aligned(seg, ctr, nf)
+    del seg, ctr
+    cols = _merge_streams(rd, streams)
+    _coverage_and_pattern(rd, cols, streams)
+    _size_bins(rd, cols, streams)
+    del streams
+    # One frame, built once from the final columns: the streams' own columns never join it
+    # (at a million files each column of it is 20 MB, and a wide frame held them all twice).
+    order = _FILE_RANK_COLUMNS + [c for c in cols if c not in _FILE_RANK_COLUMNS]
+    # copy=False: one block per column, no consolidated copy of the whole table
+    fr = pd.DataFrame({c: cols.pop(c) for c in order}, copy=False)
     completeness = _completeness(rd, ctr_posix_ops)
     files = _files_table(rd, fr, ops)
     ranks = _ranks_table(rd, fr, ops)
     nodes = _nodes_table(rd, fr, ranks, ops)
-    keep = _FILE_RANK_COLUMNS + [c for c in fr.columns if c.startswith("ctr_size_")]
-    return Tables(fr[keep], files, ranks, nodes, len(ops) > 0, completeness)
+    rd.cache.pop("byte_spans", None)  # only the files and nodes tables use the merged ranges
+    return Tables(fr, files, ranks, nodes, len(ops) > 0, completeness)
 
 
 _FILE_RANK_COLUMNS = [
@@ -76,7 +86,6 @@ _FILE_RANK_COLUMNS = [
     "write_whole",
     "coverage_source",
     "pattern",
-    *[f"frac_{c}" for c in CATEGORIES],
     *[f"ops_{c}" for c in CATEGORIES],
     "first_io",
     "last_io",
@@ -159,75 +168,160 @@ def _segment_streams(rd: RunData, sp: Spatial) -> pd.DataFrame:
     return seg
 
 
-def _counter_streams(rd: RunData, nf: int) -> tuple[pd.DataFrame, int]:
-    """Counters per (actor, file) (columns ``ctr_*``), and the POSIX reads + writes counted."""
+def _counter_keys(rd: RunData, nf: int) -> np.ndarray:
+    """The (actor, file) stream key of each counter record."""
     c = rd.counters
-    if len(c):
-        c = c.assign(key=(c["actor"].astype(np.int64) + 1) * nf + c["file"])
-        agg = {
-            k: "sum"
-            for k in [
-                *SUMMED_METRICS,
-                *(f"size_{d}_{b}" for d in ("read", "write") for b in SIZE_BINS),
-            ]
-        }
-        agg |= {
-            "max_byte_read": "max",
-            "max_byte_written": "max",
-            "open_start": "min",
-            "close_end": "max",
-        }
-        ctr = c.groupby("key", sort=False).agg(agg).reset_index()
-        posix = rd.modules.index("POSIX") if "POSIX" in rd.modules else -2
-        ctr_posix_ops = int(
-            (c.loc[c["module"] == posix, "reads"] + c.loc[c["module"] == posix, "writes"]).sum()
-        )
-        ctr = ctr.rename(columns={k: f"ctr_{k}" for k in ctr.columns if k != "key"})
-    else:
-        ctr = pd.DataFrame({"key": np.empty(0, np.int64)})
-        ctr_posix_ops = 0
+    return (c["actor"].to_numpy(np.int64) + 1) * nf + c["file"].to_numpy(np.int64)
 
+
+def _counter_streams(rd: RunData, nf: int) -> tuple[pd.DataFrame, int]:
+    """Counters per (actor, file) (columns ``ctr_*``; the size bins apart, :func:`_size_bins`),
+    and the POSIX reads + writes counted."""
+    c = rd.counters
+    if not len(c):
+        return pd.DataFrame({"key": np.empty(0, np.int64)}), 0
+    agg = {k: "sum" for k in SUMMED_METRICS} | {
+        "max_byte_read": "max",
+        "max_byte_written": "max",
+        "open_start": "min",
+        "close_end": "max",
+    }
+    # grouped by a key array, not a key column: assign() would copy every record (GBs)
+    ctr = c[list(agg)].groupby(_counter_keys(rd, nf), sort=False).agg(agg)
+    ctr = ctr.rename(columns=lambda k: f"ctr_{k}").rename_axis("key").reset_index()
+    posix = (c["module"] == rd.modules.index("POSIX")) if "POSIX" in rd.modules else None
+    ctr_posix_ops = (
+        int(c.loc[posix, "reads"].sum() + c.loc[posix, "writes"].sum()) if posix is not None else 0
+    )
     return ctr, ctr_posix_ops
 
 
-def _merge_streams(
-    rd: RunData, seg: pd.DataFrame, ctr: pd.DataFrame, nf: int
-) -> tuple[pd.DataFrame, np.ndarray]:
-    """One row per (actor, file) from segments and counters, the larger of the two per
-    metric; also whether each row has segments."""
-    fr = seg.merge(ctr, on="key", how="outer")
-    fr["actor"] = (fr["key"] // nf - 1).astype(np.int32)
-    fr["file"] = (fr["key"] % nf).astype(np.int32)
-    fr = fr.drop(columns="key").sort_values(["actor", "file"]).reset_index(drop=True)
-    has_seg = fr["seg_reads"].notna().to_numpy() if "seg_reads" in fr else np.zeros(len(fr), bool)
-    has_ctr = fr["ctr_reads"].notna().to_numpy() if "ctr_reads" in fr else np.zeros(len(fr), bool)
-    fr["source"] = np.where(has_seg & has_ctr, "both", np.where(has_seg, "segments", "counters"))
+def _size_bins(rd: RunData, fr: _Columns, st: _Aligned) -> None:
+    """Darshan's request-size histogram per (actor, file) (``ctr_size_<read|write>_<bin>``),
+    one column at a time, then out of the per-record counters (no later step reads them)."""
+    c = rd.counters
+    names = [f"size_{d}_{b}" for d in ("read", "write") for b in SIZE_BINS]
+    if not len(c) or names[0] not in c:
+        return
+    at = np.searchsorted(st.key, _counter_keys(rd, st.nf))
+    for name in names:
+        v = c[name].to_numpy(np.int64)
+        total = np.zeros(len(st), np.int64)
+        np.add.at(total, at, v)
+        fr[f"ctr_{name}"] = total
+    rd.counters = c.drop(columns=names)
 
-    col = _column_getter(fr)
+
+class _Aligned:
+    """The segment and counter streams on one sorted key, (actor, file): ``col(name, fill)``
+    is a stream column (``seg_*``, ``ctr_*``, or a segment column such as ``first_io``) as one
+    array over the keys, ``fill`` where that side has no row."""
+
+    def __init__(self, seg: pd.DataFrame, ctr: pd.DataFrame, nf: int) -> None:
+        self.seg, self.ctr = seg, ctr
+        self.key = np.union1d(seg["key"].to_numpy(), ctr["key"].to_numpy())
+        self.seg_at = np.searchsorted(self.key, seg["key"].to_numpy())
+        self.ctr_at = np.searchsorted(self.key, ctr["key"].to_numpy())
+        self.has_seg = np.zeros(len(self.key), bool)
+        self.has_seg[self.seg_at] = True
+        self.has_ctr = np.zeros(len(self.key), bool)
+        self.has_ctr[self.ctr_at] = True
+        self.nf = nf
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+    def col(self, name: str, fill: Any = 0) -> np.ndarray:
+        side, at = (self.ctr, self.ctr_at) if name.startswith("ctr_") else (self.seg, self.seg_at)
+        if name not in side:
+            return np.full(len(self.key), fill)
+        v = side[name].to_numpy()
+        out = np.full(len(self.key), fill, dtype=np.result_type(v.dtype, np.min_scalar_type(fill)))
+        out[at] = v
+        return out
+
+
+class _Columns(dict):
+    """The (rank, file) table's columns as they are made; counts kept as int32 when they fit
+    (:func:`_narrow`) from the start, so the table is never whole at twice its size."""
+
+    def __setitem__(self, name: str, a: np.ndarray) -> None:
+        super().__setitem__(name, _narrow(name, a))
+
+
+def _merge_streams(rd: RunData, st: _Aligned) -> _Columns:
+    """The columns of one row per (actor, file) from segments and counters, the larger of
+    the two per metric."""
+    col = st.col
+    file = (st.key % st.nf).astype(np.int32)
+    cols = _Columns()
+    cols["actor"] = (st.key // st.nf - 1).astype(np.int32)
+    cols["file"] = file
+    cols["source"] = _labels(
+        ("both", "segments", "counters"),
+        np.where(st.has_seg & st.has_ctr, 0, np.where(st.has_seg, 1, 2)),
+    )
     for m in ("reads", "writes", "bytes_read", "bytes_written"):
-        fr[m] = np.maximum(col(f"seg_{m}"), col(f"ctr_{m}")).astype(np.int64)
+        cols[m] = np.maximum(col(f"seg_{m}"), col(f"ctr_{m}")).astype(np.int64)
     for m in ("read_time", "write_time"):
-        fr[m] = np.maximum(col(f"seg_{m}", 0.0), col(f"ctr_{m}", 0.0))
+        cols[m] = np.maximum(col(f"seg_{m}", 0.0), col(f"ctr_{m}", 0.0))
     for m in ("opens", "stats", "seeks", "fsyncs"):
-        fr[m] = col(f"ctr_{m}").astype(np.int64)
-    fr["meta_time"] = col("ctr_meta_time", 0.0)
-    fr["class"] = rd.file_class[fr["file"].to_numpy()] if len(fr) else np.empty(0, np.int8)
-
-    return fr, has_seg
-
-
-def _column_getter(fr: pd.DataFrame):
-    """``col(name, fill)``: a column of ``fr`` with nulls filled; all ``fill`` if it is absent."""
-
-    def col(name: str, fill=0) -> np.ndarray:
-        return fr[name].fillna(fill).to_numpy() if name in fr else np.full(len(fr), fill)
-
-    return col
+        cols[m] = col(f"ctr_{m}").astype(np.int64)
+    cols["meta_time"] = col("ctr_meta_time", 0.0).astype(np.float64)
+    cols["class"] = rd.file_class[file] if len(file) else np.empty(0, np.int8)
+    return cols
 
 
-def _coverage_and_pattern(rd: RunData, fr: pd.DataFrame, has_seg: np.ndarray) -> None:
+#: per-(rank, file) counts held as int32 when small enough (halves most of a table that is
+#: gigabytes at a million files); written out as int64 (:func:`widen`)
+_COUNTS = ("reads", "writes", "opens", "stats", "seeks", "fsyncs", "seg_ops", "ctr_ops")
+_NARROW_MAX = 1 << 28  # headroom: sums of a few such columns still fit in int32
+
+
+def _labels(names: tuple[str, ...], code: np.ndarray) -> np.ndarray:
+    """An object column of ``names[code]`` sharing the few str objects (a numpy string array
+    cast to object makes one str per row: 150 MB a column at a million files)."""
+    return np.array(names, dtype=object)[code]
+
+
+def _narrow(name: str, a: np.ndarray) -> np.ndarray:
+    count = name in _COUNTS or name.startswith(("ops_", "ctr_size_"))
+    if count and a.dtype == np.int64 and (not len(a) or (a.min() >= 0 and a.max() < _NARROW_MAX)):
+        return a.astype(np.int32)
+    return a
+
+
+def widen(fr: pd.DataFrame) -> pd.DataFrame:
+    """``fr`` with the int32 counts of :func:`_narrow` back as int64 (the tables' schema)."""
+    return fr.astype(
+        {
+            c: np.int64
+            for c in fr.columns
+            if fr[c].dtype == np.int32 and c not in ("actor", "rank", "file")
+        }
+    )
+
+
+def with_shares(fr: pd.DataFrame) -> pd.DataFrame:
+    """``fr`` with ``frac_<category>`` beside ``ops_<category>``: each category's share of
+    the row's operations (computed for the rows written, not held for every row)."""
+    at = fr.columns.get_loc(f"ops_{CATEGORIES[0]}")
+    shares = fractions(fr[[f"ops_{c}" for c in CATEGORIES]].to_numpy())
+    fr = fr.copy()
+    for i, c in enumerate(CATEGORIES):
+        fr.insert(at + i, f"frac_{c}", shares[:, i])
+    return fr
+
+
+def _ranked(fr: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """The rows of ranks (not unattributed processes), only ``cols``: at a million files the
+    (rank, file) table is gigabytes, and a full filtered copy of it doubled the peak memory."""
+    return fr.loc[fr["actor"].to_numpy() >= 0, cols]
+
+
+def _coverage_and_pattern(rd: RunData, fr: _Columns, st: _Aligned) -> None:
     """File sizes, byte coverage, whole-file flags and the spatial pattern of each row."""
-    col = _column_getter(fr)
+    col, has_seg = st.col, st.has_seg
     # File size: the furthest byte any rank touched, by segment or by counter (+1: Darshan's
     # MAX_BYTE is the last byte offset).
     ext = np.maximum.reduce(
@@ -238,57 +332,43 @@ def _coverage_and_pattern(rd: RunData, fr: pd.DataFrame, has_seg: np.ndarray) ->
         ]
     ).astype(np.int64)
     fr["extent"] = ext
-    size = pd.Series(ext).groupby(fr["file"].to_numpy()).max()
-    fr["file_size"] = (
-        size.reindex(fr["file"].to_numpy()).to_numpy() if len(fr) else np.empty(0, np.int64)
-    )
-    fr["file_size"] = fr["file_size"].clip(lower=0).astype(np.int64)
+    size = np.full(st.nf, -1, np.int64)
+    np.maximum.at(size, fr["file"], ext)
+    fsz = fr["file_size"] = size[fr["file"]].clip(min=0)
     # Coverage: exact from segments; from counters only an upper bound (bytes, furthest byte).
-    fr["read_coverage"] = np.where(
-        has_seg,
-        col("seg_read_coverage"),
-        np.minimum(
-            col("ctr_bytes_read"),
-            np.where(col("ctr_bytes_read") > 0, col("ctr_max_byte_read", -1) + 1, 0),
-        ),
-    ).astype(np.int64)
-    fr["write_coverage"] = np.where(
-        has_seg,
-        col("seg_write_coverage"),
-        np.minimum(
-            col("ctr_bytes_written"),
-            np.where(col("ctr_bytes_written") > 0, col("ctr_max_byte_written", -1) + 1, 0),
-        ),
-    ).astype(np.int64)
-    fr["coverage_source"] = np.where(has_seg, "segments", "counters")
-    fsz = fr["file_size"].to_numpy()
+    for d, done in (("read", "read"), ("write", "written")):
+        fr[f"{d}_coverage"] = np.where(
+            has_seg,
+            col(f"seg_{d}_coverage"),
+            np.minimum(
+                col(f"ctr_bytes_{done}"),
+                np.where(col(f"ctr_bytes_{done}") > 0, col(f"ctr_max_byte_{done}", -1) + 1, 0),
+            ),
+        ).astype(np.int64)
+    fr["coverage_source"] = _labels(("segments", "counters"), np.where(has_seg, 0, 1))
     thr = rd.settings.whole_file_coverage
-    fr["read_whole"] = (fsz > 0) & (fr["read_coverage"].to_numpy() >= thr * fsz)
-    fr["write_whole"] = (fsz > 0) & (fr["write_coverage"].to_numpy() >= thr * fsz)
+    fr["read_whole"] = (fsz > 0) & (fr["read_coverage"] >= thr * fsz)
+    fr["write_whole"] = (fsz > 0) & (fr["write_coverage"] >= thr * fsz)
     fr["read_coverage_frac"] = np.divide(
-        fr["read_coverage"], fsz, out=np.zeros(len(fr)), where=fsz > 0
+        fr["read_coverage"], fsz, out=np.zeros(len(st)), where=fsz > 0
     )
     cat_counts = (
-        np.stack([col(f"ops_{c}") for c in CATEGORIES], axis=1) if len(fr) else np.zeros((0, 5))
+        np.stack([col(f"ops_{c}") for c in CATEGORIES], axis=1) if len(st) else np.zeros((0, 5))
     )
     fr_frac = fractions(cat_counts)
-    for i, cname in enumerate(CATEGORIES):
-        fr[f"frac_{cname}"] = fr_frac[:, i]
+    for i, cname in enumerate(CATEGORIES):  # (their shares: with_shares, for the table)
         fr[f"ops_{cname}"] = cat_counts[:, i].astype(np.int64)
-    whole_any = (fr["read_whole"] | fr["write_whole"]).to_numpy()
-    dominant = (
-        np.array(CATEGORIES, dtype=object)[fr_frac.argmax(axis=1)]
-        if len(fr)
-        else np.empty(0, object)
-    )
-    no_ops = (fr["reads"] + fr["writes"]).to_numpy() == 0
-    fr["pattern"] = np.select(
+    whole_any = fr["read_whole"] | fr["write_whole"]
+    no_ops = (fr["reads"] + fr["writes"]) == 0
+    n = len(CATEGORIES)  # codes past the categories: none, unknown, whole-file
+    code = np.select(
         [no_ops, ~has_seg, whole_any, cat_counts.sum(axis=1) == 0],
-        ["none", "unknown", "whole-file", "none"],
-        default=dominant,
+        [n, n + 1, n + 2, n],
+        default=fr_frac.argmax(axis=1) if len(st) else np.empty(0, np.int64),
     )
-    fr["first_io"] = col("first_io", np.nan)
-    fr["last_io"] = col("last_io", np.nan)
+    fr["pattern"] = _labels((*CATEGORIES, "none", "unknown", "whole-file"), code)
+    fr["first_io"] = col("first_io", np.nan).astype(np.float64)
+    fr["last_io"] = col("last_io", np.nan).astype(np.float64)
     fr["eof_at"] = col("eof_at", -1).astype(np.int64)
     fr["seg_ops"] = (col("seg_reads") + col("seg_writes")).astype(np.int64)
     fr["ctr_ops"] = (col("ctr_reads") + col("ctr_writes")).astype(np.int64)
@@ -309,7 +389,19 @@ def _completeness(rd: RunData, ctr_posix_ops: int) -> float | None:
 def _files_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
     """One row per file: volume, sharing between ranks and offset overlap."""
     nf = max(len(rd.paths), 1)
-    ranked = fr[fr["actor"] >= 0]
+    ranked = _ranked(
+        fr,
+        [
+            "file",
+            "actor",
+            "reads",
+            "writes",
+            "bytes_read",
+            "read_whole",
+            "write_whole",
+            "coverage_source",
+        ],
+    )
     g = fr.groupby("file", sort=True)
     files = g.agg(
         reads=("reads", "sum"),
@@ -333,9 +425,9 @@ def _files_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
     files["whole_writers"] = ww.groupby("file")["write_whole"].sum()
     files["max_rank_bytes_read"] = rr.groupby("file")["bytes_read"].max()
     files["min_rank_bytes_read"] = rr.groupby("file")["bytes_read"].min()
-    files["coverage_source"] = ranked.groupby("file")["coverage_source"].agg(
-        lambda s: "segments" if (s == "segments").all() else "counters"
-    )
+    # A file is covered by segments only when every rank's row is.
+    by_counters = (ranked["coverage_source"] == "counters").groupby(ranked["file"]).any()
+    files["coverage_source"] = by_counters.map({True: "counters", False: "segments"})
     hosts = ranked["actor"].map(rd.actor_host)
     files["n_hosts"] = hosts.groupby(ranked["file"]).nunique()
     # Offset overlap between ranks, from the byte ranges merged per (rank, file, direction)
@@ -374,8 +466,11 @@ def _files_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
     ):
         files[c] = files[c].astype(np.int64)
     files = files.reset_index()
-    files.insert(1, "path", [rd.paths[i] for i in files["file"]])
-    files.insert(2, "class", files["file"].map(lambda i: rd.class_names[rd.file_class[i]]))
+    fid = files["file"].to_numpy()
+    files.insert(1, "path", np.asarray(rd.paths, dtype=object)[fid])
+    files.insert(
+        2, "class", np.asarray(rd.class_names, dtype=object)[np.asarray(rd.file_class)[fid]]
+    )
     s = rd.settings
     for direction in ("read", "write"):
         nact = files[f"n_{WHO[direction]}"].to_numpy()
@@ -401,7 +496,9 @@ def _files_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
 
 
 def _ranks_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
-    ranked = fr[fr["actor"] >= 0]
+    ranked = _ranked(
+        fr, ["actor", "file", "class", "source", "first_io", "last_io", *SUMMED_METRICS]
+    )
     actors = sorted(set(rd.actor_host) | set(ranked["actor"].unique().tolist()))
     r = pd.DataFrame(index=pd.Index(np.array(actors, dtype=np.int64), name="rank"))
     g = ranked.groupby("actor")
@@ -409,9 +506,10 @@ def _ranks_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
         r[m] = g[m].sum()
     r["files"] = g["file"].nunique()
     for ci, cname in enumerate(rd.class_names):
-        gc = ranked[ranked["class"] == ci].groupby("actor")
-        r[f"bytes_read_{cname}"] = gc["bytes_read"].sum()
-        r[f"bytes_written_{cname}"] = gc["bytes_written"].sum()
+        gc = ranked.loc[ranked["class"] == ci, ["actor", "bytes_read", "bytes_written"]]
+        by = gc.groupby("actor")
+        r[f"bytes_read_{cname}"] = by["bytes_read"].sum()
+        r[f"bytes_written_{cname}"] = by["bytes_written"].sum()
     r = r.fillna(0)
     for c in r.columns:
         if not c.endswith("_time"):
@@ -500,7 +598,8 @@ def _nodes_table(rd: RunData, fr: pd.DataFrame, ranks: pd.DataFrame, ops) -> pd.
     u = intervals.union_length(key, mlo[m][ok], mhi[m][ok], len(hosts) * nf)
     uniq = u.reshape(len(hosts), nf).sum(axis=1) if len(hosts) else np.zeros(0)
     # Counter-only (rank, file) rows: the largest coverage on the node is a lower bound.
-    co = fr[(fr["actor"] >= 0) & (fr["coverage_source"] == "counters") & (fr["reads"] > 0)]
+    rc = _ranked(fr, ["actor", "file", "coverage_source", "reads", "read_coverage"])
+    co = rc[(rc["coverage_source"] == "counters") & (rc["reads"] > 0)]
     if len(co):
         co = co.assign(host=co["actor"].map(rd.actor_host))
         extra = co.groupby(["host", "file"])["read_coverage"].max().groupby("host").sum()
@@ -510,9 +609,9 @@ def _nodes_table(rd: RunData, fr: pd.DataFrame, ranks: pd.DataFrame, ops) -> pd.
     # Amplification counts every byte moved (re-reads too); redundancy counts how many of the
     # node's ranks read each distinct byte: ~1 = once per node, ~ranks = once per rank.
     nodes["read_amplification"] = np.divide(br, uniq, out=np.zeros(len(nodes)), where=uniq > 0)
-    rc = fr[fr["actor"] >= 0].assign(host=lambda d: d["actor"].map(rd.actor_host))
     cov_sum = (
-        rc.groupby("host")["read_coverage"]
+        rc["read_coverage"]
+        .groupby(rc["actor"].map(rd.actor_host))
         .sum()
         .reindex(nodes.index)
         .fillna(0)

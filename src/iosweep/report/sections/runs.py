@@ -152,6 +152,7 @@ def section(ctx: Context, r: RunView) -> dict[str, Any]:
         "overlap": {},
         "phases": Table(PHASES, []),
         "zero_files": 0,
+        "file_tables": sm.file_tables,
         "open": False,
     }
     if not r.has_io:
@@ -159,8 +160,11 @@ def section(ctx: Context, r: RunView) -> dict[str, Any]:
         return d
     d["figures"], d["notes"] = _figures(ctx, r)
     d["overlap"] = _overlap(sm)
-    files, d["zero_files"] = _files_frame(r.table("files"))
-    d["files"] = frame_table(files, FILES, limit=40)
+    ft = sm.file_tables
+    d["zero_files"] = ft.zero_byte_files
+    d["files"] = frame_table(_files_frame(r.table("files")), FILES, limit=40)
+    # rows the analysis did not write count as left out too (it keeps the most bytes moved)
+    d["files"].more = ft.files - ft.zero_byte_files - len(d["files"].rows)
     d["ranks_table"] = frame_table(r.table("ranks"), RANKS, limit=64)
     d["signatures"] = _signatures(sm)
     d["phases"] = frame_table(r.table("phases"), PHASES, limit=30)
@@ -216,38 +220,39 @@ def _figures(ctx: Context, r: RunView) -> tuple[list, list[str]]:
 
 def _sample_notes(r: RunView, s: plots.OpsSample) -> list[str]:
     notes = []
-    fr = r.table("file_ranks")
-    if fr is not None and {"seg_ops", "ctr_ops"} <= set(fr.columns):
-        only = int((fr["ctr_ops"] - fr["seg_ops"]).clip(lower=0).sum())
-        if only:
-            notes.append(
-                f"{only:,} operations are known only from Darshan's counters (no DXT record, "
-                "e.g. STDIO, which DXT does not trace): they count in the tables, not in the plots."
-            )
+    only = r.summary.file_tables.counter_only_ops
+    if only:
+        notes.append(
+            f"{only:,} operations are known only from Darshan's counters (no DXT record, "
+            "e.g. STDIO, which DXT does not trace): they count in the tables, not in the plots."
+        )
     if s.excluded:
         notes.append(
             f"{s.excluded:,} operations on files the analysis leaves out (terminal streams, /dev, ...) are not drawn."
         )
+    other = r.summary.ops_sample.other_layers
+    if other:
+        layers = ", ".join(f"{n:,} {m}" for m, n in sorted(other.items()))
+        notes.append(
+            f"Operations of layers the analysis does not count ({layers}: analysis.modules) are "
+            "not drawn; where they sit above POSIX, POSIX's own records of the same I/O are."
+        )
     return notes
 
 
-def _files_frame(files: pd.DataFrame | None) -> tuple[pd.DataFrame | None, int]:
+def _files_frame(files: pd.DataFrame | None) -> pd.DataFrame | None:
     """The files table in report order (most bytes moved first), with its derived columns,
-    without the files that moved no byte (sysfs, PMIx segments, locks: opened, never read);
-    and how many those were."""
+    without the files that moved no byte (sysfs, PMIx segments, locks: opened, never read)."""
     if files is None or files.empty:
-        return None, 0
+        return None
     f = files.copy()
-    moved = f.get("bytes_read", 0) + f.get("bytes_written", 0)
-    zero = int((moved == 0).sum())
-    f = f[moved > 0]
     f["_moved"] = f.get("bytes_read", 0) + f.get("bytes_written", 0)
-    f = f.sort_values(["_moved", "path"], ascending=[False, True])
+    f = f[f["_moved"] > 0].sort_values(["_moved", "path"], ascending=[False, True])
     rs = f["read_strategy"] if "read_strategy" in f else pd.Series("", index=f.index)
     ws = f["write_strategy"] if "write_strategy" in f else pd.Series("", index=f.index)
     f["strategy"] = rs.where(rs.fillna("") != "", ws).fillna("")
     f["io_time"] = f.get("read_time", 0).fillna(0) + f.get("write_time", 0).fillna(0)
-    return f, zero
+    return f
 
 
 def _pipeline(sm: RunSummary) -> dict[str, Any]:
