@@ -28,10 +28,11 @@ lint:
 	$(VENV)/bin/lint-imports
 
 # Set up (with the TensorFlow stack, so TF points are tested too), lint, then every test
-# (unit, real Horovod/MPI jobs, SLURM, browser).
+# (unit, real Horovod/MPI jobs, SLURM, browser). IOSWEEP_STRICT=1: the environment is the one
+# setup made, so a missing fixture, package, stack or browser fails a test instead of skipping it.
 test: setup-tf
 	$(MAKE) --no-print-directory lint
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	IOSWEEP_STRICT=1 $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 unit: setup
 	$(VENV)/bin/pytest -m "not integration and not slurm and not browser" $(PYTEST_ARGS)

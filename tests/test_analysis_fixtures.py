@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import unavailable
 
 from iosweep.analysis import analyze_run, analyze_sweep
 from iosweep.analysis.temporal import human_bytes
@@ -31,7 +32,7 @@ def analysed(shared_data, tmp_path_factory):
         if rel not in done:
             src = shared_data / rel
             if not src.is_dir():
-                pytest.skip(f"fixture {src} missing")
+                unavailable(f"shared fixture {rel} not found at {src}")
             name = rel.replace(os.sep, "_")
             ingest_mod.ingest([src], base / name / "store")
             out = base / name / "analysis"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import zlib
 from collections import defaultdict
 from datetime import datetime
@@ -13,11 +12,12 @@ from pathlib import Path
 
 import darshan
 import pytest
+from conftest import shared_dir, shared_fixture
 
 from iosweep.trace.dftracer.read import INCOMPLETE_TRACE, read_dftracer_trace
 from iosweep.trace.logs import LogError, ProcessLog
 
-SHARED = Path(os.environ.get("IOSWEEP_SHARED") or Path(__file__).resolve().parents[2] / "shared")
+SHARED = shared_dir()
 DATA = SHARED / "data"
 PT = DATA / "horovod-pytorch-mnist"
 TF = DATA / "horovod-tf2-mnist"
@@ -28,10 +28,14 @@ IDX_FILES = {
     "t10k-labels-idx1-ubyte",
 }
 
-needs_shared = pytest.mark.skipif(
-    not (PT / "dftracer-np1").is_dir(),
-    reason=f"shared fixtures not found at {DATA} (set IOSWEEP_SHARED to the shared/ folder)",
-)
+
+@pytest.fixture
+def mnist_dftracer_fixtures() -> None:
+    for rel in ("horovod-pytorch-mnist/dftracer-np1", "horovod-tf2-mnist/dftracer-np1"):
+        shared_fixture(rel)
+
+
+needs_shared = pytest.mark.usefixtures("mnist_dftracer_fixtures")
 
 
 def _logs(run: Path) -> list[Path]:
@@ -186,8 +190,7 @@ def test_times_are_epoch_seconds_and_tables_relative():
 
 @pytest.fixture
 def tf_trace(tmp_path) -> tuple[Path, bytes]:
-    if not (TF / "dftracer-np1").is_dir():
-        pytest.skip(f"shared fixtures not found at {DATA}")
+    shared_fixture("horovod-tf2-mnist/dftracer-np1")
     src = _logs(TF / "dftracer-np1")[0]
     return src, src.read_bytes()
 

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from conftest import unavailable
 from factories import synthetic_store
 
 from iosweep import analysis
@@ -518,7 +519,7 @@ def _chromium() -> str:
     if exe:
         return exe
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.skip("chromium is not installed and this user cannot apt-get install it")
+        unavailable("chromium is not installed and this user cannot apt-get install it")
     proc = subprocess.run(
         ["apt-get", "install", "-y", "chromium"],
         capture_output=True,
@@ -528,7 +529,7 @@ def _chromium() -> str:
     )
     exe = shutil.which("chromium")
     if proc.returncode != 0 or not exe:
-        pytest.skip(f"apt-get install chromium failed: {proc.stderr[-500:]}")
+        unavailable(f"apt-get install chromium failed: {proc.stderr[-500:]}")
     return exe
 
 

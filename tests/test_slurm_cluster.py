@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import unavailable
 
 try:
     from slurm_cluster import link_exists, netns_list, pid_alive, skip_reason, slurm_cluster
@@ -29,7 +30,7 @@ PRINT_HOST_RANK = (
 def _need(nodes: int) -> None:
     reason = skip_reason(nodes)
     if reason:
-        pytest.skip(reason)
+        unavailable(reason)
 
 
 def _assert_stopped(cluster) -> None:

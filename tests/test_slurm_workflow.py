@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import unavailable
 
 try:
     from slurm_cluster import skip_reason, slurm_cluster
@@ -96,7 +97,7 @@ def _check_staged_on_each_node(m: dict, run_dir: Path) -> None:
 
 def test_profile_slurm_one_node(tmp_path):
     if reason := skip_reason(nodes=1):
-        pytest.skip(reason)
+        unavailable(reason)
     config_path, results = _tiny_config(tmp_path)
     with slurm_cluster(
         nodes=1, cpus=2, state_dir=Path("/var/tmp/iosweep-t1"), shared=[tmp_path, REPO]
@@ -120,7 +121,7 @@ def test_profile_slurm_one_node(tmp_path):
 
 def test_profile_slurm_two_emulated_nodes(tmp_path):
     if reason := skip_reason(nodes=2):
-        pytest.skip(reason)
+        unavailable(reason)
     # ... and a staged ImageNet-style point on both nodes: each stages into its private /tmp
     staged = {
         "workloads": ["imagenet"],

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import unavailable
 
 from iosweep.config import ConfigError, validate_config
 from iosweep.run.tracers import (
@@ -51,7 +52,7 @@ def test_darshan_auto_prefers_env_lib(tmp_path, monkeypatch):
 
 def test_auto_falls_back_to_dftracer(tmp_path, monkeypatch):
     if find_dftracer_lib() is None:
-        pytest.skip("dftracer pip package not installed")
+        unavailable("dftracer pip package not installed (run tools/setup.sh)")
     monkeypatch.delenv("DARSHAN_RUNTIME_LIB", raising=False)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     spec = resolve_tracer("auto", tmp_path, [tmp_path / "data"])

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import unavailable
 
 from iosweep.config import expand_sweep, validate_config
 from iosweep.run.dataset import IDX_FILES, prepare_dataset
@@ -38,13 +39,13 @@ def _config(**training):
 def _require_horovod_torch():
     python, _, why = resolve_python("pytorch", None)
     if python is None:
-        pytest.skip(f"no Horovod PyTorch stack (run tools/setup.sh): {why}")
+        unavailable(f"no Horovod PyTorch stack (run tools/setup.sh): {why}")
 
 
 def test_two_rank_job_traced_by_dftracer(tmp_path, small_dataset):
     _require_horovod_torch()
     if find_dftracer_lib() is None:
-        pytest.skip("dftracer pip package not installed (run tools/setup.sh)")
+        unavailable("dftracer pip package not installed (run tools/setup.sh)")
     from iosweep.trace.dftracer.read import read_dftracer_trace
 
     config = _config()
@@ -132,12 +133,12 @@ def test_untraced_baseline_runs_without_preload(tmp_path, small_dataset):
     assert isinstance(manifest["metrics"]["accuracy"], float)
 
 
-@pytest.mark.skipif(
-    not Path(".venv-tf/bin/python").exists(), reason="TF stack not built (make setup-tf)"
-)
 def test_tensorflow_two_ranks_file_per_process(tmp_path, small_dataset):
+    python, _, why = resolve_python("tensorflow", None)
+    if python is None:
+        unavailable(why)
     if find_dftracer_lib() is None:
-        pytest.skip("dftracer pip package not installed")
+        unavailable("dftracer pip package not installed (run tools/setup.sh)")
     from iosweep.trace.dftracer.read import read_dftracer_trace
 
     config = _config()
@@ -146,7 +147,7 @@ def test_tensorflow_two_ranks_file_per_process(tmp_path, small_dataset):
     run_dir = tmp_path / "run"
     manifest = run_point(config, point, run_dir, small_dataset, log=lambda m: None)
     if manifest["status"] == "skipped":
-        pytest.skip(manifest["reason"])
+        unavailable(manifest["reason"])
     assert manifest["status"] == "ok", (manifest["reason"], manifest["log_tail"])
     for r in (0, 1):
         logs = [read_dftracer_trace(t) for t in (run_dir / "traces" / f"rank-{r}").glob("*.pfw*")]
