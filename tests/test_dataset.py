@@ -2,6 +2,7 @@
 
 import gzip
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -99,3 +100,23 @@ def test_local_gz_with_wrong_checksum_is_named(tmp_path, small):
 def test_local_directory_missing_files(tmp_path):
     with pytest.raises(DatasetError, match=r"neither train-images-idx3-ubyte\.gz nor"):
         prepare_dataset(tmp_path / "ds", source=str(tmp_path), log=quiet)
+
+
+def test_imagenet_tree_made_at_a_relative_path_is_given_to_the_job_absolute(tmp_path, monkeypatch):
+    # The workflow makes it under the relative `results/`: a relative path handed to the job
+    # made TF's tf.io.read_file open relative names, which DFTracer's DATA_DIR prefix (and
+    # Darshan's NAME_INCLUDE) do not match, so the default sweep traced no TF dataset reads.
+    from iosweep.config import expand_sweep, validate_config
+    from iosweep.run.imagenet import prepare_imagenet
+    from iosweep.run.runner import describe_data
+
+    monkeypatch.chdir(tmp_path)
+    desc = prepare_imagenet(Path("ds"), classes=2, images_per_class=2, log=quiet)
+    assert desc["status"] == "ok" and desc["root"] == str(tmp_path / "ds" / "train")
+    config = validate_config({"sweep": {"workloads": ["imagenet"], "include": []}})
+    point = expand_sweep(config)[0]
+    assert describe_data(point, Path("ds"))["path"] == str(tmp_path / "ds" / "train")
+    # a description written before, with a relative root, is resolved as well
+    old = json.loads((tmp_path / "ds" / "dataset.json").read_text()) | {"root": "ds/train"}
+    (tmp_path / "ds" / "dataset.json").write_text(json.dumps(old))
+    assert describe_data(point, Path("ds"))["path"] == str(tmp_path / "ds" / "train")

@@ -112,7 +112,9 @@ def scan(root: Path) -> dict[str, Any]:
             f"{train}: no images in its {len(classes)} class folders (looked for {', '.join(IMAGE_SUFFIXES)})"
         )
     return {
-        "root": str(train),
+        # absolute: tracers select by path prefix (DFTRACER_DATA_DIR, Darshan's NAME_INCLUDE),
+        # so a relative path handed to the job would leave its reads untraced
+        "root": str(train.resolve()),
         "classes": len(classes),
         "files": files,
         "bytes": size,

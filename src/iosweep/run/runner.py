@@ -228,7 +228,8 @@ def describe_data(point: SweepPoint, dataset_dir: Path) -> dict[str, Any]:
     except ValueError as e:
         return {"workload": point.workload, "status": "failed", "reason": f"{dataset_dir}: {e}"}
     if point.workload == "imagenet":
-        return {**desc, "path": desc.get("root") or str(dataset_dir)}
+        # absolute, as the tracers' path filters need (a relative root: relative to the cwd)
+        return {**desc, "path": str(Path(desc.get("root") or dataset_dir).resolve())}
     files = desc.get("files") or {}
     return {
         "workload": "mnist",
