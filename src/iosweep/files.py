@@ -5,9 +5,11 @@ values the stages hand on (numpy scalars to Python, NaN and infinities to null).
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,21 +18,57 @@ import numpy as np
 import pandas as pd
 
 
-def atomic_write(path: Path | str, write: Callable[[Path], Any]) -> Path:
+class NoSpaceError(OSError):
+    """The file system filled up while a result was written; nothing half-written is left."""
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+def _no_space(path: Path, tmp: Path, need: int | None, error: OSError) -> NoSpaceError:
+    try:
+        written = tmp.stat().st_size
+    except OSError:
+        written = 0
+    tmp.unlink(missing_ok=True)
+    free = shutil.disk_usage(path.parent).free
+    needs = f"it needs up to {_human(need)}" if need else "its size is not known beforehand"
+    got = f", {_human(written)} were written when the disk filled" if written else ""
+    return NoSpaceError(
+        error.errno,
+        f"{path}: no space left on device: {_human(free)} free, {needs}{got}; nothing "
+        "half-written was left: free space or point `results` to a larger file system, "
+        "then rerun",
+    )
+
+
+def atomic_write(path: Path | str, write: Callable[[Path], Any], need: int | None = None) -> Path:
     """Call ``write(tmp)`` on a temporary name beside ``path``, then rename it to ``path``;
-    the temporary file is removed if writing fails."""
+    the temporary file is removed if writing fails. A full file system (or quota) raises
+    :class:`NoSpaceError` naming ``path``, the space free and ``need`` (an upper bound of
+    the file's size, when the caller knows one)."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     try:
         write(tmp)
         os.replace(tmp, path)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(e):
+            raise _no_space(path, tmp, need, e) from e
+        raise
     finally:
         tmp.unlink(missing_ok=True)
     return path
 
 
 def write_text(path: Path | str, text: str) -> Path:
-    return atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
+    data = text.encode("utf-8")
+    return atomic_write(path, lambda p: p.write_bytes(data), need=len(data))
 
 
 def write_json(path: Path | str, obj: Any) -> Path:

@@ -595,4 +595,8 @@ def _pipeline_headline(sm: dict[str, Any]) -> dict[str, Any]:
 
 def _write_parquet(df: pd.DataFrame, path: Path) -> None:
     table = df.reset_index(drop=True)
-    atomic_write(path, lambda p: table.to_parquet(p, index=False, compression="zstd"))
+    atomic_write(
+        path,
+        lambda p: table.to_parquet(p, index=False, compression="zstd"),
+        need=int(table.memory_usage(deep=True).sum()),  # uncompressed: an upper bound
+    )

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from iosweep.files import NoSpaceError
+
 Fn = Callable | str
 
 
@@ -68,7 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     selected = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(selected if selected in SUBCOMMANDS else None).parse_args(argv)
-    return int(_resolve(SUBCOMMANDS[args.command].run)(args) or 0)
+    try:
+        return int(_resolve(SUBCOMMANDS[args.command].run)(args) or 0)
+    except NoSpaceError as e:  # the one error a user fixes outside iosweep: no traceback
+        print(f"iosweep {args.command}: {e.strerror}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import yaml
 from iosweep.analysis.run import analyze_run
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.sweep import analyze_sweep, load_summary
+from iosweep.files import NoSpaceError
 from iosweep.trace.store import open_store
 
 
@@ -90,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
             sm = analyze_run(stores[0], out, settings)
         except Exception as e:  # report the culprit store and fail
             print(f"iosweep analyze: {stores[0]}: {e}", file=sys.stderr)
-            traceback.print_exc(file=sys.stderr)
+            if not isinstance(e, NoSpaceError):  # a full disk is not a bug: no traceback
+                traceback.print_exc(file=sys.stderr)
             return 1
         print(f"{stores[0]}: {sm['analysis_status']}, {len(sm['insights'])} insights -> {out}")
         return 1 if failed else 0

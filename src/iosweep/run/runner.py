@@ -12,12 +12,14 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -127,6 +129,45 @@ def _tail(path: Path, lines: int = 40) -> str:
         return ""
 
 
+# How launchers report a rank that a signal ended (Open MPI's mpirun; SLURM's srun).
+_MPIRUN_SIGNALED = re.compile(
+    r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)", re.I
+)
+_SRUN_SIGNALED = re.compile(r"srun: error: (\S+): tasks? ([\d,-]+): (.+)")
+_SIGNAL_BY_NUMBER = {int(s): s for s in signal.Signals}
+_SIGNAL_BY_TEXT = {signal.strsignal(s) or "": s for s in signal.Signals}
+
+
+def _task_ranks(spec: str) -> list[int]:
+    """srun's task list, e.g. ``1`` or ``0-1,3``."""
+    out: list[int] = []
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out
+
+
+def signaled_ranks(launcher_output: str) -> list[dict[str, Any]]:
+    """The ranks the launcher says a signal ended: [{rank, host, signal, name}], the first
+    one reported first (the one that died; srun and mpirun end the others after it)."""
+    found: dict[int, dict[str, Any]] = {}
+    for m in _MPIRUN_SIGNALED.finditer(launcher_output):
+        rank, number = int(m.group(1)), int(m.group(3))
+        found.setdefault(rank, _signaled(rank, m.group(2), number))
+    for m in _SRUN_SIGNALED.finditer(launcher_output):
+        sig = _SIGNAL_BY_TEXT.get(m.group(3).strip())
+        if sig is None:  # "Exited with exit code 1": not a signal
+            continue
+        for rank in _task_ranks(m.group(2)):
+            found.setdefault(rank, _signaled(rank, m.group(1), int(sig)))
+    return list(found.values())
+
+
+def _signaled(rank: int, host: str, number: int) -> dict[str, Any]:
+    sig = _SIGNAL_BY_NUMBER.get(number)
+    return {"rank": rank, "host": host, "signal": number, "name": sig.name if sig else ""}
+
+
 def _trace_files(trace_dir: Path, tracer: str) -> tuple[list[Path], list[Path]]:
     """(finished logs, logs still being written) under one rank's trace directory."""
     if tracer == "darshan":
@@ -194,6 +235,7 @@ def _new_manifest(point: SweepPoint, data: dict[str, Any]) -> dict[str, Any]:
         "tracer": {"name": "none"},
         "ranks": [],
         "failed_ranks": [],
+        "signaled_ranks": [],
         "steps": [],
         "phases": {},
         "metrics": {},
@@ -268,27 +310,66 @@ def _program(
     return program
 
 
+class _Interrupted(BaseException):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _interruptible():
+    """Turn Ctrl-C, SIGTERM (Snakemake, SLURM's scancel) and SIGHUP (the login session
+    ending) into :class:`_Interrupted` while the launcher runs; the launcher lives in its own
+    session, so without this it would outlive us and keep writing into the run directory."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, _frame):
+        raise _Interrupted(signum)
+
+    previous = {s: signal.signal(s, interrupt) for s in _STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _stop_group(proc: subprocess.Popen, grace: float) -> int:
+    """TERM the launcher's process group, KILL it after ``grace`` seconds; its exit code."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        return proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        return proc.wait()
+
+
 def _run_launcher(
     cmd: list[str], env: dict[str, str], timeout: float, launcher_log: Path
 ) -> tuple[int, bool]:
     """(exit code, timed out): the launcher in its own session, killed as a group (TERM,
-    then KILL after 30 s) when it outlives ``timeout``."""
-    timed_out = False
-    with open(launcher_log, "wb") as out:
+    then KILL after 30 s) when it outlives ``timeout``. If this process is told to stop,
+    the launcher's group is stopped first, then the signal takes its usual course."""
+    with open(launcher_log, "wb") as out, _interruptible():
         proc = subprocess.Popen(
             cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
         try:
-            exit_code = proc.wait(timeout=timeout)
+            return proc.wait(timeout=timeout), False
         except subprocess.TimeoutExpired:
-            timed_out = True
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                exit_code = proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                exit_code = proc.wait()
-    return exit_code, timed_out
+            return _stop_group(proc, 30), True
+        except _Interrupted as stop:
+            _stop_group(proc, 5)
+            signum = stop.signum
+    signal.raise_signal(signum)  # the handlers are restored: the usual course
+    raise KeyboardInterrupt  # a signal that is ignored here still ends the point
 
 
 def _collect_progress(manifest: dict[str, Any], run_dir: Path, n_ranks: int) -> list[dict]:
@@ -424,10 +505,25 @@ def _tracer(
         raise _Stop("failed", str(e)) from None
 
 
+_SIGNAL_HINTS = {
+    "SIGKILL": ": the kernel's out-of-memory killer sends it; see `dmesg` on that host",
+    "SIGSEGV": ": a crash in native code",
+    "SIGBUS": ": a crash in native code, or a file it had mapped was truncated",
+}
+
+
 def _verdict(manifest: dict[str, Any], training: dict[str, Any], exit_code: int, timed_out: bool,
              trace_problems: dict[int, str]) -> tuple[str, str]:  # fmt: skip
     if timed_out:
         return "failed", f"timed out after {training['timeout']} s (training.timeout)"
+    if exit_code != 0 and (sig := manifest.get("signaled_ranks")):
+        first = sig[0]
+        return "failed", (
+            f"rank {first['rank']} was killed by {first['name'] or 'signal'} (signal "
+            f"{first['signal']}{_SIGNAL_HINTS.get(first['name'], '')}) on {first['host']}; "
+            f"the launcher then ended the job (exit code {exit_code}); ranks that did not "
+            f"finish: {manifest['failed_ranks'] or 'unknown'}"
+        )
     if exit_code != 0:
         errors = manifest.get("errors") or {}
         first = (
@@ -529,10 +625,22 @@ def _collect(
 ) -> tuple[str, str]:
     """Ranks, progress, traces and outputs after the job; the run's status."""
     ranks = _collect_progress(manifest, run_dir, point.ranks)
-    trace_problems = {}
+    with contextlib.suppress(OSError):
+        manifest["signaled_ranks"] = signaled_ranks(
+            (run_dir / "launcher.log").read_text(errors="replace")
+        )
+    # a rank killed by SIGKILL never writes its log: waiting for it would only delay the report
+    killed = {s["rank"]: s["name"] for s in manifest["signaled_ranks"] if s["name"] == "SIGKILL"}
+    trace_problems = {
+        r: f"killed by {name}: its tracer could not write" for r, name in killed.items()
+    }
     if tracer.name != "none" and ranks:
-        trace_problems = wait_for_traces(
-            run_dir, tracer.name, [r["rank"] for r in ranks], training["collect_wait"], log
+        trace_problems |= wait_for_traces(
+            run_dir,
+            tracer.name,
+            [r["rank"] for r in ranks if r["rank"] not in killed],
+            training["collect_wait"],
+            log,
         )
     manifest["trace_problems"] = {str(k): v for k, v in trace_problems.items()}
     # What the job wrote, as on disk: lets the analysis notice writes a tracer missed

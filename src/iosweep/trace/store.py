@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from iosweep.files import atomic_write, write_text
 from iosweep.trace.schema import TABLES, RunMeta, conform, empty_table
 
 RUN_JSON = "run.json"
@@ -47,16 +49,25 @@ class TraceStore:
 
 
 def write_store(path: Path, meta: RunMeta, tables: dict[str, pa.Table]) -> Path:
-    """Write ``meta`` and every table (missing ones as empty tables) into ``path``."""
+    """Write ``meta`` and every table (missing ones as empty tables) into ``path``.
+
+    ``run.json`` goes first out and last in: a store is complete exactly when it has one, so
+    a write cut short (a full disk, an interrupted workflow) is never opened as a store."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
+    (path / RUN_JSON).unlink(missing_ok=True)
     for name in TABLES:
         t = tables.get(name)
         t = empty_table(name) if t is None else conform(t, name)
         # zstd: segments compress ~5-10x (sorted times, repeated paths as dictionaries)
-        pq.write_table(t, path / f"{name}.parquet", compression="zstd")
-    meta.write(path / RUN_JSON)
+        write = functools.partial(_write_parquet, t)
+        atomic_write(path / f"{name}.parquet", write, need=t.nbytes)  # uncompressed: a bound
+    write_text(path / RUN_JSON, meta.to_json() + "\n")
     return path
+
+
+def _write_parquet(table: pa.Table, path: Path) -> None:
+    pq.write_table(table, path, compression="zstd")
 
 
 def open_store(path: Path) -> TraceStore:
