@@ -109,6 +109,21 @@ def _manifest(framework: str, nodes: int, ppn: int, status: str = "ok", reason: 
             "/scratch/hvd-mnist/data",
         ],
         "dataset": "/scratch/hvd-mnist/data",
+        # what explains the numbers (iosweep.run.hostinfo): a 2-core host, the data on ext4,
+        # a quarter of it cached before the 1-process runs, all of it before the others
+        "host_info": {
+            "cpus": 2,
+            "memory_bytes": 24 * 2**30,
+            "data_fs": "ext4",
+            "data_page_cache_share": 0.25 if ppn == 1 else 1.0,
+        },
+        "data": {
+            "workload": "mnist",
+            "source": "synthetic",
+            "status": "ok",
+            "files": 4,
+            "bytes": 55_000_000,
+        },
     }
 
 
@@ -286,6 +301,18 @@ def test_provenance(sweep):
     assert f"results: {HOME}/results" in prov  # the config as given
     assert "iosweep.run.training.pytorch_mnist" in prov  # exact commands
     assert "max_points_per_plot: 200000" in prov
+
+
+def test_what_was_run_says_what_explains_the_numbers(sweep):
+    # figures from the manifests above: at most 8 ranks per node on 2 cores = 4.0 per core
+    ov = _text(_section(sweep["text"], "overview"))
+    run = ov[ov.index("What was run") :]
+    assert "host cores 2 " in run
+    assert "processes per core up to 4.0 (ranks x (1 + loader workers) per node / cores); " \
+        "oversubscribed: ranks and workers share cores" in run  # fmt: skip
+    assert "datasets mnist: synthetic, 4 files, 55.0 MB" in run
+    assert "data file system ext4" in run
+    assert "data in the page cache before a run 25% to 100% of a sample of the files" in run
 
 
 def test_figures_written_and_embedded(sweep):
