@@ -303,6 +303,22 @@ def test_provenance(sweep):
     assert "max_points_per_plot: 200000" in prov
 
 
+def test_an_mpi_jobs_report_speaks_its_own_language(shared_data, tmp_path):
+    # mpi_io_test: 32 MPI ranks, no framework, no training steps (README of the fixture)
+    src = shared_data / "darshan-logs" / "mpi_io_test_with_dxt"
+    ingest_mod.ingest([src], tmp_path / "store")
+    analysis.analyze_run(tmp_path / "store", tmp_path / "analysis")
+    raw = render_report([tmp_path / "analysis"], None, tmp_path / "r.html").read_text()
+    page, first = _text(raw), _text(_section(raw, "overview"))
+    assert "The I/O only: these logs record no training steps" in first
+    assert "GB written over the run (no training epochs to place it in)" in first
+    for dl in ("before training", "DataLoader", "TFRecord", "prefetch", "(unknown)", "AU:"):
+        assert dl not in page, dl
+    # the advice of its field instead
+    assert "collective MPI-IO" in first
+    assert "No run names a training framework" in _text(_section(raw, "frameworks"))
+
+
 def test_what_was_run_says_what_explains_the_numbers(sweep):
     # figures from the manifests above: at most 8 ranks per node on 2 cores = 4.0 per core
     ov = _text(_section(sweep["text"], "overview"))

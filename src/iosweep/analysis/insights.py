@@ -60,6 +60,15 @@ class Context:
     settings: AnalysisSettings
 
     @property
+    def training_job(self) -> bool:
+        """A training job (a framework named, or training steps recorded): deep-learning
+        advice fits it; any other job (an MPI application's logs) gets its own field's."""
+        params = self.summary.get("params") or {}
+        return bool(params.get("framework")) or bool(
+            (self.summary.get("placement") or {}).get("known")
+        )
+
+    @property
     def n_ranks(self) -> int:
         return int(self.summary["ranks"]["count"])
 
@@ -97,7 +106,7 @@ def no_io_or_truncated(c: Context) -> list[Insight]:
                     "counter_records": (trace["counter_records"], "count"),
                     "issues": (len(summary["issues"]), "count"),
                 },
-                "Check that the tracer was preloaded into the training processes (LD_PRELOAD "
+                "Check that the tracer was preloaded into the job's processes (LD_PRELOAD "
                 "reached every rank), that NAME_EXCLUDE does not hide the data, and that the "
                 "logs were collected after the processes exited.",
             )
@@ -172,7 +181,11 @@ def small_requests(c: Context) -> list[Insight]:
                     },
                     "Issue fewer, larger requests: read whole samples or shards at once, raise the "
                     "reader's buffer size, or pack small samples into larger record files "
-                    "(TFRecord, WebDataset tar, HDF5).",
+                    "(TFRecord, WebDataset tar, HDF5)."
+                    if c.training_job
+                    else "Issue fewer, larger requests: aggregate them with collective MPI-IO "
+                    "(collective buffering), align them to the file system's stripe size, or "
+                    "buffer them in a high-level library (HDF5, PnetCDF).",
                     worst[0],
                 )
             )
@@ -428,7 +441,11 @@ def io_bound(c: Context) -> list[Insight]:
                     "threshold_share": (s.io_time_share, "share"),
                 },
                 "Overlap loading with compute (DataLoader workers, prefetch), cache the dataset in "
-                "memory or on node-local storage, or use a faster file system tier.",
+                "memory or on node-local storage, or use a faster file system tier."
+                if c.training_job
+                else "Overlap I/O with computation (non-blocking or asynchronous I/O), aggregate "
+                "it into fewer, larger collective MPI-IO operations, or stage it through a "
+                "burst buffer or a faster file system tier.",
             )
         )
     return out

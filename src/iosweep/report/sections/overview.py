@@ -276,7 +276,12 @@ def glance(ctx: Context) -> list[dict[str, Any]]:
             facts.append(ck)
         facts += _trend_sentences(ctx, fw)
         out.append(
-            {"framework": fw or "(unknown)", "run": big.label, "slug": big.slug, "facts": facts}
+            {
+                "framework": fw or "Jobs without a framework",
+                "run": big.label,
+                "slug": big.slug,
+                "facts": facts,
+            }
         )
     return out
 

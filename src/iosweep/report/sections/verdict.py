@@ -30,7 +30,7 @@ def workload(r: RunView) -> str:
 
 def group_name(framework: str, wl: str) -> str:
     names = {"imagenet": "ImageNet-style", "mnist": "MNIST"}
-    return f"{framework or '(unknown)'}" + (f" · {names.get(wl, wl)}" if wl else "")
+    return f"{framework or 'Jobs without a framework'}" + (f" · {names.get(wl, wl)}" if wl else "")
 
 
 def where_io_happens(sm: RunSummary) -> str:
@@ -49,11 +49,21 @@ def where_io_happens(sm: RunSummary) -> str:
         parts.append(f"{' and '.join(moved)} {where}")
     if not parts:
         return ""
+    if not pl.known:  # no epochs to place it in: every place but "before training" is empty
+        moved = [
+            f"{fmt.human_bytes(b)} {what}"
+            for what, b in (
+                ("read", sum(p.bytes_read for p in pl.places.values())),
+                ("written", sum(p.bytes_written for p in pl.places.values())),
+            )
+            if b
+        ]
+        parts = [" and ".join(moved) + " over the run (no training epochs to place it in)"]
     share = (
         f", {fmt.share(pl.io_share_of_run)} of the run" if pl.io_share_of_run is not None else ""
     )
     text = "; ".join(parts) + f"; I/O in progress during {fmt.seconds(pl.io_time)}{share}"
-    return text[0].upper() + text[1:] + ("" if pl.known else " (no epochs known)")
+    return text[0].upper() + text[1:]
 
 
 def _verdicts_said(runs: list[RunView]) -> str:
@@ -131,11 +141,13 @@ def section(ctx: Context) -> list[dict[str, Any]]:
                 "slug": rep.slug,
                 "title": p.verdict.title
                 if p.verdict
-                else "Whether training waits for its data: not known",
+                else "Whether training waits for its data: not known"
+                if fw
+                else "The I/O only: these logs record no training steps",
                 "said": _verdicts_said(runs),
                 "text": (p.verdict.text[0].upper() + p.verdict.text[1:] + ".")
                 if p.verdict
-                else (p.reason + "."),
+                else (p.reason[:1].upper() + p.reason[1:] + "."),
                 "where": where_io_happens(rep.summary),
                 "levers": (p.verdict.levers if p.verdict else []),
                 "trends": _levers(ctx, fw, wl),
@@ -143,6 +155,7 @@ def section(ctx: Context) -> list[dict[str, Any]]:
                 if len(runs) > 1
                 else Table(RUNS, []),
                 "au_label": p.au_label,
+                "has_verdict": p.verdict is not None,
                 "completeness": [
                     c.message + (f": {c.why}" if c.why else "") for c in rep.summary.completeness
                 ],
