@@ -425,3 +425,31 @@ def test_rank_directories_name_ranks_without_rank_files(shared_data: Path, tmp_p
     }
     assert worker.name in {p.source for p in meta.processes}
     assert not [i for i in meta.issues if i.kind == "numbered-ranks"]
+
+
+def test_a_second_ingest_of_unchanged_logs_reuses_the_store(shared_data: Path, tmp_path: Path):
+    run = tmp_path / "run"
+    shutil.copytree(shared_data / "horovod-pytorch-mnist" / "dftracer-np2", run)
+    store = tmp_path / "store"
+    first = ingest([run], store)
+    built = (store / "run.json").stat().st_mtime_ns, (store / "segments.parquet").stat().st_mtime_ns
+
+    def stamp():
+        return (store / "run.json").stat().st_mtime_ns, (
+            store / "segments.parquet"
+        ).stat().st_mtime_ns
+
+    again = ingest([run], store)
+    assert stamp() == built and again.to_json() == first.to_json()
+    # what changes the store rebuilds it: a log touched, other labels, or asked to
+    log = sorted((run / "logs").glob("*.pfw.gz"))[0]
+    os.utime(log, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns + 1_000_000_000))
+    ingest([run], store)
+    assert stamp() != built
+    built = stamp()
+    ingest([run], store, params={"staging": "node-local"})
+    assert stamp() != built and open_store(store).meta.params["staging"] == "node-local"
+    built = stamp()
+    ingest([run], store, params={"staging": "node-local"}, reuse=False)
+    assert stamp() != built
+    assert json.loads((store / "inputs.json").read_text())["files"][0][0].startswith(str(run))

@@ -38,6 +38,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="read each Darshan log in a child process (for logs from unknown sources)",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="rebuild the store even if it was built from the same, unchanged logs",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="list every issue")
 
 
@@ -66,10 +71,18 @@ def _ranks_text(ranks: list[int]) -> str:
     return ",".join(map(str, ranks))
 
 
+def _stamp(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
 def run(args: argparse.Namespace) -> int:
-    from iosweep.trace.ingest import ingest
+    from iosweep.trace.ingest import INPUTS_JSON, ingest
     from iosweep.trace.store import open_store
 
+    before = _stamp(args.out / INPUTS_JSON)
     try:
         meta = ingest(
             args.logdirs,
@@ -78,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
             run_id=args.run_id,
             isolate=args.isolate,
             params=parse_params(args.param),
+            reuse=not args.force,
         )
     except (FileNotFoundError, ValueError) as e:
         print(f"iosweep ingest: {e}", file=sys.stderr)
@@ -88,8 +102,11 @@ def run(args: argparse.Namespace) -> int:
     how = sorted({p.attributed_by for p in meta.processes if p.role == "rank"} - {""})
     hosts = sorted({p.host for p in meta.processes if p.host})
     sev = Counter(i.severity for i in meta.issues)
+    reused = before is not None and _stamp(args.out / INPUTS_JSON) == before
     out = [
-        f"iosweep ingest: wrote {args.out} (run {meta.run_id}, status {meta.status}"
+        f"iosweep ingest: {'reused' if reused else 'wrote'} {args.out} "
+        + ("(its logs are unchanged; --force rebuilds it) " if reused else "")
+        + f"(run {meta.run_id}, status {meta.status}"
         + (", INCOMPLETE" if meta.incomplete else "")
         + ")",
         f"  processes: {len(meta.processes)} ("

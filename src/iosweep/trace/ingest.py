@@ -10,6 +10,7 @@ recovered, and what the optional ``merged.darshan`` loses, is in ``docs/data-mod
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -23,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from iosweep.files import write_json
 from iosweep.trace.logs import LogError, ProcessLog
 from iosweep.trace.schema import (
     STEPS,
@@ -42,6 +44,7 @@ UNFINISHED_SUFFIX = ".darshan_partial"
 _RANK_DIR = re.compile(r"^rank-(\d+)$")
 _RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
 MERGED_DARSHAN = "merged.darshan"
+INPUTS_JSON = "inputs.json"  # what a store was built from: lets an unchanged input be reused
 
 
 @dataclass
@@ -530,6 +533,37 @@ def write_merged_darshan(logs: list[Path], out: Path, timeout: float = 600) -> I
 # ----------------------------------------------------------------------------------------
 
 
+def _code_digest() -> str:
+    """The trace stage's own source: a store built by other reader code is not reused."""
+    h = hashlib.sha256()
+    for f in sorted(Path(__file__).parent.rglob("*.py")):
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def inputs_fingerprint(files: list[Path], arguments: dict[str, Any]) -> dict[str, Any]:
+    """What a store is built from: every input file's path, size and modification time, the
+    ingest's arguments and the reader code; equal fingerprints give equal stores."""
+    listed = []
+    for f in sorted({p.resolve() for p in files}):
+        st = f.stat()
+        listed.append([str(f), st.st_size, st.st_mtime_ns])
+    doc = {"code": _code_digest(), "arguments": arguments, "files": listed}
+    key = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+    return {"fingerprint": key, **doc}
+
+
+def _reusable(out: Path, fingerprint: dict[str, Any]) -> RunMeta | None:
+    """The store at ``out`` if it is complete and was built from exactly these inputs."""
+    try:
+        old = json.loads((out / INPUTS_JSON).read_text())
+        if old.get("fingerprint") == fingerprint["fingerprint"]:
+            return RunMeta.read(out / "run.json")
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
 def ingest(
     inputs: list[Path],
     out: Path,
@@ -538,6 +572,7 @@ def ingest(
     *,
     isolate: bool = False,
     params: dict | None = None,
+    reuse: bool = True,
 ) -> RunMeta:
     """Build the trace store ``out`` from the logs under ``inputs``; return its metadata.
 
@@ -549,7 +584,9 @@ def ingest(
     process. ``params`` labels the run's sweep point (framework, nodes, ppn, ...) where no
     manifest says it, e.g. for logs of a past job; the manifest's own values win. Problems
     with the input become ``RunMeta.issues``; the store is written even
-    when no log could be read (``RunMeta.processes`` is then empty).
+    when no log could be read (``RunMeta.processes`` is then empty). With ``reuse``, a store
+    already at ``out`` that was built from the same files (paths, sizes, modification times),
+    arguments and reader code is returned as it is (``inputs.json`` records them).
     """
     inputs = [Path(p) for p in inputs]
     out = Path(out)
@@ -562,6 +599,13 @@ def ingest(
     entries, unfinished = discover(inputs)
     out_resolved = out.resolve()
     entries = [e for e in entries if out_resolved not in e.path.resolve().parents]
+    rank_files = _rank_files(inputs)
+    used = [e.path for e in entries] + unfinished + rank_files + ([manifest] if manifest else [])
+    arguments = {"run_id": run_id, "isolate": isolate, "params": params or {}}
+    fingerprint = inputs_fingerprint(used, arguments)
+    if reuse and (meta := _reusable(out, fingerprint)) is not None:
+        return meta
+    (out / INPUTS_JSON).unlink(missing_ok=True)
     for p in unfinished:
         issues.append(
             Issue(
@@ -571,7 +615,7 @@ def ingest(
                 "or died while writing it; collect logs only after every process has exited",
             )
         )
-    ranks, rank_source = _collect_ranks(man, _rank_files(inputs), issues)
+    ranks, rank_source = _collect_ranks(man, rank_files, issues)
     _read_all(entries, isolate, issues)
     read = [e for e in entries if e.log is not None]
     issues.extend(_mixed_jobs(read))
@@ -606,6 +650,7 @@ def ingest(
     if problem is not None:
         meta.issues.append(problem)
         meta.write(out / "run.json")
+    write_json(out / INPUTS_JSON, fingerprint)  # last: only a finished store is reused
     return meta
 
 
