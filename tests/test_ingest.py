@@ -453,3 +453,17 @@ def test_a_second_ingest_of_unchanged_logs_reuses_the_store(shared_data: Path, t
     ingest([run], store, params={"staging": "node-local"}, reuse=False)
     assert stamp() != built
     assert json.loads((store / "inputs.json").read_text())["files"][0][0].startswith(str(run))
+
+
+@pytest.mark.parametrize("run, logs", [("darshan16", 17), ("dftracer8", 9)])
+def test_logs_read_in_parallel_give_the_same_store(shared_data: Path, tmp_path: Path, run, logs):
+    # the rank and its loader workers (16 or 8): independent per-process logs
+    src = shared_data / "imagenet-style-resnet50-h100" / run
+    one = ingest([src], tmp_path / "one", workers=1)
+    two = ingest([src], tmp_path / "two", workers=2)
+    assert one.to_json() == two.to_json() and len(one.processes) == logs
+    for name in ("segments", "counters", "steps", "app_events"):
+        a, b = open_store(tmp_path / "one").table(name), open_store(tmp_path / "two").table(name)
+        assert a.equals(b), name
+    used = [json.loads((tmp_path / s / "inputs.json").read_text()) for s in ("one", "two")]
+    assert [u["read_processes"] for u in used] == [1, 2] and used[0]["logs"] == logs

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -37,6 +38,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--isolate",
         action="store_true",
         help="read each Darshan log in a child process (for logs from unknown sources)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="processes that read the logs (default: one per core, at most 8, when there "
+        "are several logs and over 32 MiB of them)",
     )
     p.add_argument(
         "--force",
@@ -78,6 +86,17 @@ def _stamp(path: Path) -> int | None:
         return None
 
 
+def _readers_line(inputs_json: Path, reused: bool) -> str:
+    try:
+        doc = json.loads(inputs_json.read_text())
+    except (OSError, ValueError):
+        return "  logs: -"
+    logs, n = doc.get("logs"), doc.get("read_processes")
+    return (
+        f"  logs: {logs}, read {'earlier ' if reused else ''}by {n} process{'es' if n != 1 else ''}"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from iosweep.trace.ingest import INPUTS_JSON, ingest
     from iosweep.trace.store import open_store
@@ -92,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
             isolate=args.isolate,
             params=parse_params(args.param),
             reuse=not args.force,
+            workers=args.workers,
         )
     except (FileNotFoundError, ValueError) as e:
         print(f"iosweep ingest: {e}", file=sys.stderr)
@@ -109,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
         + f"(run {meta.run_id}, status {meta.status}"
         + (", INCOMPLETE" if meta.incomplete else "")
         + ")",
+        _readers_line(args.out / INPUTS_JSON, reused),
         f"  processes: {len(meta.processes)} ("
         + ", ".join(f"{n} {r}" for r, n in sorted(roles.items()))
         + f"), tracer {meta.tracer or '-'}",

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+import os
 import re
 import shutil
 import subprocess
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -573,6 +576,7 @@ def ingest(
     isolate: bool = False,
     params: dict | None = None,
     reuse: bool = True,
+    workers: int | None = None,
 ) -> RunMeta:
     """Build the trace store ``out`` from the logs under ``inputs``; return its metadata.
 
@@ -587,6 +591,7 @@ def ingest(
     when no log could be read (``RunMeta.processes`` is then empty). With ``reuse``, a store
     already at ``out`` that was built from the same files (paths, sizes, modification times),
     arguments and reader code is returned as it is (``inputs.json`` records them).
+    ``workers`` processes read the logs (default: :func:`read_workers`).
     """
     inputs = [Path(p) for p in inputs]
     out = Path(out)
@@ -616,7 +621,7 @@ def ingest(
             )
         )
     ranks, rank_source = _collect_ranks(man, rank_files, issues)
-    _read_all(entries, isolate, issues)
+    readers = _read_all(entries, isolate, issues, workers)
     read = [e for e in entries if e.log is not None]
     issues.extend(_mixed_jobs(read))
     issues.extend(_attribute(entries, ranks, rank_source))
@@ -650,30 +655,59 @@ def ingest(
     if problem is not None:
         meta.issues.append(problem)
         meta.write(out / "run.json")
-    write_json(out / INPUTS_JSON, fingerprint)  # last: only a finished store is reused
+    # last: only a finished store is reused
+    write_json(out / INPUTS_JSON, {**fingerprint, "logs": len(entries), "read_processes": readers})
     return meta
 
 
-def _read_all(entries: list[_Log], isolate: bool, issues: list[Issue]) -> None:
-    """Read every discovered log; a log that cannot be read becomes an issue."""
-    for e in entries:
-        try:
-            e.log = _read(e, isolate)
-        except LogError as err:
-            issues.append(
-                Issue(
-                    err.path,
-                    err.kind,
-                    err.message,
-                    "warning" if err.kind == "empty" else "error",
-                )
-            )
-        except Exception as err:  # one broken reader must not stop the other logs
-            issues.append(
-                Issue(str(e.path), "unreadable", f"reader failed: {type(err).__name__}: {err}")
-            )
-        else:
-            issues.extend(e.plog.issues)
+def _read_one(entry: _Log, isolate: bool) -> tuple[ProcessLog | None, list[Issue]]:
+    """One log, or the issue that says why it could not be read (never raises: one broken
+    reader must not stop the other logs)."""
+    try:
+        log = _read(entry, isolate)
+    except LogError as err:
+        severity = "warning" if err.kind == "empty" else "error"
+        return None, [Issue(err.path, err.kind, err.message, severity)]
+    except Exception as err:
+        why = f"reader failed: {type(err).__name__}: {err}"
+        return None, [Issue(str(entry.path), "unreadable", why)]
+    return log, list(log.issues)
+
+
+# Below this much DFTracer data, starting reader processes costs more than it saves.
+PARALLEL_MIN_BYTES = 32 * 2**20
+
+
+def read_workers(entries: list[_Log], requested: int | None = None) -> int:
+    """How many processes read the logs: ``requested``, else one per core (at most 8) when
+    there are several DFTracer traces and enough of them to pay for starting the processes.
+    Darshan logs are read in one: libdarshan-util decodes them faster than their tables
+    travel between processes (8 logs of 1.5 M segments: 3.2 s in one, 5.4 s in two)."""
+    if requested is not None:
+        return max(1, min(requested, len(entries)))
+    dft = [e for e in entries if e.tracer == "dftracer" and e.path.exists()]
+    if len(dft) < 2 or sum(e.path.stat().st_size for e in dft) < PARALLEL_MIN_BYTES:
+        return 1
+    return max(1, min(len(os.sched_getaffinity(0)), 8, len(entries)))
+
+
+def _read_all(
+    entries: list[_Log], isolate: bool, issues: list[Issue], workers: int | None = None
+) -> int:
+    """Read every discovered log, in ``read_workers`` processes (per-process logs are
+    independent; the result is the same as one by one); returns how many processes read."""
+    n = read_workers(entries, workers)
+    if n == 1:
+        results = [_read_one(e, isolate) for e in entries]
+    else:
+        # forkserver: a fork of a process running Arrow's threads could deadlock
+        ctx = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(n, mp_context=ctx) as pool:
+            results = list(pool.map(_read_one, entries, [isolate] * len(entries)))
+    for e, (log, found) in zip(entries, results, strict=True):
+        e.log = log
+        issues.extend(found)
+    return n
 
 
 def _mixed_jobs(read: list[_Log]) -> list[Issue]:
