@@ -100,7 +100,7 @@ def synthesize(out: Path, n_segments: int, n_ranks: int, seed: int = 20240601) -
     cpid = uk // 4096
     cfile = (uk % 4096).astype(np.int32)
     crank = ((cpid - 100_000) // 10).astype(np.int32)
-    bins = np.searchsorted(np.array(SIZE_BIN_LOWER[1:]), lens, side="right")
+    bins = np.searchsorted(np.array(SIZE_BIN_LOWER[1:]), lens, side="left")
     ctr = {
         "rank": pa.array(crank),
         "host": dictionary(crank // 4, [f"node{h:03d}" for h in range(n_ranks // 4 + 1)]),

@@ -138,7 +138,7 @@ def synthesize(out: Path, files: int, ranks: int, workers: int, epochs: int, see
         },
     )
     cr, cp, cf, co, cc = (np.concatenate(c) for c in zip(*ctr_parts, strict=True))
-    bins = np.searchsorted(np.array(SIZE_BIN_LOWER[1:]), len4[cf], side="right")
+    bins = np.searchsorted(np.array(SIZE_BIN_LOWER[1:]), len4[cf], side="left")
     ctr = {
         "rank": pa.array(cr, pa.int32()),
         "host": dictionary(

@@ -196,7 +196,8 @@ def test_request_size_distribution(tmp_path):
     assert lg.loc[13, "bin_lower"] == 4096 and lg.loc[21, "count"] == 2  # 1 MiB and 1 MiB + 1
     assert lg["cum_fraction"].iloc[-1] == 1.0
     ds = t[(t["binning"] == "darshan") & (t["class"] == "dataset")].set_index("bin")
-    assert ds["count"].sum() == 9 and ds.loc[0, "count"] == 2  # 0 and 1 byte in 0_100
+    # 0, 1 and 100 bytes in 0_100 (Darshan's bins hold their upper bound: "< 101")
+    assert ds["count"].sum() == 9 and ds.loc[0, "count"] == 3
 
 
 def test_zero_byte_eof_reads_never_make_the_median(tmp_path):
@@ -846,3 +847,102 @@ def test_reads_before_training_are_not_counted_in_an_epoch(tmp_path):
     pl = sm["placement"]["places"]
     assert pl["before training"]["bytes_read"] == 2000 and pl["after training"]["bytes_read"] == 200
     assert pl["in epochs"]["ops"] == 0
+
+
+# ----------------------------------------------------------------------------------------
+# Boundaries: each threshold just below, at and just above it (expected values by hand)
+
+M = 1 << 20
+
+
+def test_darshan_size_bins_hold_their_upper_bound(tmp_path):
+    # darshan-common.h's DARSHAN_BUCKET_INC: "< 101" is 0_100, "< 1025" 100_1K, ...,
+    # "< 1048577" 100K_1M: 100 B and 1 MiB are the last sizes of their bins
+    sizes = [100, 101, 1024, 1025, M, M + 1]
+    segs = [(0, "/data/a.bin", "read", i * 4 * M, n, 1 + i, 1.5 + i) for i, n in enumerate(sizes)]
+    run(tmp_path, make_store(tmp_path / "s", segs))
+    t = pd.read_parquet(tmp_path / "out" / "sizes.parquet")
+    t = t[(t["binning"] == "darshan") & (t["class"] == "dataset")]
+    assert dict(zip(t["bin"], t["count"], strict=True)) == {0: 1, 1: 2, 2: 1, 4: 1, 5: 1}
+
+
+def test_small_requests_are_strictly_below_the_threshold(tmp_path):
+    segs = [
+        (0, "/data/a.bin", "read", i * 4 * M, n, 1 + i, 1.5 + i)
+        for i, n in enumerate([M - 1, M, M + 1, 4096])
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs))
+    d = sm["sizes"]["by_class"]["dataset"]["read"]
+    assert (d["small"], d["ops"]) == (2, 4)  # M - 1 and 4096; exactly 1 MiB is not small
+
+
+def test_small_requests_from_counters_only_count_bins_wholly_below(tmp_path):
+    # Without DXT a request's size is only its Darshan bin: 100K_1M holds 1 MiB requests,
+    # which are not small, so only the bins below 100 KiB count as small at 1 MiB.
+    ctr = {"rank": 0, "path": "/data/a.bin", "reads": 30, "bytes_read": 10 * 50 + 20 * M}
+    ctr |= {"size_read_10K_100K": 10, "size_read_100K_1M": 20}
+    sm = run(tmp_path, make_store(tmp_path / "s", [], counters=[ctr]))
+    d = sm["sizes"]["by_class"]["dataset"]["read"]
+    assert (d["small"], d["ops"], d["small_source"]) == (10, 30, "counters")
+
+
+@pytest.mark.parametrize("per_rank, strategy", [(3, "file-per-process"), (4, "file-per-process"), (5, "partitioned")])  # fmt: skip
+def test_files_per_rank_boundary_of_file_per_process(tmp_path, per_rank, strategy):
+    # fpp_max_files_per_rank = 4 (config default): up to 4 unshared files a rank is FPP
+    segs = [
+        (r, f"/data/shard-{r}-{k}.npz", "read", 0, 100, 1 + k, 1.1 + k)
+        for r in range(2)
+        for k in range(per_rank)
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=2))
+    assert sm["classes"]["dataset"]["access"]["read"]["strategy"] == strategy
+
+
+@pytest.mark.parametrize("shared, strategy", [(10, "shared-disjoint"), (11, "shared-overlapping")])
+def test_disjoint_overlap_boundary(tmp_path, shared, strategy):
+    # disjoint_overlap_max = 0.01: of 1000 bytes touched, 10 read by both ranks is disjoint
+    # enough, 11 is not (rank 0 reads [0, 500 + shared), rank 1 [500, 1000))
+    segs = [
+        (0, "/data/big.h5", "read", 0, 500 + shared, 1.0, 1.1),
+        (1, "/data/big.h5", "read", 500, 500, 1.0, 1.1),
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=2))
+    acc = sm["classes"]["dataset"]["access"]["read"]
+    assert acc["strategy"] == strategy
+    assert acc["evidence"]["offset_union_bytes"] == 1000
+
+
+@pytest.mark.parametrize("slow, straggler", [(1.5, False), (1.625, True)])
+def test_straggler_boundary(tmp_path, slow, straggler):
+    # straggler_excess = 0.5: a rank is one when its I/O time exceeds the median's by more
+    # than half; ranks of 1 s, 1 s and `slow` s (exact in binary)
+    segs = [(r, f"/data/s{r}", "read", 0, 100, 10.0, 10.0 + t) for r, t in enumerate([1, 1, slow])]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=3))
+    assert sm["imbalance"]["stragglers"] == ([2] if straggler else [])
+
+
+@pytest.mark.parametrize("fast, fires", [(0.75, False), (0.7421875, True)])
+def test_imbalance_boundary(tmp_path, fast, fires):
+    # imbalance_share 0.25: (max - min) / max of the ranks' I/O time must exceed it
+    segs = [(r, f"/data/s{r}", "read", 0, 100, 10.0, 10.0 + t) for r, t in enumerate([1.0, fast])]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=2), imbalance_share=0.25)
+    assert sm["imbalance"]["io_time"] == 1.0 - fast
+    assert any(i["id"] == "imbalance" for i in sm["insights"]) is fires
+
+
+@pytest.mark.parametrize("io, fires", [(20.0, False), (20.5, True)])
+def test_io_share_boundary(tmp_path, io, fires):
+    # io_time_share 0.2 of a 100 s run (make_store's [0, 100] s)
+    segs = [(0, "/data/a", "read", 0, 100, 10.0, 10.0 + io)]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs))
+    assert sm["headline"]["io_share_max"] == io / 100
+    assert any(i["id"] == "io_bound" for i in sm["insights"]) is fires
+
+
+@pytest.mark.parametrize("small, total, fires", [(1000, 10000, False), (1001, 10000, True), (999, 2000, False)])  # fmt: skip
+def test_small_requests_insight_boundary(tmp_path, small, total, fires):
+    # small_requests_share 0.1 (strictly above) and small_requests_min_count 1000 (at least)
+    lens = [4096] * small + [2 * M] * (total - small)
+    segs = [(0, "/data/a.bin", "read", i * 2 * M, n, 1 + i * 1e-4, 1 + i * 1e-4 + 5e-5) for i, n in enumerate(lens)]  # fmt: skip
+    sm = run(tmp_path, make_store(tmp_path / "s", segs))
+    assert any(i["id"] == "small_requests" for i in sm["insights"]) is fires

@@ -24,7 +24,9 @@ def _log2_bin(length: np.ndarray) -> np.ndarray:
 
 
 def _darshan_bin(length: np.ndarray) -> np.ndarray:
-    return np.searchsorted(np.array(SIZE_BIN_LOWER[1:]), length, side="right")
+    """Darshan's size bin (DARSHAN_BUCKET_INC): each bin holds its upper bound, 100 B in
+    ``0_100`` and 1 MiB in ``100K_1M``."""
+    return np.searchsorted(np.array(SIZE_BIN_LOWER[1:]), length, side="left")
 
 
 def analyze_sizes(rd: RunData, file_rank: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -116,8 +118,10 @@ def analyze_sizes(rd: RunData, file_rank: pd.DataFrame) -> tuple[pd.DataFrame, d
             "ops_from_counters": n_ctr,
         }
         e = exact[exact["k"].isin(ks)].groupby("size")["count"].sum().sort_index()
+        # from counters, a request is small only when its whole bin is below the threshold
+        # (bins include their upper bound: 1 MiB requests are in 100K_1M, and not small)
         small_ctr = int(
-            ch[[i for i in range(10) if (SIZE_BIN_LOWER[i + 1] if i < 9 else 1 << 62) <= thr]].sum()
+            ch[[i for i in range(10) if (SIZE_BIN_LOWER[i + 1] if i < 9 else 1 << 62) < thr]].sum()
         )
         zero = int(e.get(0, 0)) if len(e) else 0
         nz = e[e.index > 0]  # zero-byte reads (EOF probes) are counted apart, never in sizes

@@ -184,8 +184,9 @@ SIZE_COLORS = ["#bdbdbd"] + [
 
 
 def size_bin(length: np.ndarray) -> np.ndarray:
-    """0 for zero-byte requests, else 1 + Darshan's bin."""
-    return np.searchsorted(np.array(SIZE_EDGES), length, side="right")
+    """0 for zero-byte requests, else 1 + Darshan's bin (bins hold their upper bound)."""
+    length = np.asarray(length)
+    return np.where(length > 0, 1 + np.searchsorted(np.array(SIZE_EDGES[1:]), length), 0)
 
 
 def size_colors(length: np.ndarray) -> np.ndarray:
