@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 import zlib
 from collections import defaultdict
 from datetime import datetime
@@ -549,3 +550,33 @@ def test_counter_records_are_app_events_not_lost_events(tmp_path):
         ("sys", "cpu"),
     ]
     assert _segs(pl) == [("f", "POSIX", "read", 0, 8)]
+
+
+def test_benchmark_traces_read_as_their_real_templates(tmp_path):
+    # benchmarks/bench_dftracer.py replays the real H100 traces under new pids and file
+    # names: a generated trace must read exactly as the one it was made from
+    shared_fixture("imagenet-style-resnet50-h100/dftracer8")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_dftracer import FIXTURE, generate
+
+    made = generate(tmp_path, 1, ranks=1, workers=8)
+    assert made["reps"] == 1 and made["traces"] == 9
+
+    def counts(path: Path) -> tuple:
+        log = read_dftracer_trace(path)
+        ops = log.segments.column("op").to_pylist()
+        paths = {Path(p).name for p in log.segments.column("path").to_pylist()}
+        n_app = log.app_events.num_rows if log.app_events is not None else 0
+        return len(ops), ops.count("read"), ops.count("write"), n_app, len(paths)
+
+    real = sorted((FIXTURE / "traces").glob("*.pfw.gz"))
+    forks = [p for p in real if "fork" in p.name]
+    gen = sorted((tmp_path / "traces").glob("*.pfw.gz"))
+    preload = next(p for p in real if "preload" in p.name)
+    assert counts(next(p for p in gen if "preload" in p.name)) == counts(preload)
+    gen_forks = [p for p in gen if "fork" in p.name]
+    assert [counts(p) for p in gen_forks] == [counts(p) for p in forks]
+    # new names, new pids, the rank's pid as the workers' parent
+    log = read_dftracer_trace(gen_forks[0])
+    assert log.pid == 100_001 and log.ppid == 100_000
+    assert all("/g" in p for p in set(log.segments.column("path").to_pylist()))
