@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from iosweep.analysis.classify import classify_paths
-from iosweep.analysis.data import WRITE, RunData
+from iosweep.analysis.data import WRITE, RunData, category_matches, category_values, path_classes
 from iosweep.trace.schema import RunMeta
 
 CLASS = "checkpoint"
@@ -179,14 +178,15 @@ def opened_checkpoints(rd: RunData, gap: float) -> list[dict[str, Any]]:
     if ev.empty or "path" not in ev or CLASS not in rd.class_names:
         return []
     ci = rd.class_names.index(CLASS)
-    paths = ev["path"].astype(object).where(ev["path"].notna(), "")
-    uniq = [str(p) for p in paths.unique()]
-    cls = dict(zip(uniq, classify_paths(uniq, rd.settings), strict=True))
-    opening = ev["name"].astype(str).str.match(r"^(f?open(at)?(64)?|creat(64)?|f?close)$")
-    m = (paths.map(cls) == ci) & (ev["actor"] >= 0) & opening
-    e = ev[m.to_numpy()].assign(path=paths[m.to_numpy()])
+    # per distinct name and path, then per row by category code: millions of events
+    opening = category_matches(ev["name"], r"^(f?open(at)?(64)?|creat(64)?|f?close)$")
+    is_ckpt = path_classes(rd, ev["path"].cat.categories) == ci
+    m = opening & category_values(ev["path"], is_ckpt, False).astype(bool)
+    m &= ev["actor"].to_numpy() >= 0
+    e = ev[m]
     if e.empty:
         return []
+    e = e.assign(path=e["path"].astype(str))
     per_file = e.groupby("path").agg(
         start=("start", "min"), end=("end", "max"), rank=("actor", "min")
     )

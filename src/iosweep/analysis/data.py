@@ -365,6 +365,46 @@ def _kept_ops(seg: dict[str, np.ndarray], keep: np.ndarray) -> Ops:
     return Ops(**{k: seg.pop(k) for k in list(seg)})
 
 
+def category_matches(col: pd.Series, pattern: str, search: bool = False) -> np.ndarray:
+    """Rows of a categorical column whose value matches ``pattern`` (``re.match``, or
+    ``re.search`` with ``search``), decided once per distinct value: app events run to
+    millions of rows over a few dozen names."""
+    cat = col.cat
+    values = cat.categories.astype(str).str
+    hit = np.asarray(values.contains(pattern) if search else values.match(pattern), bool)
+    codes = cat.codes.to_numpy()
+    return (codes >= 0) & hit[np.maximum(codes, 0)] if len(hit) else np.zeros(len(col), bool)
+
+
+def category_values(col: pd.Series, values: np.ndarray, missing: object) -> np.ndarray:
+    """Per row, ``values[category]`` (one value per category of ``col``), ``missing`` for NA."""
+    codes = col.cat.codes.to_numpy()
+    if not len(values):
+        return np.full(len(col), missing, dtype=object)
+    out = np.asarray(values)[np.maximum(codes, 0)]
+    out[codes < 0] = missing
+    return out
+
+
+def path_codes(rd: RunData, paths: pd.Index) -> np.ndarray:
+    """Index in ``rd.paths`` of each of ``paths`` (-1 where the I/O tables never name it)."""
+    index = rd.cache.get("path_index")
+    if index is None:
+        index = rd.cache["path_index"] = pd.Index(rd.paths)
+    return index.get_indexer(paths.astype(str))
+
+
+def path_classes(rd: RunData, paths: pd.Index) -> np.ndarray:
+    """Class code of each of ``paths``: the I/O tables' classification, else classified here."""
+    codes = path_codes(rd, paths)
+    out = rd.file_class[np.maximum(codes, 0)] if len(rd.file_class) else np.zeros(len(codes))
+    out = np.asarray(out, np.int16)
+    miss = np.flatnonzero(codes < 0)
+    if len(miss):
+        out[miss] = classify_paths([str(paths[i]) for i in miss], rd.settings)
+    return out
+
+
 def _load_app_events(store, meta: RunMeta, actor_kind: str) -> pd.DataFrame:
     t = store.table("app_events", columns=["rank", "pid", "cat", "name", "start", "end", "path"])
 

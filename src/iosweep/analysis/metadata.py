@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from iosweep.analysis.data import RunData
+from iosweep.analysis.data import RunData, category_matches, category_values
 
 KINDS = {
     "opens": re.compile(r"^(f?open(at)?(64)?|fdopen|creat(64)?|mkstemp\w*)$"),
@@ -33,17 +33,15 @@ def from_app_events(rd: RunData) -> pd.DataFrame | None:
     ev = rd.app_events
     if ev.empty:
         return None
-    ev = ev[ev["cat"].astype(str).isin(["POSIX", "STDIO"]) & (ev["actor"] >= 0)]
+    ev = ev[category_matches(ev["cat"], "^(POSIX|STDIO)$") & (ev["actor"].to_numpy() >= 0)]
     if ev.empty:
         return None
-    names = ev["name"].astype(str)
-    uniq = names.unique()
-    kind = {}
-    for n in uniq:
-        kind[n] = next(
-            (k for k, rx in KINDS.items() if rx.search(n)), "other" if not _DATA.search(n) else ""
-        )
-    k = names.map(kind)
+    # the kind of each distinct call name, then per row by its category code
+    kinds = [
+        next((k for k, rx in KINDS.items() if rx.search(n)), "other" if not _DATA.search(n) else "")
+        for n in ev["name"].cat.categories.astype(str)
+    ]
+    k = pd.Series(category_values(ev["name"], np.array(kinds, dtype=object), ""))
     meta = k != ""
     df = pd.DataFrame(
         {

@@ -8,14 +8,13 @@ inside the epoch with no compute running on that rank at the same time.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from iosweep.analysis import intervals
-from iosweep.analysis.data import RunData
+from iosweep.analysis.data import RunData, category_matches
 
 COLUMNS = [
     "rank",
@@ -42,11 +41,10 @@ def analyze_overlap(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
         sources.append("steps")
     ev = rd.app_events
     if not ev.empty and rd.settings.compute_event_pattern:
-        rx = re.compile(rd.settings.compute_event_pattern)
-        hit = ev["cat"].astype(str).map(lambda c: bool(rx.search(c))) | ev["name"].astype(str).map(
-            lambda c: bool(rx.search(c))
-        )
-        e = ev[hit & (ev["actor"] >= 0)]
+        rx = rd.settings.compute_event_pattern
+        hit = category_matches(ev["cat"], rx, search=True)
+        hit |= category_matches(ev["name"], rx, search=True)
+        e = ev[hit & (ev["actor"].to_numpy() >= 0)]
         if len(e):
             comp_parts.append(e[["actor", "start", "end"]])
             sources.append("app_events")

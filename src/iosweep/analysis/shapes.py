@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from iosweep.analysis.data import READ, RunData
+from iosweep.analysis.data import READ, RunData, category_matches, path_codes
 from iosweep.analysis.intervals import order_by, rank_of
 from iosweep.units import human_bytes
 
@@ -83,12 +83,9 @@ def _opens_per_file(rd: RunData, cls: int) -> pd.Series:
     ev = rd.app_events
     if ev.empty or "path" not in ev:
         return pd.Series(dtype=np.int64)
-    name = ev["name"].astype(str)
-    opens = ev[name.str.match(r"^(f?open(at)?(64)?|creat(64)?)$").to_numpy()]
+    opens = ev[category_matches(ev["name"], r"^(f?open(at)?(64)?|creat(64)?)$")]
     counts = opens.groupby("path", observed=True).size()
-    code = {p: i for i, p in enumerate(rd.paths)}
-    idx = [code.get(str(p), -1) for p in counts.index]
-    s = pd.Series(counts.to_numpy(), index=idx)
+    s = pd.Series(counts.to_numpy(), index=path_codes(rd, counts.index))
     s = s[s.index >= 0]
     return s[rd.file_class[s.index.to_numpy()] == cls] if len(s) else s
 
