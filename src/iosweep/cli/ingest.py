@@ -135,9 +135,11 @@ def run(args: argparse.Namespace) -> int:
         + f"), tracer {meta.tracer or '-'}",
         f"  ranks: {_ranks_text(ranks)} (from {', '.join(how) or '-'}); "
         f"hosts: {', '.join(hosts) or 'unknown'}",
-        "  rows: "
-        + ", ".join(f"{n} {store.table(n, columns=[]).num_rows}" for n in ("segments", "counters"))
-        + f", steps {store.steps.num_rows}, app_events {store.app_events.num_rows}",
+        "  rows: "  # counted from the Parquet metadata: no table is read
+        + ", ".join(
+            f"{n} {store.table(n, columns=[]).num_rows}"
+            for n in ("segments", "counters", "steps", "app_events")
+        ),
         f"  issues: {sev.get('error', 0)} errors, {sev.get('warning', 0)} warnings",
     ]
     shown = (
