@@ -728,3 +728,36 @@ def test_plot_size_colours_follow_darshans_bins():
     from iosweep.report.plots import size_bin
 
     assert size_bin(np.array(sizes)).tolist() == [0, 1, 1, 2, 2, 3, 5, 6, 9, 10]
+
+
+# Hostile text without a '/': a base name, a directory, a host, a run id, a config value
+BASE = "<img src=x onerror=alert(7)>"
+DIR = "<b onmouseover=alert(8)>"
+HOST = "<svg onload=alert(9)>"
+RUN = "<i onclick=alert(10)>"
+CONF = "<u onclick=alert(11)>"
+
+
+def test_hostile_text_reaches_every_cell_escaped(tmp_path):
+    store = synthetic_store(
+        tmp_path / "store",
+        3000,
+        [f"/data/{BASE}.bin", f"/data/{DIR}/shard.bin", f"/data/{DIR}/{BASE}"],
+        host=HOST,
+        run_id=f"framework~pytorch/{RUN}/rep~0",
+        manifest={"reason": RUN, "host": HOST, "params": {"label": CONF}},
+    )
+    analysis.analyze_run(store, tmp_path / "analysis")
+    config = {"report": {"title": CONF}, "sweep": {"frameworks": [CONF]}, "note": CONF}
+    page = render_report(
+        [tmp_path / "analysis"], None, tmp_path / "r.html", ReportSettings(title=CONF), config
+    ).read_text()
+    for raw in (BASE, DIR, HOST, RUN, CONF):
+        assert raw not in page, raw
+        assert html.escape(raw, quote=False) in page or html.escape(raw) in page, raw
+    text = _text(page)
+    # each reached the page as text: the file table and signatures (base names), the
+    # directories, the hosts, the run's label, the config as given
+    assert f"{BASE}.bin" in text and f"{DIR}" in text and HOST in text and CONF in text
+    sig = _text(_section(page, "runs"))
+    assert f"{BASE}.bin" in sig
