@@ -946,3 +946,27 @@ def test_small_requests_insight_boundary(tmp_path, small, total, fires):
     segs = [(0, "/data/a.bin", "read", i * 2 * M, n, 1 + i * 1e-4, 1 + i * 1e-4 + 5e-5) for i, n in enumerate(lens)]  # fmt: skip
     sm = run(tmp_path, make_store(tmp_path / "s", segs))
     assert any(i["id"] == "small_requests" for i in sm["insights"]) is fires
+
+
+@pytest.mark.parametrize("offset, warned", [(0.0, False), (400.0, True)])
+def test_a_step_log_outside_the_traced_span_is_flagged(tmp_path, offset, warned):
+    # I/O at 10-20 s; 10 steps of 1 s from 10 s, or from 410 s: far beyond the slack of
+    # 10% of the span + 5 s (another run's manifest, or clocks that disagree); the epoch row
+    # (step -1) spans the log to 420 s
+    segs = [(0, "/data/a.bin", "read", i * 100, 100, 10.0 + i, 10.5 + i) for i in range(10)]
+    steps = [(0, 0, -1, 10.0 + offset, 20.0 + offset)]
+    steps += [(0, 0, k, 10.0 + offset + k, 10.8 + offset + k) for k in range(10)]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, steps=steps, end=500.0))
+    cov = sm["pipeline"]["coverage"]
+    assert bool(cov) is warned
+    if warned:
+        assert cov.startswith(
+            "the step log (410.0-420.0 s) lies outside the traced I/O (10.0-19.5 s)"
+        )
+
+
+def test_a_run_without_steps_gets_the_io_analysis_and_says_why_not_the_wait(tmp_path):
+    segs = [(0, "/data/a.bin", "read", i * 100, 100, 10.0 + i, 10.5 + i) for i in range(10)]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs))
+    assert sm["pipeline"]["available"] is False and "no step timestamps" in sm["pipeline"]["reason"]
+    assert sm["headline"]["bytes_read"] == 1000  # the I/O analysis is there
