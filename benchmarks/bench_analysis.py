@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from iosweep.testing.stores import build_store, dictionary, table
-from iosweep.trace.schema import SIZE_BIN_LOWER, SIZE_BINS, RankInfo, RunMeta
+from iosweep.trace.schema import SIZE_BINS, RankInfo, RunMeta, darshan_size_bin
 
 CHUNK = 256 * 1024
 SHARD = 64 * 1024 * 1024
@@ -100,7 +100,7 @@ def synthesize(out: Path, n_segments: int, n_ranks: int, seed: int = 20240601) -
     cpid = uk // 4096
     cfile = (uk % 4096).astype(np.int32)
     crank = ((cpid - 100_000) // 10).astype(np.int32)
-    bins = np.searchsorted(np.array(SIZE_BIN_LOWER[1:]), lens, side="left")
+    bins = darshan_size_bin(lens)
     ctr = {
         "rank": pa.array(crank),
         "host": dictionary(crank // 4, [f"node{h:03d}" for h in range(n_ranks // 4 + 1)]),

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from iosweep.testing.stores import build_store, dictionary, run_meta, table
-from iosweep.trace.schema import SIZE_BIN_LOWER, SIZE_BINS
+from iosweep.trace.schema import SIZE_BINS, darshan_size_bin
 
 REPO = Path(__file__).resolve().parents[1]
 PER_CLASS = 1281
@@ -138,7 +138,7 @@ def synthesize(out: Path, files: int, ranks: int, workers: int, epochs: int, see
         },
     )
     cr, cp, cf, co, cc = (np.concatenate(c) for c in zip(*ctr_parts, strict=True))
-    bins = np.searchsorted(np.array(SIZE_BIN_LOWER[1:]), len4[cf], side="left")
+    bins = darshan_size_bin(len4[cf])
     ctr = {
         "rank": pa.array(cr, pa.int32()),
         "host": dictionary(

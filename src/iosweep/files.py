@@ -17,17 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from iosweep.units import human_bytes
+
 
 class NoSpaceError(OSError):
     """The file system filled up while a result was written; nothing half-written is left."""
-
-
-def _human(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if n < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
 
 
 def _no_space(path: Path, tmp: Path, need: int | None, error: OSError) -> NoSpaceError:
@@ -37,11 +31,11 @@ def _no_space(path: Path, tmp: Path, need: int | None, error: OSError) -> NoSpac
         written = 0
     tmp.unlink(missing_ok=True)
     free = shutil.disk_usage(path.parent).free
-    needs = f"it needs up to {_human(need)}" if need else "its size is not known beforehand"
-    got = f", {_human(written)} were written when the disk filled" if written else ""
+    needs = f"it needs up to {human_bytes(need)}" if need else "its size is not known beforehand"
+    got = f", {human_bytes(written)} were written when the disk filled" if written else ""
     return NoSpaceError(
         error.errno,
-        f"{path}: no space left on device: {_human(free)} free, {needs}{got}; nothing "
+        f"{path}: no space left on device: {human_bytes(free)} free, {needs}{got}; nothing "
         "half-written was left: free space or point `results` to a larger file system, "
         "then rerun",
     )

@@ -15,18 +15,12 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.data import OPS, RunData
-from iosweep.trace.schema import SIZE_BIN_LOWER, SIZE_BINS
+from iosweep.trace.schema import SIZE_BIN_LOWER, SIZE_BINS, darshan_size_bin
 
 
 def _log2_bin(length: np.ndarray) -> np.ndarray:
     # frexp(x) = m * 2**e with m in [0.5, 1): e is the bin with [2**(e-1), 2**e); 0 -> bin 0.
     return np.frexp(length.astype(np.float64))[1].astype(np.int64)
-
-
-def _darshan_bin(length: np.ndarray) -> np.ndarray:
-    """Darshan's size bin (DARSHAN_BUCKET_INC): each bin holds its upper bound, 100 B in
-    ``0_100`` and 1 MiB in ``100K_1M``."""
-    return np.searchsorted(np.array(SIZE_BIN_LOWER[1:]), length, side="left")
 
 
 def analyze_sizes(rd: RunData, file_rank: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -53,7 +47,7 @@ def analyze_sizes(rd: RunData, file_rank: pd.DataFrame) -> tuple[pd.DataFrame, d
     hist = hist.reshape(ncls * 2, nb).astype(np.int64)
     hbytes = np.bincount(ek * nb + lb, weights=esz * ecnt, minlength=ncls * 2 * nb)
     hbytes = hbytes.reshape(ncls * 2, nb)
-    dh = np.bincount(ek * 10 + _darshan_bin(esz), weights=ecnt, minlength=ncls * 2 * 10)
+    dh = np.bincount(ek * 10 + darshan_size_bin(esz), weights=ecnt, minlength=ncls * 2 * 10)
     dh = dh.reshape(ncls * 2, 10).astype(np.int64)
 
     # Counter-only (rank, file) pairs: Darshan's bins.

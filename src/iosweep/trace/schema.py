@@ -20,7 +20,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+
+from iosweep.files import write_text
 
 SCHEMA_VERSION = 1
 
@@ -60,6 +63,13 @@ SIZE_BINS = [
     "1G_PLUS",
 ]
 SIZE_BIN_LOWER = [0, 100, 1024, 10240, 102400, 1048576, 4194304, 10485760, 104857600, 1073741824]
+
+
+def darshan_size_bin(length: Any) -> np.ndarray:
+    """Index into :data:`SIZE_BINS` of each request size, as darshan-runtime counts it
+    (DARSHAN_BUCKET_INC): a bin holds its upper bound, 100 B in ``0_100``, 1 MiB in ``100K_1M``."""
+    return np.searchsorted(np.array(SIZE_BIN_LOWER[1:]), length, side="left")
+
 
 #: Per file, per process counters from Darshan's POSIX and STDIO modules.
 COUNTERS = pa.schema(
@@ -198,7 +208,7 @@ class RunMeta:
         return json.dumps(asdict(self), indent=2, sort_keys=False, default=str)
 
     def write(self, path: Path) -> None:
-        Path(path).write_text(self.to_json() + "\n")
+        write_text(path, self.to_json() + "\n")  # whole or not at all: it marks a store complete
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunMeta:

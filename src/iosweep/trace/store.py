@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from iosweep.files import atomic_write, write_text
+from iosweep.files import atomic_write
 from iosweep.trace.schema import TABLES, RunMeta, conform, empty_table
 
 RUN_JSON = "run.json"
@@ -62,7 +62,7 @@ def write_store(path: Path, meta: RunMeta, tables: dict[str, pa.Table]) -> Path:
         # zstd: segments compress ~5-10x (sorted times, repeated paths as dictionaries)
         write = functools.partial(_write_parquet, t)
         atomic_write(path / f"{name}.parquet", write, need=t.nbytes)  # uncompressed: a bound
-    write_text(path / RUN_JSON, meta.to_json() + "\n")
+    meta.write(path / RUN_JSON)
     return path
 
 
