@@ -41,8 +41,13 @@ from dataclasses import dataclass
 from multiprocessing import Pool
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
 REPO = Path(__file__).resolve().parents[1]
-FIXTURE = REPO.parent / "shared" / "data" / "imagenet-style-resnet50-h100" / "dftracer8"
+SHARED = Path(os.environ.get("IOSWEEP_SHARED") or REPO.parent / "shared")
+FIXTURE = SHARED / "data" / "imagenet-style-resnet50-h100" / "dftracer8"
 HOST = "benchnode"
 
 _FH = re.compile(r'^(.*"name":")([^"]*)(","value":")([0-9a-f]{16})(".*)$')
@@ -107,10 +112,9 @@ def _repid(text: str, old: int, new: int, ppid: int | None) -> str:
 def write_trace(job: tuple) -> int:
     """One generated trace (a pool task): ``reps`` replays of ``template`` as process ``pid``."""
     t, out, pid, ppid, reps, tag = job
-    fix = {f'"pid":{t.pid},"tid":{t.pid}': f'"pid":{pid},"tid":{pid}'}
-    lines = [_repid(h, t.pid, pid, ppid) for h in t.head]
     n_body = len(t.body)
     hashes: dict[str, int] = {}
+    lines: list[str] = []
     for rep in range(reps):
         shift, id0 = rep * t.span_us, rep * n_body
         base = (tag * 4096 + rep) << 24
@@ -126,13 +130,12 @@ def write_trace(job: tuple) -> int:
                 lines.append(f'{{"id":{i + id0},{a}{ts + shift}{pre}{h}{c}')
             else:
                 lines.append(b[1])
-    lines += t.tail
-    text = "\n".join(lines) + "\n"
-    for old, new in fix.items():
-        text = text.replace(old, new)
-    text = text.replace('"name":"vm"', f'"name":"{HOST}"')
+    # the header names the host, the thread and the parent; every other line only the pid
+    body = "\n".join([*lines, *t.tail]) + "\n"
+    body = body.replace(f'"pid":{t.pid},"tid":{t.pid}', f'"pid":{pid},"tid":{pid}')
     with gzip.open(out, "wt", compresslevel=1) as f:
-        f.write(text)
+        f.writelines(_repid(h, t.pid, pid, ppid) + "\n" for h in t.head)
+        f.write(body)
     return t.events * reps
 
 
@@ -231,19 +234,10 @@ def run_iosweep(work: Path) -> dict:
 def _store_events(store: Path) -> int:
     """POSIX and STDIO events in the store: data operations are segments, the others
     (open, lseek, close, ...) app events of those categories."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
     seg = pq.read_table(store / "segments.parquet", columns=["module"])
     app = pq.read_table(store / "app_events.parquet", columns=["cat"])
-    io = pc.is_in(app["cat"].cast("string"), value_set=pa_strings(["POSIX", "STDIO"]))
+    io = pc.is_in(app["cat"].cast("string"), value_set=pa.array(["POSIX", "STDIO"]))
     return seg.num_rows + int(pc.sum(io).as_py() or 0)
-
-
-def pa_strings(values: list[str]):
-    import pyarrow as pa
-
-    return pa.array(values, pa.string())
 
 
 def _dfa_value(out: str, metric: str) -> float | None:
