@@ -77,6 +77,16 @@ class SlurmCluster:
             )
         return proc
 
+    def fail_node(self, node: str) -> str:
+        """Lose ``node`` as a machine is lost (tools/slurm-cluster.sh fail-node)."""
+        proc = subprocess.run(
+            [str(SCRIPT), "fail-node", node, "--state-dir", str(self.state_dir)],
+            capture_output=True, text=True, timeout=60, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            raise AssertionError(f"fail-node {node} failed:\n{proc.stderr}")
+        return proc.stderr
+
     def log_tail(self, lines: int = 30) -> str:
         """The end of every daemon log, for failure messages."""
         out = []
@@ -161,6 +171,7 @@ def slurm_cluster(
     *,
     shared: Sequence[Path | str] = (),
     mem_mb: int | None = None,
+    slurmd_timeout: int | None = None,
     timeout: float = 240,
 ) -> Iterator[SlurmCluster]:
     """Start a ``nodes``-node cluster (``cpus`` CPUs per node), yield it, always stop it.
@@ -179,6 +190,8 @@ def slurm_cluster(
         cmd += ["--cpus", str(cpus)]
     if mem_mb is not None:
         cmd += ["--mem", str(mem_mb)]
+    if slurmd_timeout is not None:
+        cmd += ["--slurmd-timeout", str(slurmd_timeout)]
     for d in shared:
         cmd += ["--share", str(d)]
     try:

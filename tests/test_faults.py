@@ -178,6 +178,52 @@ def test_a_dftracer_trace_cut_mid_line_marks_the_run_partial_with_its_rank(tmp_p
     assert "cut while written" in issue["message"]
 
 
+_BUSY_WRITER = """
+import sys
+for i in range(10**9):
+    with open(f"{sys.argv[1]}/f{i % 64}.bin", "wb") as f:
+        f.write(b"x" * 100)
+"""
+
+
+def test_a_dftracer_trace_of_a_rank_killed_while_it_writes_is_ingested_as_cut(tmp_path):
+    """The real thing: a process under DFTracer's preload, killed by SIGKILL once DFTracer
+    has begun writing its trace, leaves a gzip stream that ends inside a member."""
+    from iosweep.run.tracers import rank_environment, resolve_tracer
+
+    data, traces = tmp_path / "data", tmp_path / "traces"
+    data.mkdir()
+    traces.mkdir()
+    spec = resolve_tracer("dftracer", tmp_path, data_dirs=[data])
+    if spec.name != "dftracer":
+        unavailable(f"no DFTracer preload library: {spec.warnings}")
+    env = rank_environment(spec, traces, dict(os.environ))
+    proc = subprocess.Popen([sys.executable, "-c", _BUSY_WRITER, str(data)], env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(f.stat().st_size for f in traces.glob("*.pfw.gz")):
+            assert proc.poll() is None and time.monotonic() < deadline, "no trace was written"
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait()
+    (trace,) = traces.glob("*.pfw.gz")
+    with pytest.raises(EOFError):  # what a reader of the whole file meets
+        gzip.decompress(trace.read_bytes())
+    proc = _cli("ingest", str(traces), "-o", str(tmp_path / "store"))
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads((tmp_path / "store" / "run.json").read_text())
+    assert meta["status"] == "partial"
+    (issue,) = [i for i in meta["issues"] if i["kind"] == "truncated"]
+    assert issue["severity"] == "error" and trace.name in issue["source"]
+    assert "events after the cut are lost" in issue["message"]
+    # what was written before the cut is kept: the writes of the data files
+    import pandas as pd
+
+    seg = pd.read_parquet(tmp_path / "store" / "segments.parquet")
+    assert (seg["path"].astype(str).str.startswith(str(data)) & (seg["op"] == "write")).sum() > 1000
+
+
 # --- the workflow interrupted --------------------------------------------------------------------
 def _processes_of(run_dir: Path) -> list[str]:
     """Command lines of live processes that name ``run_dir`` (the point's launcher, ranks)."""

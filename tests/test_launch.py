@@ -94,3 +94,24 @@ def test_darshan_logpath_dirs(tmp_path):
     prepare_darshan_logpath(tmp_path, dt.datetime(2026, 12, 31, 23, 59))
     assert (tmp_path / "2026" / "12" / "31").is_dir()
     assert (tmp_path / "2027" / "1" / "1").is_dir()
+
+
+def test_salloc_asks_for_the_points_nodes_and_the_jobs_account():
+    from iosweep.run.slurm import Request, salloc_command
+
+    req = Request("iosweep-x", nodes=2, ppn=4, cpus_per_task=3, minutes=15, extra_args=("--qos=a",))
+    env = {"SBATCH_ACCOUNT": "proj1", "SBATCH_PARTITION": "gpu", "SALLOC_PARTITION": "cpu"}
+    # the partition salloc reads itself (SALLOC_PARTITION) is not overridden
+    assert salloc_command(req, env, ["python", "-m", "x"]) == [
+        "salloc", "--job-name=iosweep-x", "--nodes=2", "--ntasks-per-node=4",
+        "--cpus-per-task=3", "--time=15", "--account=proj1", "--qos=a", "--", "python", "-m", "x",
+    ]  # fmt: skip
+
+
+def test_rerun_command_redoes_one_point_as_the_workflow_was_started():
+    from iosweep.run.runner import rerun_command
+
+    argv = [".venv/bin/snakemake", "--cores", "all", "-R", "a/manifest.json", "b", "--keep-going"]
+    assert rerun_command(argv, "results/runs/x~1/manifest.json") == (
+        ".venv/bin/snakemake --cores all --keep-going --forcerun 'results/runs/x~1/manifest.json'"
+    )

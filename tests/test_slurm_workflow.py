@@ -5,7 +5,10 @@ One node (issue 6), and two emulated nodes - network, UTS and mount namespaces w
 """
 
 import json
+import os
 import re
+import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -72,6 +75,23 @@ def _submitted_jobs(output: str) -> dict[str, list[str]]:
     return jobs
 
 
+def _jobcomp(cluster) -> dict[str, dict[str, str]]:
+    """SLURM's record of every finished job (jobcomp/filetxt): id -> its fields."""
+    text = (cluster.state_dir / "log" / "jobcomp.txt").read_text()
+    jobs = [dict(re.findall(r"(\w+)=(\S*)", line)) for line in text.splitlines()]
+    return {j["JobId"]: j for j in jobs if "JobId" in j}
+
+
+def _check_own_jobs(manifests: list[dict], jobs: dict[str, dict[str, str]]) -> None:
+    """Every point ran in a SLURM job of its own, with its nodes, and that job completed."""
+    ids = [m["slurm_job_id"] for m in manifests]
+    assert all(ids) and len(set(ids)) == len(ids), ids
+    for m in manifests:
+        job = jobs[m["slurm_job_id"]]
+        assert job["JobState"] == "COMPLETED" and job["Name"].startswith("iosweep-"), job
+        assert int(job["NodeCnt"]) == m["params"]["nodes"], job
+
+
 def _manifests(results: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((results / "runs").rglob("manifest.json"))]
 
@@ -107,7 +127,8 @@ def test_profile_slurm_one_node(tmp_path):
         manifests = _manifests(results)
         assert len(manifests) == 2
         # every sweep point ran as a SLURM job of its own, its ranks started by srun inside it
-        assert sorted(jobs["train_pytorch"]) == sorted(m["slurm_job_id"] for m in manifests)
+        _check_own_jobs(manifests, _jobcomp(cluster))
+        assert "train_pytorch" not in jobs  # its runner holds the job with salloc
         for m in manifests:
             assert m["status"] == "ok", (m["reason"], m["log_tail"])
             assert m["launcher"] == "srun" and "--overlap" in m["command"]
@@ -147,8 +168,9 @@ def test_profile_slurm_two_emulated_nodes(tmp_path):
     with slurm_cluster(
         nodes=2, cpus=2, state_dir=Path("/var/tmp/iosweep-t2"), shared=[tmp_path, REPO]
     ) as cluster:
-        output = _run_profile(cluster, config_path)
-    assert len(_submitted_jobs(output)["train_pytorch"]) == 5
+        _run_profile(cluster, config_path)
+        _check_own_jobs(_manifests(results), _jobcomp(cluster))
+    assert len(_manifests(results)) == 5
     for m in _manifests(results):
         p = m["params"]
         assert m["status"] == "ok", (m["run_id"], m["reason"], m["log_tail"])
@@ -179,3 +201,79 @@ def test_profile_slurm_two_emulated_nodes(tmp_path):
 
     html = (results / "report" / "report.html").read_text()
     assert "simnode1" in html and "simnode2" in html
+
+
+def _wait(cond, timeout: float, what: str, proc=None) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"snakemake ended (exit {proc.returncode}) before {what}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:.0f} s: {what}")
+        time.sleep(0.25)
+
+
+def _lose_a_node(cluster, runs: Path, proc) -> tuple[Path, float]:
+    """Once the one-node point is done and both ranks of the two-node point train, kill
+    simnode2; (the two-node point's directory, seconds until its manifest was written)."""
+    two = lambda: [p.parent for p in runs.glob("*/nodes~2/**/runner.json")]  # noqa: E731
+    _wait(lambda: two() and len(list((two()[0] / "ranks").glob("rank-*.json"))) == 2
+          and list(runs.glob("*/nodes~1/**/manifest.json")),
+          600, "both ranks of the 2-node point started", proc)  # fmt: skip
+    time.sleep(3)
+    killed_at = time.monotonic()
+    cluster.fail_node("simnode2")
+    lost_dir = two()[0]
+    _wait(lambda: (lost_dir / "manifest.json").exists(), 300,
+          "the 2-node point's manifest after its node was lost", proc)  # fmt: skip
+    return lost_dir, time.monotonic() - killed_at
+
+
+def test_profile_slurm_lost_node(tmp_path):
+    """A node dies mid-job (issue 16): SLURM ends the job with NODE_FAIL, the point gets a
+    manifest saying so, the rest of the sweep and the report go on."""
+    if reason := skip_reason(nodes=2):
+        unavailable(reason)
+    long_2_nodes = {"nodes": [2], "procs_per_node": [1], "epochs": [3000]}
+    config_path, results = _tiny_config(tmp_path, procs_per_node=[1], include=[long_2_nodes])
+    cmd = [str(SNAKEMAKE), "--profile", "slurm", "--slurm-no-account", "--configfile",
+           str(config_path)]  # fmt: skip
+    with slurm_cluster(
+        nodes=2, cpus=2, state_dir=Path("/var/tmp/iosweep-t3"), shared=[tmp_path, REPO],
+        slurmd_timeout=15,
+    ) as cluster:  # fmt: skip
+        with open(tmp_path / "snakemake.out", "w") as out:
+            proc = subprocess.Popen(cmd, cwd=REPO, env=cluster.client_env(), stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+            try:
+                lost_dir, ended_after = _lose_a_node(cluster, results / "runs", proc)
+                rc = proc.wait(timeout=900)
+            finally:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+        log = (tmp_path / "snakemake.out").read_text()
+        assert rc == 0, log[-6000:] + "\n--- cluster log ---\n" + cluster.log_tail()
+        jobcomp = (cluster.state_dir / "log" / "jobcomp.txt").read_text()
+    lost = json.loads((lost_dir / "manifest.json").read_text())
+    print(f"lost node: the point ended {ended_after:.1f} s after the node was killed")
+    assert lost["status"] == "lost", (lost["reason"], lost["log_tail"])
+    job = lost["slurm_job_id"]
+    assert lost["slurm"]["state"] == "NODE_FAIL"
+    assert [n["node"] for n in lost["slurm"]["lost_nodes"]] == ["simnode2"]
+    assert f"JobId={job} " in jobcomp and "JobState=NODE_FAIL" in jobcomp.split(f"JobId={job} ")[1]
+    assert "simnode2" in lost["reason"] and "NODE_FAIL" in lost["reason"]
+    assert shlex.split(lost["rerun"])[-2:] == ["--forcerun", str(lost_dir / "manifest.json")]
+    (one,) = (results / "runs").glob("*/nodes~1/**/manifest.json")
+    ok = json.loads(one.read_text())
+    assert ok["status"] == "ok", ok["reason"]
+    # the report came out, with the lost point, SLURM's word and the command to redo it
+    html = (results / "report" / "report.html").read_text()
+    assert 'badge lost">lost' in html and f"SLURM ended job {job} with state NODE_FAIL" in html
+    assert "To redo just this run" in html and "--forcerun" in html
+    # ... and that command redoes exactly that point and what depends on it
+    dry = subprocess.run([*shlex.split(lost["rerun"]), "--dry-run", "--quiet", "rules"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    planned = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))
+    assert planned.pop("train_pytorch") == "1" and "train_tensorflow" not in planned, dry.stdout
+    assert planned.get("ingest_run") == "1" and planned.get("analyze_run") == "1", dry.stdout

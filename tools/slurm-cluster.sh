@@ -6,6 +6,7 @@
 #                                 [--share DIR]... [--etc-hosts]
 #   tools/slurm-cluster.sh stop   [--state-dir DIR]
 #   tools/slurm-cluster.sh status [--state-dir DIR]
+#   tools/slurm-cluster.sh fail-node NODE [--state-dir DIR]   # (multi-node) lose a node
 #   tools/slurm-cluster.sh env    [--state-dir DIR]     # print the exports again
 #
 # start prints (on stdout, progress goes to stderr) the variables clients need, and
@@ -36,6 +37,8 @@
 #   --cpus C         CPUs per node (default: nproc). SlurmdParameters=config_overrides, so
 #                    more CPUs than the machine has is allowed (oversubscription).
 #   --mem MB         RealMemory per node (default 8000)
+#   --slurmd-timeout S  seconds without an answer from a slurmd before slurmctld marks its
+#                    node DOWN and ends its jobs with NODE_FAIL (default 600; tests use less)
 #   --state-dir DIR  config, logs, pid files, spool (default: $IOSWEEP_SLURM_STATE_DIR or
 #                    /var/tmp/iosweep-slurm). Keep it short: unix socket paths live in it.
 #   --share DIR      (multi-node) a directory under /tmp that nodes must see (repeatable)
@@ -54,6 +57,10 @@
 # DIR/created). stop is safe to run twice or after a failed start. There is no slurmdbd:
 # sacct does not work; use squeue / scontrol show job (jobs stay listed MinJobAge=300 s
 # after they end) and DIR/log/jobcomp.txt (one line per finished job).
+#
+# fail-node NODE: the node dies as a machine does: every process in its namespaces (slurmd,
+# slurmstepd, the job's tasks) gets SIGKILL and its link goes down. slurmctld notices after
+# --slurmd-timeout, marks it DOWN and ends its jobs with NODE_FAIL. stop cleans up as usual.
 #
 # Notes: mpi.conf sets PMIxCollFence=ring (with Slurm 22.05's default fence, Open MPI 4.1
 # ranks launched by srun --mpi=pmix across nodes crashed in MPI_Init in ~5% of runs here).
@@ -97,15 +104,23 @@ shift
 NODES=1
 CPUS=""
 MEM=8000
+SLURMD_TIMEOUT=600
 STATE_DIR="${IOSWEEP_SLURM_STATE_DIR:-/var/tmp/iosweep-slurm}"
 SHARES=()
 ETC_HOSTS=0
+FAIL_NODE=""
+if [[ "$CMD" == fail-node ]]; then
+  FAIL_NODE="${1:-}"
+  [[ -n "$FAIL_NODE" && "$FAIL_NODE" != -* ]] || die "fail-node needs a node name"
+  shift
+fi
 if [[ "$CMD" != __node-exec ]]; then
   while (($#)); do
     case "$1" in
       --nodes) NODES="${2:?--nodes needs a value}"; shift 2 ;;
       --cpus) CPUS="${2:?--cpus needs a value}"; shift 2 ;;
       --mem) MEM="${2:?--mem needs a value}"; shift 2 ;;
+      --slurmd-timeout) SLURMD_TIMEOUT="${2:?--slurmd-timeout needs a value}"; shift 2 ;;
       --state-dir) STATE_DIR="${2:?--state-dir needs a value}"; shift 2 ;;
       --share) SHARES+=("${2:?--share needs a value}"); shift 2 ;;
       --etc-hosts) ETC_HOSTS=1; shift ;;
@@ -280,7 +295,7 @@ SchedulerType=sched/backfill
 SchedulerParameters=batch_sched_delay=0
 SlurmdParameters=config_overrides
 ReturnToService=2
-SlurmdTimeout=600
+SlurmdTimeout=$SLURMD_TIMEOUT
 SlurmctldTimeout=120
 MessageTimeout=30
 InactiveLimit=0
@@ -487,6 +502,7 @@ preflight() {
   [[ -z "$CPUS" ]] && CPUS="$(nproc)"
   [[ "$CPUS" =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer, got '$CPUS'"
   [[ "$MEM" =~ ^[1-9][0-9]*$ ]] || die "--mem must be a positive integer (MB), got '$MEM'"
+  [[ "$SLURMD_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--slurmd-timeout must be a positive integer (s), got '$SLURMD_TIMEOUT'"
   # unix sockets (munge, slurmd spool, slurmstepd) must fit into 108 bytes
   ((${#S} <= 70)) || die "state dir path too long (${#S} > 70 chars): $S"
   [[ "$S" != *[[:space:]]* ]] || die "state dir path must not contain white space: '$S'"
@@ -678,6 +694,22 @@ cmd_stop() {
   log "stopped in $((SECONDS - t0)) s (logs kept in $S/log)"
 }
 
+# ---------------------------------------------------------------- fail-node
+cmd_fail_node() {
+  local ns="${NS_PREFIX}$FAIL_NODE" k pids=()
+  need_root
+  grep -qxF -- "$FAIL_NODE" "$S/nodes.list" 2>/dev/null || die "no node $FAIL_NODE in $S/nodes.list"
+  [[ -e "/run/netns/$ns" ]] || die "$FAIL_NODE has no network namespace $ns (a one-node cluster cannot lose its node)"
+  while read -r k; do [[ -n "$k" ]] && pids+=("$k"); done < <(ip netns pids "$ns" 2>/dev/null)
+  if ((${#pids[@]})); then
+    log "$FAIL_NODE: SIGKILL to ${#pids[@]} process(es) (slurmd, steps, tasks): ${pids[*]}"
+    kill -KILL "${pids[@]}" 2>/dev/null || true
+  fi
+  k="${FAIL_NODE#simnode}"
+  ip link set "iosw-v$k" down 2>/dev/null || log "WARNING: could not take iosw-v$k down"
+  log "$FAIL_NODE is gone; slurmctld marks it DOWN after its SlurmdTimeout ($(awk -F= '$1 == "SlurmdTimeout" {print $2}' "$CONF") s)"
+}
+
 # ---------------------------------------------------------------- status
 cmd_status() {
   local f n rc=0 pid
@@ -716,6 +748,7 @@ case "$CMD" in
   start) cmd_start ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
+  fail-node) cmd_fail_node ;;
   env)
     [[ -s "$S/env.sh" ]] || die "no $S/env.sh (cluster never started there)"
     cat "$S/env.sh"
@@ -726,5 +759,5 @@ case "$CMD" in
     node_exec "$@"
     ;;
   -h | --help | help) usage ;;
-  *) die "unknown command '$CMD' (start, stop, status, env)" ;;
+  *) die "unknown command '$CMD' (start, stop, status, env, fail-node)" ;;
 esac

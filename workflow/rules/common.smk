@@ -1,4 +1,6 @@
 # Helpers shared by all stages: validated config, sweep points, paths.
+import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -76,18 +78,6 @@ def dataset_json(wildcards):
     return f"{RESULTS}/datasets/{point(wildcards).workload}/dataset.json"
 
 
-# SLURM resources of a training job, following the SLURM executor plugin's MPI rules:
-# a multi-rank job has `mpi` and exactly one of `tasks` / `tasks_per_node` (the latter
-# only when > 1); a one-rank job has no `mpi`. A resource set to None is left out.
-def slurm_mpi(wildcards):
-    return "srun" if point(wildcards).ranks > 1 else None
-
-
-def slurm_tasks_per_node(wildcards):
-    p = point(wildcards)
-    return p.ppn if p.ranks > 1 and p.ppn > 1 else None
-
-
-def slurm_tasks(wildcards):
-    p = point(wildcards)
-    return None if p.ranks > 1 and p.ppn > 1 else p.ranks
+# How this workflow was started, for the command that redoes one point (train.py): in the
+# environment, not a param, so that another command line does not make finished points stale.
+os.environ.update(IOSWEEP_WORKFLOW_ARGV=shlex.join(sys.argv))  # set here, for train.py

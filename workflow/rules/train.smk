@@ -1,4 +1,9 @@
 # One training job per sweep point and repeat; one rule per framework so each has its env.
+localrules:
+    train_pytorch,
+    train_tensorflow,
+
+
 for framework in ("pytorch", "tensorflow"):
 
     rule:
@@ -16,15 +21,12 @@ for framework in ("pytorch", "tensorflow"):
             run_id=rf"framework~{framework}/.+",
         conda:
             f"../../envs/{framework}.yaml"
-        threads: lambda wildcards: point(wildcards).ranks
+        # Under --profile slurm the runner stays on the submit host and holds the point's
+        # nodes with salloc: a job that loses a node still gets its manifest (status lost).
+        # A resource, not a param: how the workflow runs must not make finished points stale.
+        threads: lambda wildcards: 1 if workflow.non_local_exec else point(wildcards).ranks
         resources:
-            nodes=lambda wildcards: point(wildcards).nodes,
-            tasks=slurm_tasks,
-            tasks_per_node=slurm_tasks_per_node,
-            cpus_per_task=config["training"]["threads_per_rank"],
-            mpi=slurm_mpi,
-            runtime=max(1, config["training"]["timeout"] // 60 + 5),
-            mem_mb_per_cpu=2000,
+            slurm_allocate=lambda wildcards: int(workflow.non_local_exec),
         params:
             run_id=lambda wildcards: wildcards.run_id,
         script:

@@ -579,7 +579,7 @@ class RunSummary(_Model):
     store: str
     store_relative: str | None = None
     tracer: str
-    status: str  # the run's own: ok | partial | failed | skipped
+    status: str  # the run's own: ok | partial | failed | lost | skipped
     analysis_status: Literal["complete", "partial", "empty", "untraced"]
     empty: bool
     incomplete: bool

@@ -119,12 +119,17 @@ class RunView:
     # --- status ----------------------------------------------------------------------------
     @property
     def status(self) -> str:
-        """The run's own status: ok | partial | failed | skipped (from the manifest)."""
+        """The run's own status: ok | partial | failed | lost | skipped (from the manifest)."""
         return self.summary.status or "unknown"
 
     @property
     def reason(self) -> str:
         return str(self.manifest.get("reason") or "")
+
+    @property
+    def rerun(self) -> str:
+        """The command that redoes just this run (the workflow's, as it was started)."""
+        return str(self.manifest.get("rerun") or "")
 
     @property
     def analysis_status(self) -> str:

@@ -1,7 +1,7 @@
 """Run one sweep point: launch the traced Horovod job, wait for every rank's log, write the manifest.
 
 A point that cannot run (no Horovod for its framework) is *skipped*, a point whose job fails is
-*failed*; either way a manifest is written and the function returns normally, so the other
+*failed*, one whose SLURM job lost a node is *lost*; either way a manifest is written and the function returns normally, so the other
 points of the sweep go on and the report can say what happened and why.
 """
 
@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import iosweep
-from iosweep.config import SweepPoint
+from iosweep.config import SweepPoint, point_by_run_id
 from iosweep.provenance import git_revision
+from iosweep.run import slurm
 from iosweep.run.hostinfo import host_info
 from iosweep.run.launch import LaunchError, LaunchSpec, build_command, choose_launcher
 from iosweep.run.tracers import TracerError, TracerSpec, resolve_tracer
@@ -352,7 +353,7 @@ def _stop_group(proc: subprocess.Popen, grace: float) -> int:
 
 
 def _run_launcher(
-    cmd: list[str], env: dict[str, str], timeout: float, launcher_log: Path
+    cmd: list[str], env: dict[str, str], timeout: float | None, launcher_log: Path
 ) -> tuple[int, bool]:
     """(exit code, timed out): the launcher in its own session, killed as a group (TERM,
     then KILL after 30 s) when it outlives ``timeout``. If this process is told to stop,
@@ -549,15 +550,25 @@ def run_point(
     run_dir: Path,
     dataset_dir: Path,
     log=lambda msg: print(msg, file=sys.stderr, flush=True),
+    *,
+    allocate: bool = False,
+    rerun: str = "",
 ) -> dict[str, Any]:
-    """Run ``point`` into ``run_dir`` and return (and write) its manifest."""
+    """Run ``point`` into ``run_dir`` and return (and write) its manifest. ``allocate``: run
+    it as the command of a SLURM allocation of its own (``salloc``); ``rerun``: the command
+    that redoes just this point, for the report when the point does not finish."""
     run_dir = Path(run_dir).resolve()
     dataset_dir = Path(dataset_dir).resolve()
+    if allocate:
+        return _run_in_allocation(config, point, run_dir, dataset_dir, rerun, log)
     _clean(run_dir)
     data = describe_data(point, dataset_dir)
     manifest = _new_manifest(point, data)
+    manifest["rerun"] = rerun
 
     def finish(status: str, reason: str = "") -> dict[str, Any]:
+        if status == "failed":  # a lost node ends a job too: say so
+            status, reason = _lost_node(manifest, status, reason)
         manifest["status"], manifest["reason"] = status, reason
         (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         log(f"{point.run_id}: {status}{': ' + reason if reason else ''}")
@@ -569,6 +580,70 @@ def run_point(
         return finish(stop.status, stop.reason)
     except LaunchError as e:
         return finish("failed", str(e))
+
+
+def rerun_command(argv: list[str], manifest: str | Path) -> str:
+    """The workflow's command line ``argv`` made to redo the point of ``manifest`` and what
+    depends on it (its analysis, the report); an earlier ``--forcerun`` list is dropped."""
+    args, skipping = [], False
+    for a in argv[1:]:
+        if a in ("--forcerun", "-R"):
+            skipping = True
+            continue
+        skipping = skipping and not a.startswith("-")
+        if not skipping:
+            args.append(a)
+    return shlex.join([argv[0] if argv else "snakemake", *args, "--forcerun", str(manifest)])
+
+
+def _run_in_allocation(config, point, run_dir, dataset_dir, rerun, log) -> dict[str, Any]:
+    """The point run by ``python -m iosweep.run.runner`` under ``salloc``, on this host: if a
+    node dies, SLURM ends the job but not salloc's command, which writes the manifest."""
+    training = config["training"]
+    req = slurm.Request(
+        job_name=slurm.job_name(point.run_id),
+        nodes=point.nodes,
+        ppn=point.ppn,
+        cpus_per_task=training["threads_per_rank"],
+        minutes=slurm.minutes(training["timeout"]),
+        extra_args=tuple(config["launcher"]["salloc_args"]),
+    )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "manifest.json").unlink(missing_ok=True)
+    args = run_dir / "runner.json"
+    args.write_text(json.dumps({"config": config, "run_id": point.run_id,
+                                "dataset_dir": str(dataset_dir), "rerun": rerun}))  # fmt: skip
+    cmd = slurm.salloc_command(req, os.environ, [sys.executable, "-m", "iosweep.run.runner",
+                                                 str(args)])  # fmt: skip
+    log(f"{point.run_id}: {shlex.join(cmd)}")
+    env = _base_env(training["threads_per_rank"])  # iosweep importable in the runner
+    code, _ = _run_launcher(cmd, env, None, run_dir / "salloc.log")
+    salloc_log = (run_dir / "salloc.log").read_text(errors="replace")
+    print(salloc_log, file=sys.stderr, end="", flush=True)  # into the rule's log
+    try:
+        return json.loads((run_dir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        pass
+    last = [ln for ln in salloc_log.splitlines() if ln.startswith("salloc:")][-1:]
+    manifest = _new_manifest(point, describe_data(point, dataset_dir))
+    manifest |= {"rerun": rerun, "status": "failed", "log_tail": salloc_log[-4000:],
+                 "reason": f"salloc exited {code} before the point's runner wrote a manifest"
+                 + (f": {last[0]}" if last else "")}  # fmt: skip
+    (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    log(f"{point.run_id}: failed: {manifest['reason']}")
+    return manifest
+
+
+def _lost_node(manifest: dict[str, Any], status: str, reason: str) -> tuple[str, str]:
+    """A failed point whose SLURM job lost a node is *lost*, with SLURM's word for it."""
+    job_id = manifest.get("slurm_job_id")
+    if not job_id or not shutil.which("scontrol"):
+        return status, reason
+    loss = slurm.lost_node_report(str(job_id), os.environ)
+    if loss is None:
+        return status, reason
+    manifest["slurm"] = {**(manifest.get("slurm") or {}), **loss}
+    return "lost", slurm.describe_loss(loss)
 
 
 def _run(config, point, run_dir, data, manifest, log) -> tuple[str, str]:
@@ -652,3 +727,18 @@ def _collect(
     ]
     manifest["log_tail"] = _tail(run_dir / "launcher.log")
     return _verdict(manifest, training, exit_code, timed_out, trace_problems)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m iosweep.run.runner RUNNER_JSON``: the point that file names (config, run
+    id, dataset directory, rerun command), run here; salloc starts it this way."""
+    (path,) = sys.argv[1:] if argv is None else argv
+    args = json.loads(Path(path).read_text())
+    config = args["config"]
+    run_point(config, point_by_run_id(config, args["run_id"]), Path(path).parent,
+              Path(args["dataset_dir"]), rerun=args["rerun"])  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

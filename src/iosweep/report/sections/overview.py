@@ -163,6 +163,7 @@ def not_ok(ctx: Context) -> list[dict[str, Any]]:
                 "status": r.status,
                 "analysis_status": r.analysis_status,
                 "reason": r.reason,
+                "rerun": r.rerun if r.status in ("failed", "lost", "partial") else "",
                 "issues": [
                     f"{i.kind}: {i.message}"
                     if i.kind == "trace-incomplete"
