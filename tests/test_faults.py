@@ -79,6 +79,9 @@ def test_a_rank_killed_by_sigkill_ends_the_run_at_once_and_is_named(tmp_path):
     killer.join()
     assert killed, "rank 0 never finished its first epoch"
     # the other rank, blocked in an allreduce, did not keep the job alive until the timeout
+    print(
+        f"SIGKILL to rank 1: the launcher ended {manifest['end_time'] - killed['at']:.1f} s later"
+    )
     assert manifest["end_time"] - killed["at"] < 30
     assert manifest["status"] == "failed"
     assert manifest["reason"].startswith("rank 1 was killed by SIGKILL (signal 9")
@@ -265,8 +268,10 @@ def test_an_interrupted_sweep_restarts_where_it_stopped(tmp_path, sig):
                 break
             time.sleep(0.2)
         assert first.poll() is None, "the sweep ended before it could be interrupted"
+        signalled = time.monotonic()
         os.killpg(first.pid, sig)
         first.wait(timeout=120)
+        print(f"{sig.name}: make run ended {time.monotonic() - signalled:.1f} s later")
     finally:
         if first.poll() is None:
             os.killpg(first.pid, signal.SIGKILL)
