@@ -172,13 +172,19 @@ def test_a_dftracer_trace_cut_mid_line_marks_the_run_partial_with_its_rank(tmp_p
     cut = sorted((run / "logs").glob("*.pfw.gz"))[0]
     text = gzip.decompress(cut.read_bytes())
     cut.write_bytes(gzip.compress(text[: len(text) // 2]))  # as a rank killed mid-write leaves it
-    proc = _cli("ingest", str(run), "-o", str(tmp_path / "store"))
+    assert "cut while written" in _ingest_as_cut(run, tmp_path / "store", cut.name)
+
+
+def _ingest_as_cut(traces: Path, store: Path, log_name: str) -> str:
+    """Ingest ``traces``: the store is partial with one error naming ``log_name`` as cut;
+    that error's message."""
+    proc = _cli("ingest", str(traces), "-o", str(store))
     assert proc.returncode == 0, proc.stderr
-    meta = json.loads((tmp_path / "store" / "run.json").read_text())
+    meta = json.loads((store / "run.json").read_text())
     assert meta["status"] == "partial"
     (issue,) = [i for i in meta["issues"] if i["kind"] == "truncated"]
-    assert issue["severity"] == "error" and cut.name in issue["source"]
-    assert "cut while written" in issue["message"]
+    assert issue["severity"] == "error" and log_name in issue["source"]
+    return issue["message"]
 
 
 _BUSY_WRITER = """
@@ -213,13 +219,8 @@ def test_a_dftracer_trace_of_a_rank_killed_while_it_writes_is_ingested_as_cut(tm
     (trace,) = traces.glob("*.pfw.gz")
     with pytest.raises(EOFError):  # what a reader of the whole file meets
         gzip.decompress(trace.read_bytes())
-    proc = _cli("ingest", str(traces), "-o", str(tmp_path / "store"))
-    assert proc.returncode == 0, proc.stderr
-    meta = json.loads((tmp_path / "store" / "run.json").read_text())
-    assert meta["status"] == "partial"
-    (issue,) = [i for i in meta["issues"] if i["kind"] == "truncated"]
-    assert issue["severity"] == "error" and trace.name in issue["source"]
-    assert "events after the cut are lost" in issue["message"]
+    message = _ingest_as_cut(traces, tmp_path / "store", trace.name)
+    assert "events after the cut are lost" in message
     # what was written before the cut is kept: the writes of the data files
     import pandas as pd
 
