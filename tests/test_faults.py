@@ -295,3 +295,23 @@ def test_an_interrupted_sweep_restarts_where_it_stopped(tmp_path, sig):
     sweep = (results / "sweep" / "sweep.csv").read_text().splitlines()
     assert len(sweep) == 1 + 2  # header + each point once
     assert "ppn~1" in "".join(sweep) and "ppn~2" in "".join(sweep) and html
+
+
+def test_a_point_that_gets_no_slurm_allocation_is_failed_with_salloc_s_words(tmp_path, monkeypatch):
+    """salloc that cannot give the point its nodes (here: a cluster config it cannot use)
+    leaves a failed manifest quoting salloc, not a point without one."""
+    if shutil.which("salloc") is None:
+        unavailable("no salloc (tools/slurm-cluster.sh installs slurm-wlm)")
+    (tmp_path / "slurm.conf").write_text("")
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
+    config = validate_config({"sweep": {"tracers": ["none"], "include": []}})
+    point = expand_sweep(config)[0]
+    rerun = "snakemake --forcerun x"
+    manifest = run_point(config, point, tmp_path / "run", tmp_path, log=lambda m: None,
+                         allocate=True, rerun=rerun)  # fmt: skip
+    assert manifest["status"] == "failed" and manifest["rerun"] == rerun
+    assert manifest["reason"] == (
+        "salloc exited 1 before the point's runner wrote a manifest: "
+        "salloc: fatal: Unable to process configuration file"
+    )
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text()) == manifest

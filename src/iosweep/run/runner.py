@@ -1,8 +1,9 @@
 """Run one sweep point: launch the traced Horovod job, wait for every rank's log, write the manifest.
 
 A point that cannot run (no Horovod for its framework) is *skipped*, a point whose job fails is
-*failed*, one whose SLURM job lost a node is *lost*; either way a manifest is written and the function returns normally, so the other
-points of the sweep go on and the report can say what happened and why.
+*failed*, one whose SLURM job lost a node is *lost*; either way a manifest is written and the
+function returns normally, so the other points of the sweep go on and the report can say what
+happened and why.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 import iosweep
 from iosweep.config import SweepPoint, point_by_run_id
+from iosweep.files import write_text
 from iosweep.provenance import git_revision
 from iosweep.run import slurm
 from iosweep.run.hostinfo import host_info
@@ -570,7 +572,7 @@ def run_point(
         if status == "failed":  # a lost node ends a job too: say so
             status, reason = _lost_node(manifest, status, reason)
         manifest["status"], manifest["reason"] = status, reason
-        (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        _write_manifest(run_dir, manifest)
         log(f"{point.run_id}: {status}{': ' + reason if reason else ''}")
         return manifest
 
@@ -580,6 +582,11 @@ def run_point(
         return finish(stop.status, stop.reason)
     except LaunchError as e:
         return finish("failed", str(e))
+
+
+def _write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+    """Whole or not at all: the runner outside salloc reads it once salloc has ended."""
+    write_text(run_dir / "manifest.json", json.dumps(manifest, indent=2) + "\n")
 
 
 def rerun_command(argv: list[str], manifest: str | Path) -> str:
@@ -629,7 +636,7 @@ def _run_in_allocation(config, point, run_dir, dataset_dir, rerun, log) -> dict[
     manifest |= {"rerun": rerun, "status": "failed", "log_tail": salloc_log[-4000:],
                  "reason": f"salloc exited {code} before the point's runner wrote a manifest"
                  + (f": {last[0]}" if last else "")}  # fmt: skip
-    (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    _write_manifest(run_dir, manifest)
     log(f"{point.run_id}: failed: {manifest['reason']}")
     return manifest
 
