@@ -14,10 +14,11 @@ setup:
 setup-tf:
 	bash tools/setup.sh --with-tensorflow
 
-# Set up, then run the default sweep (config/config.yaml) and print the report's path.
+# Set up both stacks (the default sweep has TensorFlow points, which setup alone would leave
+# skipped), then run the default sweep (config/config.yaml) and print the report's path.
 # A lock left by a sweep that was killed (its login session ended) is lifted when no other
 # Snakemake runs here; --rerun-incomplete redoes the jobs it was in the middle of.
-run: setup
+run: setup-tf
 	@pgrep -f '[s]nakemake .*--cores' >/dev/null || $(VENV)/bin/snakemake --unlock $(SNAKEMAKE_ARGS) >/dev/null 2>&1 || true
 	$(VENV)/bin/snakemake --cores $(CORES) --keep-going --rerun-incomplete $(SNAKEMAKE_ARGS)
 	@echo "Report: $$(realpath $$($(VENV)/bin/python -c 'import yaml; print(yaml.safe_load(open("config/config.yaml")).get("results", "results"))'))/report/report.html"
