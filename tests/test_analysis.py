@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +14,8 @@ import pytest
 from factories import make_store, seg_table
 
 from iosweep.analysis import AnalysisSettings, analyze_run, analyze_sweep, intervals
-from iosweep.analysis.classify import classify_path
+from iosweep.analysis.classify import classify_path, matches
+from iosweep.analysis.data import StringCodes
 from iosweep.analysis.temporal import human_bytes
 from iosweep.cli import analyze as acli
 from iosweep.trace.schema import Issue, RunMeta
@@ -581,6 +584,41 @@ def test_file_class_rules_first_match_wins():
     assert custom.class_names == ["labels", "dataset", "other"]
     assert classify_path("/d/train-labels-idx1-ubyte", custom) == "labels"
     assert classify_path("/d/train-images-idx3-ubyte", custom) == "dataset"
+
+
+def test_path_rules_run_over_all_paths_as_python_re_would():
+    """``matches`` runs RE2 over the whole column and falls back to Python's ``re`` for what
+    RE2 lacks; either way the answer is ``re.search``'s, checked here against ``re`` itself."""
+    # every path of up to four characters after /dev/ over an alphabet that spells shm/
+    tails = ["".join(t) for n in range(5) for t in itertools.product("shm/x", repeat=n)]
+    paths = [f"/dev/{t}" for t in tails] + ["/dev", "/devx", "/x/dev/null", "/dev/shm/torch_1"]
+    lookahead = r"^/dev/(?!shm/)"  # not RE2: the one-path-at-a-time fallback
+    expected = [bool(re.search(lookahead, p)) for p in paths]
+    assert list(matches(paths, lookahead)) == expected
+    # the default exclude pattern spells the same rule without lookahead (RE2)
+    default = AnalysisSettings().exclude_pattern
+    assert "(?!" not in default
+    dev_rule = r"^/dev/([^s]|s[^h]|sh[^m]|shm[^/]|(s|sh|shm)?$)"
+    assert f"|{dev_rule}|" in default
+    assert list(matches(paths, dev_rule)) == expected
+    assert list(matches(paths, default)) == [bool(re.search(default, p)) for p in paths]
+    assert sum(expected) == 780  # the 781 tails but "shm/"; none of the four others
+    assert matches([], "x").shape == (0,)
+
+
+def test_string_codes_share_one_numbering_across_columns():
+    """Codes of dictionary columns with different dictionaries, repeats and nulls."""
+    codes = StringCodes()
+    a = pa.chunked_array([pa.array(["/b", "/a", None, "/b"]).dictionary_encode()])
+    assert list(codes.codes(a, "<unknown>")) == [0, 1, 2, 0]
+    assert codes.values == ["/b", "/a", "<unknown>"]
+    # another column: known values keep their codes, new ones are added, nulls may stay -1
+    b = pa.chunked_array([pa.array(["/c", "/a"]), pa.array([None, "/c", "/d"])])
+    assert list(codes.codes(b, None)) == [3, 1, -1, 3, 4]
+    assert codes.values == ["/b", "/a", "<unknown>", "/c", "/d"]
+    # a dictionary that repeats a value (Parquet does not promise unique dictionaries)
+    d = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2]), pa.array(["/e", "/e", "/b"]))
+    assert list(codes.codes(pa.chunked_array([d]), None)) == [5, 5, 0]
 
 
 def test_human_bytes():

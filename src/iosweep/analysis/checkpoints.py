@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from iosweep.analysis.data import WRITE, RunData, category_matches, category_values, path_classes
+from iosweep.analysis.data import WRITE, RunData, category_matches
 from iosweep.trace.schema import RunMeta
 
 CLASS = "checkpoint"
@@ -175,18 +175,19 @@ def opened_checkpoints(rd: RunData, gap: float) -> list[dict[str, Any]]:
     ``torch.save``'s ``fopen``/``fclose`` but not its writes): one event per burst, its
     bytes the files' sizes on disk, marked ``traced: false``."""
     ev = rd.app_events
-    if ev.empty or "path" not in ev or CLASS not in rd.class_names:
+    if ev.empty or CLASS not in rd.class_names:
         return []
     ci = rd.class_names.index(CLASS)
-    # per distinct name and path, then per row by category code: millions of events
-    opening = category_matches(ev["name"], r"^(f?open(at)?(64)?|creat(64)?|f?close)$")
-    is_ckpt = path_classes(rd, ev["path"].cat.categories) == ci
-    m = opening & category_values(ev["path"], is_ckpt, False).astype(bool)
+    # per distinct name, then per row by category code and path code: millions of events
+    m = category_matches(ev["name"], r"^(f?open(at)?(64)?|creat(64)?|f?close)$")
+    file = ev["file"].to_numpy()
+    m &= file >= 0
+    m[m] = rd.file_class[file[m]] == ci
     m &= ev["actor"].to_numpy() >= 0
     e = ev[m]
     if e.empty:
         return []
-    e = e.assign(path=e["path"].astype(str))
+    e = e.assign(path=[rd.paths[f] for f in e["file"].to_numpy()])
     per_file = e.groupby("path").agg(
         start=("start", "min"), end=("end", "max"), rank=("actor", "min")
     )

@@ -6,7 +6,6 @@ into small lookup lists, so ten million segments stay a few hundred MB.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from iosweep.analysis.classify import classify_paths
+from iosweep.analysis.classify import classify_paths, matches
 from iosweep.analysis.intervals import merge
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.columns import numbers
@@ -53,21 +52,19 @@ COUNTER_COLUMNS = [
 
 
 class StringCodes:
-    """A growing list of distinct strings; ``codes`` maps Arrow string columns onto it."""
+    """A growing list of distinct strings; ``codes`` maps Arrow string columns onto it.
+
+    Lookups are hash joins on whole dictionaries (pandas), never a Python call per string:
+    an ImageNet-scale store names a million paths.
+    """
 
     def __init__(self) -> None:
         self.values: list[str] = []
-        self._index: dict[str, int] = {}
+        self._index: pd.Index | None = None  # of ``values``, built when first looked up
 
-    def code(self, s: str) -> int:
-        i = self._index.get(s)
-        if i is None:
-            i = self._index[s] = len(self.values)
-            self.values.append(s)
-        return i
-
-    def codes(self, col: pa.ChunkedArray, null: str) -> np.ndarray:
-        """int32 codes of a (dictionary or plain) string column; nulls get the code of ``null``."""
+    def codes(self, col: pa.ChunkedArray, null: str | None) -> np.ndarray:
+        """int32 codes of a (dictionary or plain) string column; nulls get the code of
+        ``null``, or -1 when ``null`` is None."""
         out = []
         last: tuple[pa.Array, np.ndarray] | None = None
         for chunk in col.chunks:
@@ -83,9 +80,28 @@ class StringCodes:
             out.append(lut[idx].astype(np.int32, copy=False))
         return np.concatenate(out) if out else np.empty(0, np.int32)
 
-    def _lut(self, dictionary: pa.Array, null: str) -> np.ndarray:
+    def _lut(self, dictionary: pa.Array, null: str | None) -> np.ndarray:
         """Codes of a dictionary's values, then of ``null`` (the slot nulls are filled with)."""
-        return np.array([self.code(s) for s in dictionary.to_pylist()] + [self.code(null)])
+        new = np.array(dictionary.cast(pa.string()).to_pylist(), dtype=object)
+        codes = self.lookup(new, add=True)
+        tail = self.lookup(np.array([null], dtype=object), add=True) if null is not None else [-1]
+        return np.concatenate([codes, np.asarray(tail, np.int64)])
+
+    def lookup(self, strings: np.ndarray, add: bool = False) -> np.ndarray:
+        """Codes of ``strings`` (an object array): -1 for the unknown, or new codes with ``add``."""
+        if not self.values:
+            idx = np.full(len(strings), -1, np.int64)
+        else:
+            if self._index is None:
+                self._index = pd.Index(self.values, dtype=object)
+            idx = self._index.get_indexer(strings)
+        miss = idx < 0
+        if add and miss.any():
+            inv, uniq = pd.factorize(strings[miss])
+            idx[miss] = len(self.values) + inv
+            self.values.extend(uniq.tolist())
+            self._index = None
+        return idx
 
     def __len__(self) -> int:
         return len(self.values)
@@ -130,7 +146,7 @@ class RunData:
     modules: list[str]
     ops: Ops
     counters: pd.DataFrame  # per (actor, file, module), numeric columns, one row per record
-    app_events: pd.DataFrame  # actor, cat, name, start, end (small; DFTracer only)
+    app_events: pd.DataFrame  # actor, cat, name, start, end, file (DFTracer only)
     steps: pd.DataFrame  # actor, epoch, step, start, end
     actor_kind: str  # "rank" | "process"
     actor_host: dict[int, str]  # host of each actor
@@ -195,12 +211,18 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
     paths, hosts, modules = StringCodes(), StringCodes(), StringCodes()
     seg = _read_segments(store, paths, hosts, modules)
     cdf = _read_counters(store, paths, hosts, modules)
+    app = _load_app_events(store, paths)
 
-    # Path-level decisions on the dictionaries only (one per distinct path, not per row).
-    exclude = re.compile(settings.exclude_pattern) if settings.exclude_pattern else None
+    # Path-level decisions on the distinct paths, vectorised (a million at ImageNet scale).
+    path_array = pa.array(paths.values, pa.string())
     keep_module = np.array([m in settings.modules for m in modules.values], bool)
-    keep_path = np.array([not (exclude and exclude.search(p)) for p in paths.values], bool)
-    file_class = classify_paths(paths.values, settings)
+    keep_path = (
+        ~matches(path_array, settings.exclude_pattern)
+        if settings.exclude_pattern
+        else (np.ones(len(paths), bool))
+    )
+    file_class = classify_paths(path_array, settings)
+    del path_array
 
     module, path, op = seg["module"], seg["file"], seg["op"]
     n_total = len(op)
@@ -232,7 +254,8 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
     excluded_ops = int(n_total - len(ops))
     del seg, keep
 
-    app = _load_app_events(store, meta, actor_kind)
+    if actor_kind == "process":
+        app["actor"] = -1  # without ranks, app events cannot be tied to the process actors
     steps = store.table("steps").to_pandas()
     steps = (
         steps.rename(columns={"rank": "actor"})
@@ -376,60 +399,29 @@ def category_matches(col: pd.Series, pattern: str, search: bool = False) -> np.n
     return (codes >= 0) & hit[np.maximum(codes, 0)] if len(hit) else np.zeros(len(col), bool)
 
 
-def category_values(col: pd.Series, values: np.ndarray, missing: object) -> np.ndarray:
-    """Per row, ``values[category]`` (one value per category of ``col``), ``missing`` for NA."""
-    codes = col.cat.codes.to_numpy()
-    if not len(values):
-        return np.full(len(col), missing, dtype=object)
-    out = np.asarray(values)[np.maximum(codes, 0)]
-    out[codes < 0] = missing
-    return out
+def _load_app_events(store, paths: StringCodes) -> pd.DataFrame:
+    """The app events: ``cat`` and ``name`` as categoricals (a few dozen values over millions
+    of rows), ``file`` as a code into ``paths`` like the segments' (-1: no path)."""
 
+    # One column at a time, as for the segments: a million-path dictionary per row group.
+    def col(name: str) -> pa.ChunkedArray:
+        return store.table("app_events", columns=[name])[name]
 
-def path_codes(rd: RunData, paths: pd.Index) -> np.ndarray:
-    """Index in ``rd.paths`` of each of ``paths`` (-1 where the I/O tables never name it)."""
-    index = rd.cache.get("path_index")
-    if index is None:
-        index = rd.cache["path_index"] = pd.Index(rd.paths)
-    return index.get_indexer(paths.astype(str))
+    def category(name: str) -> pd.Categorical:
+        names = StringCodes()
+        codes = names.codes(col(name), None)
+        return pd.Categorical.from_codes(codes, categories=pd.Index(names.values, dtype=object))
 
-
-def path_classes(rd: RunData, paths: pd.Index) -> np.ndarray:
-    """Class code of each of ``paths``: the I/O tables' classification, else classified here."""
-    codes = path_codes(rd, paths)
-    out = rd.file_class[np.maximum(codes, 0)] if len(rd.file_class) else np.zeros(len(codes))
-    out = np.asarray(out, np.int16)
-    miss = np.flatnonzero(codes < 0)
-    if len(miss):
-        out[miss] = classify_paths([str(paths[i]) for i in miss], rd.settings)
-    return out
-
-
-def _load_app_events(store, meta: RunMeta, actor_kind: str) -> pd.DataFrame:
-    t = store.table("app_events", columns=["rank", "pid", "cat", "name", "start", "end", "path"])
-
-    def category(
-        name: str,
-    ) -> pd.Categorical:  # dictionary columns convert without a string per row
-        col = t[name]
-        if not pa.types.is_dictionary(col.type):
-            col = pc.dictionary_encode(col)
-        return pd.Categorical(col.to_pandas()) if t.num_rows else pd.Categorical([])
-
-    df = pd.DataFrame(
+    return pd.DataFrame(
         {
-            "actor": numbers(t["rank"], np.int32, -1),
-            "pid": numbers(t["pid"], np.int64, -1),
+            "actor": numbers(col("rank"), np.int32, -1),
             "cat": category("cat"),
             "name": category("name"),
-            "start": numbers(t["start"], np.float64, np.nan),
-            "end": numbers(t["end"], np.float64, np.nan),
-            "path": category("path"),
+            "start": numbers(col("start"), np.float64, np.nan),
+            "end": numbers(col("end"), np.float64, np.nan),
+            "file": paths.codes(col("path"), None),
         }
     )
-    if actor_kind == "process":
-        df["actor"] = -1  # without ranks, app events cannot be tied to the process actors reliably
-    return df
 
 
 def _actor_hosts(

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from iosweep.analysis.data import RunData, category_matches, category_values
+from iosweep.analysis.data import RunData, category_matches
 
 KINDS = {
     "opens": re.compile(r"^(f?open(at)?(64)?|fdopen|creat(64)?|mkstemp\w*)$"),
@@ -33,31 +33,34 @@ def from_app_events(rd: RunData) -> pd.DataFrame | None:
     ev = rd.app_events
     if ev.empty:
         return None
-    ev = ev[category_matches(ev["cat"], "^(POSIX|STDIO)$") & (ev["actor"].to_numpy() >= 0)]
-    if ev.empty:
-        return None
-    # the kind of each distinct call name, then per row by its category code
-    kinds = [
-        next((k for k, rx in KINDS.items() if rx.search(n)), "other" if not _DATA.search(n) else "")
-        for n in ev["name"].cat.categories.astype(str)
-    ]
-    k = pd.Series(category_values(ev["name"], np.array(kinds, dtype=object), ""))
-    meta = k != ""
-    df = pd.DataFrame(
-        {
-            "actor": ev["actor"].to_numpy(),
-            "kind": k.to_numpy(),
-            "dur": (ev["end"] - ev["start"]).to_numpy(),
-        }
-    )[meta.to_numpy()]
-    counts = df.pivot_table(
-        index="actor", columns="kind", values="dur", aggfunc="count", fill_value=0
+    # The kind of each distinct call name (an index into KINDS, "other" after them, -1 for
+    # reads and writes), then per row by its category code: millions of events, no copies.
+    names = ev["name"].cat.categories.astype(str)
+    lut = np.array(
+        [
+            next(
+                (i for i, rx in enumerate(KINDS.values()) if rx.search(n)),
+                -1 if _DATA.search(n) else len(KINDS),
+            )
+            for n in names
+        ]
+        + [-1],  # missing names
+        np.int64,
     )
-    out = pd.DataFrame(index=counts.index)
-    for kname in KINDS:
-        out[kname] = counts.get(kname, 0)
-    out["meta_time"] = df.groupby("actor")["dur"].sum()
-    return out.fillna(0)
+    kind = lut[ev["name"].cat.codes.to_numpy()]
+    actor = ev["actor"].to_numpy()
+    sel = category_matches(ev["cat"], "^(POSIX|STDIO)$") & (actor >= 0) & (kind >= 0)
+    if not sel.any():
+        return None
+    actors, a = np.unique(actor[sel], return_inverse=True)
+    dur = (ev["end"].to_numpy() - ev["start"].to_numpy())[sel]
+    timed = ~np.isnan(dur)  # a call without both times is neither counted nor timed
+    nk = len(KINDS) + 1
+    counts = np.bincount(a * nk + kind[sel], weights=timed, minlength=len(actors) * nk)
+    counts = counts.reshape(len(actors), nk).astype(np.int64)
+    out = pd.DataFrame({k: counts[:, i] for i, k in enumerate(KINDS)}, index=actors)
+    out["meta_time"] = np.bincount(a, weights=np.where(timed, dur, 0.0), minlength=len(actors))
+    return out
 
 
 def analyze_metadata(rd: RunData, ranks: pd.DataFrame) -> dict[str, Any]:

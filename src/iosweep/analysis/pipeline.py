@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis import intervals
-from iosweep.analysis.data import READ, RunData
+from iosweep.analysis.data import READ, RunData, category_matches
 from iosweep.analysis.epochs import steps_frame
 from iosweep.analysis.metadata import KINDS
 
@@ -121,12 +121,10 @@ def _meta_spans(rd: RunData) -> dict[int, tuple]:
     ev = rd.app_events
     if ev.empty:
         return {}
-    cat = ev["cat"].astype(str)
-    name = ev["name"].astype(str)
-    names = pd.Series(name.unique())
-    meta_names = set(names[names.map(lambda n: bool(_META_NAMES.search(n)))])
-    m = cat.isin(["POSIX", "STDIO"]) & name.isin(meta_names) & (ev["actor"] >= 0)
-    e = ev[m.to_numpy()]
+    # decided per distinct category and name, then per row by code: millions of events
+    m = category_matches(ev["cat"], "^(POSIX|STDIO)$")
+    m &= category_matches(ev["name"], _META_NAMES.pattern, search=True)
+    e = ev[m & (ev["actor"].to_numpy() >= 0)]
     if e.empty:
         return {}
     return _merged(

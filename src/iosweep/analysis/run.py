@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from iosweep import memory
 from iosweep.analysis.access import class_strategy, epoch_strategy, per_epoch_reads
@@ -312,8 +314,11 @@ def _bounded_file_tables(
         "max_files": max_files,
     }
     if len(files) > max_files:
-        order = pd.DataFrame({"m": -moved.to_numpy(), "p": files["path"].to_numpy()})
-        keep = order.sort_values(["m", "p"], kind="stable").index[:max_files]
+        # Arrow's top-k, not a sort of a million paths as Python strings (paths are unique,
+        # so the order is total and the choice exact)
+        order = pa.table({"m": -moved.to_numpy(), "p": pa.array(files["path"], pa.string())})
+        keys = [("m", "ascending"), ("p", "ascending")]
+        keep = pc.select_k_unstable(order, k=max_files, sort_keys=keys).to_numpy()
         files = files.iloc[np.sort(keep)]
         fr = fr[fr["file"].isin(files["file"])]
     if len(fr) > max_files:  # the same bound on (rank, file) rows

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from iosweep.analysis.data import READ, RunData, category_matches, path_codes
+from iosweep.analysis.data import READ, RunData, category_matches
 from iosweep.analysis.intervals import order_by, rank_of
 from iosweep.units import human_bytes
 
@@ -81,13 +81,14 @@ def _opens_per_file(rd: RunData, cls: int) -> pd.Series:
         sel = c[(rd.file_class[c["file"].to_numpy()] == cls) & (c["actor"] >= 0)]
         return sel.groupby("file")["opens"].sum()
     ev = rd.app_events
-    if ev.empty or "path" not in ev:
+    if ev.empty:
         return pd.Series(dtype=np.int64)
-    opens = ev[category_matches(ev["name"], r"^(f?open(at)?(64)?|creat(64)?)$")]
-    counts = opens.groupby("path", observed=True).size()
-    s = pd.Series(counts.to_numpy(), index=path_codes(rd, counts.index))
-    s = s[s.index >= 0]
-    return s[rd.file_class[s.index.to_numpy()] == cls] if len(s) else s
+    opening = category_matches(ev["name"], r"^(f?open(at)?(64)?|creat(64)?)$")
+    file = ev["file"].to_numpy()[opening]
+    file = file[file >= 0]
+    counts = np.bincount(file[rd.file_class[file] == cls], minlength=len(rd.paths))
+    have = np.flatnonzero(counts)
+    return pd.Series(counts[have], index=have)
 
 
 def _body_range(g: pd.DataFrame) -> tuple[int | None, int | None]:

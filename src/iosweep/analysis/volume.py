@@ -467,7 +467,9 @@ def _files_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
         files[c] = files[c].astype(np.int64)
     files = files.reset_index()
     fid = files["file"].to_numpy()
-    files.insert(1, "path", np.asarray(rd.paths, dtype=object)[fid])
+    # object dtype: references to the run's path strings, not an Arrow copy of them (70 MB
+    # at a million files)
+    files.insert(1, "path", pd.Series(np.asarray(rd.paths, dtype=object)[fid], dtype=object))
     files.insert(
         2, "class", np.asarray(rd.class_names, dtype=object)[np.asarray(rd.file_class)[fid]]
     )

@@ -66,8 +66,15 @@ def write_store(path: Path, meta: RunMeta, tables: dict[str, pa.Table]) -> Path:
     return path
 
 
+# Rows per Parquet row group. Every row group repeats a dictionary column's whole dictionary
+# (a million paths, 72 MB, at ImageNet scale): Arrow's default of 1 Mi rows wrote and decoded it
+# five times for five million segments. In one row group that store writes in half the time and
+# its paths read in a third.
+ROW_GROUP_ROWS = 1 << 24
+
+
 def _write_parquet(table: pa.Table, path: Path) -> None:
-    pq.write_table(table, path, compression="zstd")
+    pq.write_table(table, path, compression="zstd", row_group_size=ROW_GROUP_ROWS)
 
 
 def open_store(path: Path) -> TraceStore:
