@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from iosweep import memory
 from iosweep.files import atomic_write
 from iosweep.trace.schema import TABLES, RunMeta, conform, empty_table
 
@@ -48,9 +50,13 @@ class TraceStore:
         return self.table("app_events")
 
 
-def write_store(path: Path, meta: RunMeta, tables: dict[str, pa.Table]) -> Path:
+def write_store(
+    path: Path, meta: RunMeta, tables: Mapping[str, pa.Table | Callable[[], pa.Table]]
+) -> Path:
     """Write ``meta`` and every table (missing ones as empty tables) into ``path``.
 
+    A table may be given as a function that builds it: it is called when the table's turn
+    comes, so that a caller can hold only one large table at a time.
     ``run.json`` goes first out and last in: a store is complete exactly when it has one, so
     a write cut short (a full disk, an interrupted workflow) is never opened as a store."""
     path = Path(path)
@@ -58,10 +64,14 @@ def write_store(path: Path, meta: RunMeta, tables: dict[str, pa.Table]) -> Path:
     (path / RUN_JSON).unlink(missing_ok=True)
     for name in TABLES:
         t = tables.get(name)
+        if callable(t):
+            t = t()
         t = empty_table(name) if t is None else conform(t, name)
         # zstd: segments compress ~5-10x (sorted times, repeated paths as dictionaries)
         write = functools.partial(_write_parquet, t)
         atomic_write(path / f"{name}.parquet", write, need=t.nbytes)  # uncompressed: a bound
+        del t, write
+        memory.release()  # what the table held, before the next is built
     meta.write(path / RUN_JSON)
     return path
 

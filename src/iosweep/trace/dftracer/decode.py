@@ -33,6 +33,9 @@ _NORM = pa.schema(
     + [(f"a_{c}", pa.string()) for c in _ARGS_STR]
     + [(f"a_{c}", pa.int64()) for c in _ARGS_INT]
 )
+# Whether the bulk JSON parse uses Arrow's threads: yes in one process; no in each of several
+# reader processes, which already keep the cores busy (10 M events: 17.7 s -> 16.3 s).
+BULK_THREADS = True
 _CHUNK_LINES = 4096  # lines per block when a bulk parse failed and blocks are retried
 _INT64_MAX = 2**63 - 1
 
@@ -245,7 +248,7 @@ def _ph_codes(col: pa.Array | pa.ChunkedArray) -> pa.Array:
 def _bulk(buf: bytes, schema: pa.Schema, line_no: np.ndarray) -> pa.Table:
     t = pj.read_json(
         pa.BufferReader(buf),
-        read_options=pj.ReadOptions(block_size=1 << 23),
+        read_options=pj.ReadOptions(block_size=1 << 23, use_threads=BULK_THREADS),
         parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
     )
     if t.num_rows != len(line_no):
