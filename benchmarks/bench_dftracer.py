@@ -16,6 +16,9 @@
    tree; wall time and the peak of the tree's summed RSS (sampled every 0.1 s: Dask and
    iosweep's readers run in child processes).
 3. Checks that both count the same POSIX events and bytes, and prints events/s.
+4. Times reading alone, one process each, every trace in turn: iosweep's reader (gunzip and
+   pyarrow's bulk JSON parse) and, in dftracer-analyzer's environment, dftracer-utils'
+   ``TraceReader`` (simdjson) into Arrow; each says how many lines it made rows of.
 
 dftracer-analyzer wants its own environment (it pins dask and pandas)::
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import os
 import re
@@ -191,16 +195,19 @@ def _tree_rss(root: int) -> int:
 
 
 def measure(cmd: list[str], env: dict | None = None, cwd: Path | None = None) -> dict:
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd
-    )
-    peak = 0
-    while proc.poll() is None:
-        peak = max(peak, _tree_rss(proc.pid))
-        time.sleep(0.1)
-    out = proc.stdout.read() if proc.stdout else ""
-    return {"wall_s": time.perf_counter() - t0, "peak": peak, "rc": proc.returncode, "out": out}
+    # the output goes to a file: a pipe read only at the end stalls a talkative child (seen:
+    # dftracer-utils logging one line per trace filled it and the child waited for ever)
+    with tempfile.TemporaryFile("w+") as log:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, _tree_rss(proc.pid))
+            time.sleep(0.1)
+        wall = time.perf_counter() - t0
+        log.seek(0)
+        out = log.read()
+    return {"wall_s": wall, "peak": peak, "rc": proc.returncode, "out": out}
 
 
 # ---------------------------------------------------------------------------------------
@@ -259,12 +266,84 @@ def run_dfanalyzer(exe: str, work: Path) -> dict:
     return {"first": runs[0], "reused": runs[1]}
 
 
+# Reading alone, one process each, every generated trace in turn: iosweep's gunzip + bulk
+# JSON parse into its normalised Arrow table, and dftracer-utils' TraceReader (simdjson) into
+# Arrow record batches with the args flattened. Each prints the rows (event lines) it made.
+_IOSWEEP_READ = """
+import glob, sys
+from pathlib import Path
+from iosweep.trace.dftracer.decode import gunzip, parse_lines, split_lines
+rows = bad = 0
+for f in sorted(glob.glob(sys.argv[1] + "/*.pfw.gz")):
+    text, problem, _ = gunzip(Path(f).read_bytes())
+    lines, cut = split_lines(text)
+    table, wrong = parse_lines(lines)
+    rows += table.num_rows
+    bad += len(wrong) + (problem is not None) + (cut is not None)
+print("rows", rows, "damaged", bad)
+"""
+_DFU_READ = """
+import glob, sys
+import pyarrow as pa
+from dftracer.utils.trace_reader import TraceReader
+rows = 0
+for f in sorted(glob.glob(sys.argv[1] + "/*.pfw.gz")):
+    for batch in TraceReader(f).iter_arrow(batch_size=65536, flatten_objects=True):
+        rows += pa.record_batch(batch).num_rows
+print("rows", rows)
+"""
+
+# dftracer-utils >= 0.0.13 (the one DFTracer 2.2.0 installs, in iosweep's environment) has no
+# TraceReader; its query engine reads a trace with ``source(...).collect()``.
+_DUQL_READ = """
+import glob, sys
+from dftracer.utils.duql import source
+rows = 0
+for f in sorted(glob.glob(sys.argv[1] + "/*.pfw.gz")):
+    rows += source(f).collect().to_arrow().num_rows
+print("rows", rows)
+"""
+
+
+def _has_duql() -> bool:
+    try:
+        import dftracer.utils.duql  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def run_readers(work: Path, dfa_exe: str | None) -> dict:
+    """Time the readers over the same traces (see _IOSWEEP_READ)."""
+    traces = str(work / "traces")
+    out = {"iosweep": measure([sys.executable, "-c", _IOSWEEP_READ, traces])}
+    dfa_python = Path(dfa_exe).with_name("python") if dfa_exe else None
+    if dfa_python is not None and dfa_python.exists():
+        out["dftracer-utils TraceReader (dfanalyzer's env)"] = measure(
+            [str(dfa_python), "-c", _DFU_READ, traces]
+        )
+    if _has_duql():
+        out["dftracer-utils duql (iosweep's env)"] = measure(
+            [sys.executable, "-c", _DUQL_READ, traces]
+        )
+        # duql leaves its index beside the traces; dftracer-utils 0.0.12 (dfanalyzer's) then
+        # reads every trace as empty, without a word (seen: 0 rows). The next runs need none.
+        shutil.rmtree(work / "traces" / ".dftindex", ignore_errors=True)
+    for name, m in out.items():
+        if m["rc"]:
+            raise SystemExit(f"{name} reader failed:\n{m['out'][-2000:]}")
+        found = re.search(r"^rows (\d+)", m["out"], re.M)
+        m["rows"] = int(found.group(1)) if found else None
+    return out
+
+
 def _row(name: str, m: dict, events: int) -> str:
     rate = events / m["wall_s"] if m["wall_s"] else 0
     return f"| {name} | {m['wall_s']:.1f} s | {rate / 1e3:,.0f} k events/s | {m['peak'] / 2**30:.2f} GiB |"
 
 
-def bench(n: float, args, root: Path) -> None:
+def bench(n: float, args, root: Path) -> dict:
+    """One size: the table; returns iosweep's figures for the scaling line."""
     work = root / f"events-{int(n)}"
     t = time.perf_counter()
     made = generate(work, n, args.ranks, args.workers)
@@ -283,22 +362,29 @@ def bench(n: float, args, root: Path) -> None:
     print(_row("iosweep analyze", ours["analyze"], ev))
     print(_row("iosweep ingest + analyze", both["ingest+analyze"], ev))
     print(_row("iosweep again, logs unchanged (store reused) + analyze", ours["rerun"], ev))
+    scale = {"events": ev, "ingest": ours["ingest"]["wall_s"], "analyze": ours["analyze"]["wall_s"]}
     exe = args.dfanalyzer or shutil.which("dfanalyzer")
-    if not exe or not Path(exe).exists():
+    have_dfa = bool(exe and Path(exe).exists())
+    for name, m in run_readers(work, exe if have_dfa else None).items():
+        print(_row(f"reading only, one process: {name} (rate in lines)", m, m["rows"] or 0))
+    if not have_dfa:
         print("dftracer-analyzer: not installed (see this script's docstring)")
-        return
+        return scale
+    assert exe is not None
     dfa = run_dfanalyzer(exe, work)
     print(_row("dftracer-analyzer, first run (builds its index)", dfa["first"], ev))
     print(_row("dftracer-analyzer, index reused", dfa["reused"], ev))
     ia = both["ingest+analyze"]["wall_s"]
     print(f"ratios: dftracer-analyzer / iosweep wall: first {dfa['first']['wall_s'] / ia:.2f}x, "
           f"reused / iosweep again {dfa['reused']['wall_s'] / ours['rerun']['wall_s']:.2f}x; peak memory: "
-          f"{dfa['reused']['peak'] / max(both['ingest+analyze']['peak'], 1):.2f}x")  # fmt: skip
+          f"first {dfa['first']['peak'] / max(both['ingest+analyze']['peak'], 1):.2f}x, "
+          f"reused {dfa['reused']['peak'] / max(both['ingest+analyze']['peak'], 1):.2f}x")  # fmt: skip
     print(f"check: iosweep {ours['bytes'] / 2**20:,.3f} MiB moved; dftracer-analyzer "
           f"{dfa['first']['mb']} / {dfa['reused']['mb']} MB (its MB are MiB); "
           f"POSIX/STDIO events: iosweep {ours['events']:,}, dftracer-analyzer "
           f"{dfa['first']['count']:,.0f} / {dfa['reused']['count']:,.0f}; "
           f"files {dfa['first']['files']:,.0f} / {dfa['reused']['files']:,.0f}")  # fmt: skip
+    return scale
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -314,8 +400,10 @@ def main(argv: list[str] | None = None) -> int:
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-dftracer-"))
     root.mkdir(parents=True, exist_ok=True)
     try:
-        for n in args.events:
-            bench(n, args, root)
+        sizes = [bench(n, args, root) for n in args.events]
+        for a, b in itertools.pairwise(sizes):
+            print(f"\nscaling: events x{b['events'] / a['events']:.1f}, iosweep ingest "
+                  f"x{b['ingest'] / a['ingest']:.1f}, analyze x{b['analyze'] / a['analyze']:.1f}")  # fmt: skip
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
