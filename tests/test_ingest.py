@@ -10,13 +10,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from iosweep.cli import main as cli_main
 from iosweep.trace.darshan.read import SEGMENT_DTYPE, read_darshan_log
 from iosweep.trace.darshan.write import DxtFile, write_darshan_log
 from iosweep.trace.ingest import MERGED_DARSHAN, ingest, write_merged_darshan
-from iosweep.trace.store import open_store
+from iosweep.trace.schema import RunMeta
+from iosweep.trace.store import open_store, write_store
 
 IDX_SIZES = {
     "train-images-idx3-ubyte": 47040016,
@@ -467,3 +469,36 @@ def test_logs_read_in_parallel_give_the_same_store(shared_data: Path, tmp_path: 
         assert a.equals(b), name
     used = [json.loads((tmp_path / s / "inputs.json").read_text()) for s in ("one", "two")]
     assert [u["read_processes"] for u in used] == [1, 2] and used[0]["logs"] == logs
+
+
+def test_a_store_builds_each_table_only_when_its_turn_comes(tmp_path: Path):
+    """``write_store`` calls a table's builder after the tables before it are on disk, so
+    ingest holds one large table at a time; the store reads back as if tables were given."""
+    store = tmp_path / "store"
+    seen: list[tuple[str, list[str]]] = []
+
+    def builder(name: str, rows: dict):
+        def build() -> pa.Table:
+            seen.append((name, sorted(p.name for p in store.glob("*.parquet"))))
+            return pa.table(rows)
+
+        return build
+
+    segs = {"rank": pa.array([0, 1], pa.int32()), "op": ["read", "write"], "length": [10, 20]}
+    app = {"rank": pa.array([0], pa.int32()), "name": ["open64"], "start": [0.5]}
+    meta = RunMeta.from_dict({"run_id": "r", "tracer": "dftracer", "clock_zero": 0.0})
+    write_store(
+        store,
+        meta,
+        {"segments": builder("segments", segs), "app_events": builder("app_events", app)},
+    )
+    assert seen == [
+        ("segments", []),
+        ("app_events", ["counters.parquet", "segments.parquet", "steps.parquet"]),
+    ]
+    s = open_store(store)
+    assert s.table("segments", columns=["length"])["length"].to_pylist() == [10, 20]
+    assert s.table("app_events", columns=["name"])["name"].cast(pa.string()).to_pylist() == [
+        "open64"
+    ]
+    assert s.table("counters").num_rows == 0

@@ -256,9 +256,15 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     summary["headline"] = _headline(rd, summary, t, ranks)
     summary["insights"] = run_insights(summary, t.files, ranks, s)
     summary["headline"]["insights"] = len(summary["insights"])
-    sample, info = sample_ops(rd, set(t.files["class"].astype(str)), s.plot_sample_ops)
+    present = set(t.files["class"].astype(str))
+    files, file_ranks, file_tables = _bounded_file_tables(rd, t, s.table_max_files)
+    # the full per-file tables (half a GB at a million files) are done with: not held
+    # through the temporaries of the sample and the heatmap
+    t.files = t.file_rank = pd.DataFrame()
+    memory.release()
+    sample, info = sample_ops(rd, present, s.plot_sample_ops)
     summary["ops_sample"] = asdict(info)
-    files, file_ranks, summary["file_tables"] = _bounded_file_tables(rd, t, s.table_max_files)
+    summary["file_tables"] = file_tables
     tables = {
         "ops_sample": sample,
         "files": files,

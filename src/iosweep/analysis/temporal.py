@@ -50,14 +50,12 @@ def _runs(rd: RunData, sp: Spatial, file_size: np.ndarray) -> dict[str, np.ndarr
     return {
         "actor": ops.actor[first],
         "file": file,
-        "cls": rd.file_class[file].astype(np.int64),
+        "cls": rd.file_class[file],
         "op": ops.op[first],
         "length": ops.length[first],
         "kind": kind[starts],
         "val": val[starts],
-        "offset": ops.offset[first],
         "count": np.diff(np.append(starts, n)),
-        "start": ops.start[first],
     }
 
 

@@ -482,7 +482,9 @@ def _files_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
         seg_cov = (files["coverage_source"] == "segments").to_numpy()
         overlap = np.divide(shared, union, out=np.zeros(len(files)), where=union > 0)
         files[f"{direction}_overlap"] = overlap
-        strat = np.select(
+        # codes, then labels shared by every row (choices as strings made a 90 MB text array
+        # per direction at a million files)
+        code = np.select(
             [
                 nact == 0,
                 nact == 1,
@@ -490,25 +492,35 @@ def _files_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
                 ~seg_cov,
                 overlap <= s.disjoint_overlap_max,
             ],
-            ["", "exclusive", "shared-whole", "shared-unknown", "shared-disjoint"],
-            default="shared-overlapping",
+            [0, 1, 2, 3, 4],
+            default=5,
         )
-        files[f"{direction}_strategy"] = strat
+        files[f"{direction}_strategy"] = pd.Series(_labels(_STRATEGIES, code), dtype=object)
     return files
 
 
+_STRATEGIES = (
+    "",
+    "exclusive",
+    "shared-whole",
+    "shared-unknown",
+    "shared-disjoint",
+    "shared-overlapping",
+)
+
+
 def _ranks_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
-    ranked = _ranked(
-        fr, ["actor", "file", "class", "source", "first_io", "last_io", *SUMMED_METRICS]
-    )
-    actors = sorted(set(rd.actor_host) | set(ranked["actor"].unique().tolist()))
+    actor = fr["actor"].to_numpy()
+    actors = sorted(set(rd.actor_host) | set(np.unique(actor[actor >= 0]).tolist()))
     r = pd.DataFrame(index=pd.Index(np.array(actors, dtype=np.int64), name="rank"))
-    g = ranked.groupby("actor")
+    # Grouped over the whole (rank, file) table; assigning to ``r`` drops the unattributed
+    # group (-1). A copy of the ranks' rows first was 120 MB at a million files.
+    g = fr.groupby("actor")
     for m in SUMMED_METRICS:
         r[m] = g[m].sum()
     r["files"] = g["file"].nunique()
     for ci, cname in enumerate(rd.class_names):
-        gc = ranked.loc[ranked["class"] == ci, ["actor", "bytes_read", "bytes_written"]]
+        gc = fr.loc[fr["class"] == ci, ["actor", "bytes_read", "bytes_written"]]
         by = gc.groupby("actor")
         r[f"bytes_read_{cname}"] = by["bytes_read"].sum()
         r[f"bytes_written_{cname}"] = by["bytes_written"].sum()
@@ -517,9 +529,9 @@ def _ranks_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
         if not c.endswith("_time"):
             r[c] = r[c].astype(np.int64)
     r.insert(0, "host", [rd.actor_host.get(a, "") for a in r.index])
-    # Processes per rank (the rank itself plus forked workers).
-    key = (ops.actor.astype(np.int64) << 40) | (ops.pid & ((1 << 40) - 1))
-    seen = pd.unique(key[ops.actor >= 0])
+    # Processes per rank (the rank itself plus forked workers), a million operations at a
+    # time: the (rank, pid) keys of ten million at once were 200 MB of temporaries.
+    seen = _rank_pids(ops)
     ck = rd.counters
     ck = ck[ck["actor"] >= 0]
     seen = np.union1d(
@@ -529,21 +541,21 @@ def _ranks_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
     r["processes"] = per.reindex(r.index).fillna(0).astype(np.int64).to_numpy()
     # I/O wall time: the union of the rank's operations in time (overlapping ops of workers
     # count once); operations known only from counters add their cumulative time.
-    m = ops.actor >= 0
     na = (max(actors) + 1) if actors else 0
     ga, glo, ghi = rd.io_spans()
     union = np.bincount(ga, weights=ghi - glo, minlength=na)[:na]
     ctr_only = (
-        ranked[ranked["source"] == "counters"]
+        fr.loc[fr["source"] == "counters", ["actor", "read_time", "write_time"]]
         .groupby("actor")[["read_time", "write_time"]]
         .sum()
         .sum(axis=1)
     )
     r["io_time"] = union[r.index.to_numpy()] + ctr_only.reindex(r.index).fillna(0).to_numpy()
-    busy = np.bincount(ops.actor[m], weights=(ops.end - ops.start)[m], minlength=na)
+    # actor + 1: the unattributed (-1) fall into bin 0, dropped, with no filtered copies
+    busy = np.bincount(ops.actor + 1, weights=ops.end - ops.start, minlength=na + 1)[1:]
     r["io_busy_time"] = busy[r.index.to_numpy()] + ctr_only.reindex(r.index).fillna(0).to_numpy()
-    first = ranked.groupby("actor")["first_io"].min()
-    last = ranked.groupby("actor")["last_io"].max()
+    first = g["first_io"].min()
+    last = g["last_io"].max()
     r["first_io"] = first.reindex(r.index).to_numpy()
     r["last_io"] = last.reindex(r.index).to_numpy()
     moved = (r["bytes_read"] + r["bytes_written"]).to_numpy(np.float64)
@@ -557,6 +569,16 @@ def _ranks_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
         (t > med * (1 + s.straggler_excess)) & (t >= s.straggler_min_io_time_s) & (len(t) > 1)
     )
     return r.reset_index()
+
+
+def _rank_pids(ops, step: int = 1 << 20) -> np.ndarray:
+    """The distinct (actor << 40 | pid) keys of the ranks' operations (actor >= 0)."""
+    seen = [np.empty(0, np.int64)]
+    for i in range(0, len(ops.actor), step):
+        a, p = ops.actor[i : i + step], ops.pid[i : i + step]
+        k = (a.astype(np.int64) << 40) | (p & ((1 << 40) - 1))
+        seen.append(np.unique(k[a >= 0]))
+    return np.unique(np.concatenate(seen))
 
 
 def _nodes_table(rd: RunData, fr: pd.DataFrame, ranks: pd.DataFrame, ops) -> pd.DataFrame:
