@@ -29,7 +29,8 @@ def seg_table(rows: list[tuple]) -> pa.Table:
 
 def ctr_table(rows: list[dict]) -> pa.Table:
     """rows: dicts with rank, path and any counters column; the others 0 (times 0.0, open and
-    close times null), pid 1000 + rank, host n0, module POSIX."""
+    close times null, a reduced shared record's and MPI-IO's columns null), pid 1000 + rank,
+    host n0, module POSIX."""
     full = [
         {"host": "n0", "module": "POSIX", **r, "pid": r.get("pid") or 1000 + r["rank"]}
         for r in rows
@@ -39,6 +40,7 @@ def ctr_table(rows: list[dict]) -> pa.Table:
         for f in table("counters", []).schema
         if (pa.types.is_integer(f.type) or pa.types.is_floating(f.type))
         and f.name not in ("rank", "pid", "open_start", "close_end", "file_id")
+        and not f.name.startswith(("fastest_", "slowest_", "variance_", "collective_"))
     }
     return table("counters", full, fill=zeros)
 

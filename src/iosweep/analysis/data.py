@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from iosweep.analysis.classify import classify_paths, matches
 from iosweep.analysis.intervals import merge
 from iosweep.analysis.settings import AnalysisSettings
+from iosweep.analysis.shared import SharedRecords, reduced, share_records
 from iosweep.columns import numbers
 from iosweep.trace.schema import SIZE_BINS, Issue, RunMeta
 from iosweep.trace.store import open_store
@@ -48,6 +49,14 @@ COUNTER_COLUMNS = [
     "close_end",
     *[f"size_read_{b}" for b in SIZE_BINS],
     *[f"size_write_{b}" for b in SIZE_BINS],
+    "collective_reads",
+    "collective_writes",
+    "fastest_rank",
+    "fastest_rank_bytes",
+    "fastest_rank_time",
+    "slowest_rank",
+    "slowest_rank_bytes",
+    "slowest_rank_time",
 ]
 
 
@@ -157,6 +166,8 @@ class RunData:
     excluded_io_ops: int  # of which reads and writes on excluded paths
     other_layer_ops: dict[str, int]  # reads and writes of modules not analysed (e.g. MPIIO)
     unattributed: dict[str, int]  # I/O by processes not tied to any rank
+    shared_records: SharedRecords = field(default_factory=SharedRecords)  # MPI reduced records
+    mpiio: MpiioLayer | None = None  # the MPI-IO layer's operations and records, if any
     issues: list[Issue] = field(default_factory=list)  # found while loading
     cache: dict = field(default_factory=dict, repr=False)  # sorts and unions several steps reuse
 
@@ -243,12 +254,17 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
     excluded_io_ops = int((io & keep_module[module] & ~keep_path[path]).sum())
     other = np.unique(module[io & ~keep_module[module]], return_counts=True)
     other_layer_ops = {modules.values[m]: int(n) for m, n in zip(*other, strict=True)}
+    mpiio = _mpiio_layer(seg, cdf, modules, io & keep_path[path])
     del module, path, op, io
 
     c_keep = keep_module[cdf["module"].to_numpy()] & keep_path[cdf["file"].to_numpy()]
     if not c_keep.all():
         cdf = cdf[c_keep].reset_index(drop=True)
     actor_kind = _actors(meta, seg, keep, cdf)
+    shared = SharedRecords()
+    if actor_kind == "rank":
+        n_ranks = len(meta.ranks) or len(np.unique(cdf["actor"][cdf["actor"] >= 0]))
+        cdf, shared = share_records(cdf, seg, keep, n_ranks)
     unattributed = _unattributed(seg, keep, cdf, issues) if actor_kind == "rank" else None
     ops = _kept_ops(seg, keep)
     excluded_ops = int(n_total - len(ops))
@@ -287,8 +303,31 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
         excluded_io_ops=excluded_io_ops,
         other_layer_ops=other_layer_ops,
         unattributed=unattributed or {"ops": 0, "bytes": 0, "records": 0},
+        shared_records=shared,
+        mpiio=mpiio,
         issues=issues,
     )
+
+
+@dataclass
+class MpiioLayer:
+    """The MPI-IO layer, above POSIX: analysed on its own (its bytes are POSIX's too)."""
+
+    ops: pd.DataFrame  # DXT_MPIIO: rank, op (READ/WRITE), length, start, end
+    records: pd.DataFrame  # MPI-IO counter records (rank -1: reduced shared record)
+
+
+def _mpiio_layer(
+    seg: dict[str, np.ndarray], cdf: pd.DataFrame, modules: StringCodes, io: np.ndarray
+) -> MpiioLayer | None:
+    if "MPIIO" not in modules.values:
+        return None
+    code = modules.values.index("MPIIO")
+    m = io & (seg["module"] == code)
+    ops = pd.DataFrame({k: seg[k][m] for k in ("op", "length", "start", "end")})
+    ops.insert(0, "rank", seg["actor"][m])
+    records = cdf[cdf["module"].to_numpy() == code].rename(columns={"actor": "rank"})
+    return MpiioLayer(ops, records.reset_index(drop=True))
 
 
 def _read_segments(
@@ -324,13 +363,13 @@ def _read_counters(
 ) -> pd.DataFrame:
     """One row per counter record: the numeric counters, then actor (the rank until
     :func:`_actors` decides), pid, and host, file and module as codes."""
-    t = store.table("counters", columns=COUNTER_COLUMNS)
+    t = store.table("counters", columns=COUNTER_COLUMNS, missing_as_null=True)
     timed = ("_time", "_start", "_end")  # seconds, NaN where unknown; the rest are counts
     cdf = pd.DataFrame(
         {
             c: numbers(t[c], np.float64, np.nan)
             if c.endswith(timed)
-            else numbers(t[c], np.int64, 0)
+            else numbers(t[c], np.int64, -1 if c.endswith("_rank") else 0)
             for c in COUNTER_COLUMNS[5:]
         }
     )
@@ -362,7 +401,8 @@ def _unattributed(
     out = {
         "ops": int(ua.sum()),
         "bytes": int(seg["length"][ua].sum()),
-        "records": int((cdf["actor"] < 0).sum()),
+        # a reduced shared record is every rank's, not an unknown process's
+        "records": int(((cdf["actor"] < 0).to_numpy() & ~reduced(cdf)).sum()),
     }
     if out["ops"] or out["records"]:
         issues.append(

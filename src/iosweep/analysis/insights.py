@@ -276,8 +276,8 @@ def redundant_reads(c: Context) -> list[Insight]:
                 & (files["whole_readers"] >= 2)
             ]
             uni = red["size"]
-        else:
-            uni = red["read_union"]
+        else:  # bytes of unknown offsets are not known to repeat
+            uni = red["read_union"] + red.get("read_unplaced", 0)
         redundant = int((red["bytes_read"] - uni).clip(lower=0).sum())
         if len(red) and redundant >= s.redundant_read_min_bytes:
             nodes = summary.get("nodes", [])

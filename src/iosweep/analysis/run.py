@@ -22,6 +22,7 @@ from iosweep.analysis.data import RunData, load_run
 from iosweep.analysis.epochs import op_epochs, placement, rank_windows
 from iosweep.analysis.insights import run_insights
 from iosweep.analysis.metadata import analyze_metadata
+from iosweep.analysis.mpiio import analyze_mpiio
 from iosweep.analysis.overlap import analyze_overlap
 from iosweep.analysis.pipeline import analyze_pipeline
 from iosweep.analysis.sample import sample_ops
@@ -87,6 +88,14 @@ def _status(rd: RunData, t) -> tuple[str, bool, list[dict[str, Any]], list[str]]
         )
     if not len(rd.counters) and traced:
         limitations.append("no Darshan counters: metadata from traced events only, if any")
+    sh = rd.shared_records
+    if sh.spread:
+        limitations.append(
+            f"Darshan reduced {sh.spread} file(s) shared by all {sh.ranks} ranks to one record "
+            "each: per rank, figures on them are exact for the fastest and the slowest rank "
+            "(Darshan's FASTEST/SLOWEST_RANK counters) and an equal share of the rest for the "
+            "others"
+        )
     return status, incomplete, issues, limitations
 
 
@@ -200,6 +209,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         )
     if checks and status == "complete":
         status, incomplete = "partial", True
+    sh = rd.shared_records
     summary: dict[str, Any] = {
         "schema": SCHEMA,
         "run_id": meta.run_id,
@@ -219,11 +229,13 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         "ranks": _ranks_summary(rd, ranks),
         "trace": {
             "segments": len(rd.ops),
-            "counter_records": len(rd.counters),
+            # the records of the log: a spread shared record is one, not one per rank
+            "counter_records": len(rd.counters) - sh.spread * max(sh.ranks - 1, 0),
             "dxt_available": t.dxt_available,
             "completeness": t.completeness,
             "excluded_ops": rd.excluded_ops,
             "unattributed": rd.unattributed,
+            "shared_records": sh.to_json(),
         },
         "classes": classes,
         "access": {
@@ -253,6 +265,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     summary["run_meta"] = _run_meta(meta)
     summary["volume"] = _volume(rd, ranks)
     summary["imbalance"] = _imbalance(ranks)
+    summary["mpiio"] = analyze_mpiio(rd, ranks)
     summary["headline"] = _headline(rd, summary, t, ranks)
     summary["insights"] = run_insights(summary, t.files, ranks, s)
     summary["headline"]["insights"] = len(summary["insights"])

@@ -102,6 +102,8 @@ class Trace(_Model):
     completeness: float | None
     excluded_ops: int
     unattributed: dict[str, int | float]
+    # MPI files reduced by Darshan to one record: records, spread (to ranks), traced, ranks
+    shared_records: dict[str, int] = {}
 
 
 class Epoch(_Model):
@@ -513,6 +515,31 @@ class CompletenessCheck(_Model):
     why: str = ""
 
 
+class TimeStats(_Model):
+    min: float
+    mean: float
+    max: float
+
+
+class MpiioDirection(_Model):
+    ops: int
+    bytes: int
+    collective: int  # MPI_File_*_all calls (from counters; 0 where only DXT)
+    independent: int
+    time: TimeStats | None  # seconds per rank in MPI-IO calls
+    posix_time: TimeStats | None  # the same ranks' seconds in POSIX calls, all files
+    gap_mean: float | None  # mean MPI-IO time less mean POSIX time
+
+
+class Mpiio(_Model):
+    """The MPI-IO layer (above POSIX; its bytes are POSIX's too, so never in the volumes)."""
+
+    source: Literal["dxt", "counters"]
+    ranks: int
+    read: MpiioDirection
+    write: MpiioDirection
+
+
 class Imbalance(_Model):
     bytes: float | None
     bytes_cv: float | None = None
@@ -607,6 +634,7 @@ class RunSummary(_Model):
     artefacts: list[Artefact] = Field(default_factory=list)
     volume: dict[str, Stat | None]
     imbalance: Imbalance
+    mpiio: Mpiio | None = None
     headline: dict[str, Any]  # flat metrics: one column each in the sweep table
     insights: list[Insight]
     ops_sample: OpsSample

@@ -415,6 +415,16 @@ def _files_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
         first_io=("first_io", "min"),
         last_io=("last_io", "max"),
     )
+    # bytes whose offsets no segment gives (counter records beside a trace: a reduced
+    # shared record's remainder, what DXT lost): not part of the unions below
+    unplaced = fr["source"].to_numpy() == "counters"
+    files["read_unplaced"] = (
+        pd.Series(fr["bytes_read"].to_numpy()[unplaced], fr["file"].to_numpy()[unplaced])
+        .groupby(level=0)
+        .sum()
+        .reindex(files.index, fill_value=0)
+        .astype(np.int64)
+    )
     gr = ranked.groupby("file", sort=True)
     files["n_ranks"] = gr["actor"].nunique()
     files["n_readers"] = (ranked["reads"] > 0).groupby(ranked["file"]).sum()

@@ -97,6 +97,20 @@ COUNTERS = pa.schema(
         pa.field("close_end", pa.float64()),
         *[pa.field(f"size_read_{b}", pa.int64()) for b in SIZE_BINS],
         *[pa.field(f"size_write_{b}", pa.int64()) for b in SIZE_BINS],
+        # MPIIO only: of the reads/writes above, the collective ones (MPI_File_*_all)
+        pa.field("collective_reads", pa.int64()),
+        pa.field("collective_writes", pa.int64()),
+        # a file shared by all ranks that Darshan reduced to one record (rank -1): its
+        # counters are sums over the ranks; these say what the fastest and slowest rank
+        # (by I/O time on the file) did, and the variance across ranks. Null otherwise.
+        pa.field("fastest_rank", pa.int64()),
+        pa.field("fastest_rank_bytes", pa.int64()),
+        pa.field("fastest_rank_time", pa.float64()),
+        pa.field("slowest_rank", pa.int64()),
+        pa.field("slowest_rank_bytes", pa.int64()),
+        pa.field("slowest_rank_time", pa.float64()),
+        pa.field("variance_rank_time", pa.float64()),
+        pa.field("variance_rank_bytes", pa.float64()),
         pa.field("source", _dict_str),
     ],
     metadata={"iosweep.table": "counters", "iosweep.schema_version": str(SCHEMA_VERSION)},

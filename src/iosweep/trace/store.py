@@ -24,14 +24,27 @@ class TraceStore:
     path: Path
     meta: RunMeta
 
-    def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
+    def table(
+        self, name: str, columns: list[str] | None = None, missing_as_null: bool = False
+    ) -> pa.Table:
+        """The table ``name`` (only ``columns`` if given). ``missing_as_null``: columns a
+        store written before they were added come back as nulls instead of an error."""
         if name not in TABLES:
             raise KeyError(f"unknown trace-store table {name!r}; known: {sorted(TABLES)}")
         f = self.path / f"{name}.parquet"
         if not f.exists():
             t = empty_table(name)
             return t.select(columns) if columns else t
-        return pq.read_table(f, columns=columns)
+        if not (missing_as_null and columns):
+            return pq.read_table(f, columns=columns)
+        have = set(pq.read_schema(f).names)
+        t = pq.read_table(f, columns=[c for c in columns if c in have])
+        for c in columns:
+            if c not in have:
+                t = t.append_column(
+                    TABLES[name].field(c), pa.nulls(t.num_rows, TABLES[name].field(c).type)
+                )
+        return t.select(columns)
 
     @property
     def segments(self) -> pa.Table:

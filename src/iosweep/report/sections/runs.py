@@ -130,6 +130,7 @@ def section(ctx: Context, r: RunView) -> dict[str, Any]:
             if (v := h.get(k, defaults.get(k))) is not None
         ],
         "access": access_sentences(sm),
+        "mpiio": _mpiio(sm),
         "pipeline": _pipeline(sm),
         "checkpoints": checkpoint_sentence(sm),
         "insights": [
@@ -171,6 +172,36 @@ def section(ctx: Context, r: RunView) -> dict[str, Any]:
     d["checkpoint_events"] = records_table(sm.checkpoints.events, CHECKPOINT_EVENTS, limit=20)
     d["warnings"] = _warnings(r)  # last: reading the tables may add some
     return d
+
+
+def _mpiio(sm: RunSummary) -> list[str]:
+    """The MPI-IO layer in sentences: time per rank against the POSIX time under it."""
+    m = sm.mpiio
+    if m is None:
+        return []
+    out = []
+    for name, d in (("reads", m.read), ("writes", m.write)):
+        if not d.ops:
+            continue
+        line = (
+            f"{d.ops:,} MPI-IO {name} ({d.collective:,} collective, {d.independent:,} "
+            f"independent), {fmt.human_bytes(d.bytes)}"
+        )
+        if d.time:
+            t = d.time
+            line += (
+                f"; time in MPI-IO per rank: min {fmt.seconds(t.min)}, mean "
+                f"{fmt.seconds(t.mean)}, max {fmt.seconds(t.max)}"
+            )
+        if d.posix_time and d.gap_mean is not None:
+            line += (
+                f"; in the POSIX calls under them: mean {fmt.seconds(d.posix_time.mean)} "
+                f"(MPI-IO adds {fmt.seconds(d.gap_mean)} a rank)"
+            )
+        out.append(line)
+    src = "DXT traces" if m.source == "dxt" else "Darshan's MPI-IO counters"
+    out.append(f"From {src}, over {m.ranks} ranks; MPI-IO bytes are the POSIX bytes above.")
+    return out
 
 
 def _warnings(r: RunView) -> list[str]:

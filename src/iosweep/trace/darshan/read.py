@@ -391,6 +391,31 @@ _STDIO_MAP = {
     "max_byte_read": ("STDIO_MAX_BYTE_READ",),
     "max_byte_written": ("STDIO_MAX_BYTE_WRITTEN",),
 }
+_MPIIO_MAP = {
+    "opens": ("MPIIO_INDEP_OPENS", "MPIIO_COLL_OPENS"),
+    "fsyncs": ("MPIIO_SYNCS",),
+    "reads": ("MPIIO_INDEP_READS", "MPIIO_COLL_READS", "MPIIO_SPLIT_READS", "MPIIO_NB_READS"),
+    "writes": (
+        "MPIIO_INDEP_WRITES",
+        "MPIIO_COLL_WRITES",
+        "MPIIO_SPLIT_WRITES",
+        "MPIIO_NB_WRITES",
+    ),
+    "collective_reads": ("MPIIO_COLL_READS",),
+    "collective_writes": ("MPIIO_COLL_WRITES",),
+    "bytes_read": ("MPIIO_BYTES_READ",),
+    "bytes_written": ("MPIIO_BYTES_WRITTEN",),
+    **{f"size_read_{b}": (f"MPIIO_SIZE_READ_AGG_{b.upper()}",) for b in SIZE_BINS},
+    **{f"size_write_{b}": (f"MPIIO_SIZE_WRITE_AGG_{b.upper()}",) for b in SIZE_BINS},
+}
+# what Darshan keeps of each rank when it reduces a file shared by all ranks to one record
+# (rank -1); iosweep keeps them for such records only
+_SHARED_SUFFIXES = {
+    "fastest_rank": "FASTEST_RANK",
+    "fastest_rank_bytes": "FASTEST_RANK_BYTES",
+    "slowest_rank": "SLOWEST_RANK",
+    "slowest_rank_bytes": "SLOWEST_RANK_BYTES",
+}
 _FCOUNTERS = {
     "read_time": "F_READ_TIME",
     "write_time": "F_WRITE_TIME",
@@ -398,16 +423,26 @@ _FCOUNTERS = {
     "open_start": "F_OPEN_START_TIMESTAMP",
     "close_end": "F_CLOSE_END_TIMESTAMP",
 }
+_SHARED_FSUFFIXES = {
+    "fastest_rank_time": "F_FASTEST_RANK_TIME",
+    "slowest_rank_time": "F_SLOWEST_RANK_TIME",
+    "variance_rank_time": "F_VARIANCE_RANK_TIME",
+    "variance_rank_bytes": "F_VARIANCE_RANK_BYTES",
+}
 _ID_COLUMNS = ("rank", "host", "pid", "file_id", "path", "module", "source")
+# Darshan's module name -> (record type, column map, iosweep's module name)
 _COUNTER_SPECS = {
-    "POSIX": ("struct darshan_posix_file *", _POSIX_MAP),
-    "STDIO": ("struct darshan_stdio_file *", _STDIO_MAP),
+    "POSIX": ("struct darshan_posix_file *", _POSIX_MAP, "POSIX"),
+    "STDIO": ("struct darshan_stdio_file *", _STDIO_MAP, "STDIO"),
+    "MPI-IO": ("struct darshan_mpiio_file *", _MPIIO_MAP, "MPIIO"),
 }
 
 
 def _read_counters(h: _Handle, module: str, idx: int) -> dict[str, Any] | None:
-    """Per-record counters of POSIX or STDIO as columns (None if the module has no records)."""
-    ctype, cmap = _COUNTER_SPECS[module]
+    """Per-record counters of POSIX, STDIO or MPI-IO as columns (None if the module has no
+    records)."""
+    ctype, cmap, name = _COUNTER_SPECS[module]
+    prefix = h.cb.counter_names(module)[0].split("_")[0]  # MPI-IO's counters say MPIIO_
     cnames = {n: i for i, n in enumerate(h.cb.counter_names(module))}
     fnames = {n: i for i, n in enumerate(h.cb.fcounter_names(module))}
     ids, ranks, ints, floats = [], [], [], []
@@ -437,8 +472,14 @@ def _read_counters(h: _Handle, module: str, idx: int) -> dict[str, Any] | None:
         known = np.any([x >= 0 for x in vals[:1]], axis=0)
         cols[col] = np.ma.masked_array(v, mask=~known)
     for col, suffix in _FCOUNTERS.items():
-        v = f[:, fnames[f"{module}_{suffix}"]]
+        v = f[:, fnames[f"{prefix}_{suffix}"]]
         cols[col] = np.ma.masked_array(v, mask=v < 0)
+    shared = cols["rank"] < 0
+    for table, names, suffixes in ((c, cnames, _SHARED_SUFFIXES), (f, fnames, _SHARED_FSUFFIXES)):
+        for col, suffix in suffixes.items():
+            if f"{prefix}_{suffix}" in names:
+                v = table[:, names[f"{prefix}_{suffix}"]]
+                cols[col] = np.ma.masked_array(v, mask=~shared | (v < 0))
     # never opened (only stat'ed, say) leaves the open timestamp at 0: unknown, not time 0
     cols["open_start"].mask |= cols["opens"].filled(0) == 0
     cols["close_end"].mask |= cols["close_end"].filled(0) <= 0
@@ -446,7 +487,7 @@ def _read_counters(h: _Handle, module: str, idx: int) -> dict[str, Any] | None:
         if f.name not in cols and f.name not in _ID_COLUMNS:
             dtype = np.float64 if pa.types.is_floating(f.type) else np.int64
             cols[f.name] = np.ma.masked_all(len(ids), dtype)
-    cols["module"] = np.array([module] * len(ids), object)
+    cols["module"] = np.array([name] * len(ids), object)
     return cols
 
 

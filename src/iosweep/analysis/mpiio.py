@@ -1,0 +1,105 @@
+"""The MPI-IO layer: time per rank in MPI-IO calls, collective against independent
+operations, and the gap between MPI-IO and POSIX time.
+
+An MPI-IO write may spend most of its time above POSIX (two-phase collective buffering,
+waiting for other ranks, locks): in Darshan's mpi-io-test log the POSIX writes take 0.03 s
+a rank and the MPI-IO writes 2.7 to 7.6 s, which is what the application measured. The
+bytes are POSIX's too, so this layer is never added to the volume figures.
+
+Per-rank times come from DXT_MPIIO segments where the log has them (the sum of each rank's
+call durations), else from per-rank MPI-IO counter records; a record Darshan reduced over
+all ranks gives only its fastest and slowest rank and the mean.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from iosweep.analysis.data import READ, WRITE, MpiioLayer, RunData
+from iosweep.analysis.shared import reduced
+
+
+def analyze_mpiio(rd: RunData, posix_ranks: pd.DataFrame) -> dict[str, Any] | None:
+    """The ``mpiio`` section of a run's summary (None when the run has no MPI-IO)."""
+    layer = rd.mpiio
+    if layer is None or (layer.ops.empty and layer.records.empty):
+        return None
+    out: dict[str, Any] = {"source": "dxt" if len(layer.ops) else "counters"}
+    for d, name in ((READ, "read"), (WRITE, "write")):
+        times = _rank_times(layer, d, name, rd.n_ranks)
+        posix = _posix_times(posix_ranks, name)
+        out[name] = {
+            "ops": _ops(layer, d, name),
+            "bytes": _bytes(layer, d, name),
+            "collective": int(layer.records[f"collective_{name}s"].clip(lower=0).sum()),
+            "time": times,
+            "posix_time": _stats(posix) if posix is not None else None,
+            # how much longer a rank spends in MPI-IO than in the POSIX calls under it
+            "gap_mean": (times["mean"] - float(posix.mean()))
+            if times and posix is not None and len(posix)
+            else None,
+        }
+        ops = out[name]["ops"]
+        out[name]["independent"] = max(ops - out[name]["collective"], 0)
+    seen = np.union1d(layer.ops["rank"][layer.ops["rank"] >= 0], _ranked(layer)["rank"])
+    # a reduced record is every rank's
+    out["ranks"] = rd.n_ranks if reduced(_as_actor(layer.records)).any() else len(seen)
+    return out
+
+
+def _as_actor(records: pd.DataFrame) -> pd.DataFrame:
+    return records.rename(columns={"rank": "actor"})
+
+
+def _ranked(layer: MpiioLayer) -> pd.DataFrame:
+    return layer.records[layer.records["rank"] >= 0]
+
+
+def _ops(layer: MpiioLayer, d: int, name: str) -> int:
+    counted = int(layer.records[f"{name}s"].sum())
+    return counted or int((layer.ops["op"] == d).sum())
+
+
+def _bytes(layer: MpiioLayer, d: int, name: str) -> int:
+    counted = int(layer.records["bytes_read" if d == READ else "bytes_written"].sum())
+    return counted or int(layer.ops.loc[layer.ops["op"] == d, "length"].sum())
+
+
+def _rank_times(layer: MpiioLayer, d: int, name: str, n_ranks: int) -> dict[str, float] | None:
+    """min / mean / max over ranks of the seconds each spent in MPI-IO ``name`` calls."""
+    ops = layer.ops[(layer.ops["op"] == d) & (layer.ops["rank"] >= 0)]
+    if len(ops):
+        dur = (ops["end"] - ops["start"]).clip(lower=0)
+        return _stats(dur.groupby(ops["rank"]).sum().to_numpy())
+    per_rank = _ranked(layer)
+    if len(per_rank) and (per_rank[f"{name}s"] > 0).any():
+        t = per_rank[per_rank[f"{name}s"] > 0].groupby("rank")[f"{name}_time"].sum()
+        return _stats(t.to_numpy())
+    red = layer.records[reduced(_as_actor(layer.records))]
+    red = red[red[f"{name}s"] > 0]
+    if not len(red):
+        return None
+    # Darshan's fastest/slowest rank times count all of a rank's time on the file (reads,
+    # writes, metadata): this direction's part of them in the record's proportions
+    total = red[["read_time", "write_time", "meta_time"]].fillna(0).sum(axis=1)
+    share = (red[f"{name}_time"] / total.where(total > 0)).fillna(0)
+    return {
+        "min": float((red["fastest_rank_time"] * share).min()),
+        "mean": float(red[f"{name}_time"].sum()) / max(n_ranks, 1),
+        "max": float((red["slowest_rank_time"] * share).max()),
+    }
+
+
+def _posix_times(ranks: pd.DataFrame, name: str) -> np.ndarray | None:
+    col = f"{name}_time"
+    if ranks is None or col not in ranks or not len(ranks):
+        return None
+    return ranks[col].to_numpy(np.float64)
+
+
+def _stats(v: np.ndarray) -> dict[str, float]:
+    v = np.asarray(v, np.float64)
+    return {"min": float(v.min()), "mean": float(v.mean()), "max": float(v.max())}

@@ -1,0 +1,183 @@
+"""Files shared by all ranks of an MPI job, which Darshan reduces to one record (rank -1).
+
+Darshan (unless ``DARSHAN_DISABLE_SHARED_REDUCTION`` is set) folds the records of a file
+that every rank opened into one: counters summed over the ranks, plus what the fastest and
+the slowest rank (by I/O time on the file) moved and spent, and the variance across ranks.
+Counted only in totals, such files vanished from every per-rank figure: a job doing all its
+I/O on shared files had "0 ranks with I/O". Here each reduced record is handed to the ranks:
+
+* where DXT traced the file (DXT records stay per rank), the segments already say what each
+  rank did; the record keeps, at rank -1, only what the segments do not cover (metadata
+  calls, operations after DXT ran out of memory), so no byte is counted twice;
+* otherwise the record becomes one row per rank: the fastest and slowest ranks get exactly
+  what Darshan kept of them, every other rank an equal share of the rest. Counts are split
+  in whole numbers that add up to the record's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+#: counter columns split in proportion to each rank's bytes (time where no bytes moved)
+_BY_VOLUME = ("reads", "writes", "bytes_read", "bytes_written")
+#: counts every rank makes about equally (each opens the shared file)
+_EVENLY = ("opens", "stats", "seeks", "fsyncs")
+_TIMES = ("read_time", "write_time", "meta_time")
+_SHARED = (
+    "fastest_rank",
+    "fastest_rank_bytes",
+    "fastest_rank_time",
+    "slowest_rank",
+    "slowest_rank_bytes",
+    "slowest_rank_time",
+)
+
+
+@dataclass
+class SharedRecords:
+    """What became of the reduced records of a run (summary: ``trace.shared_records``)."""
+
+    records: int = 0  # reduced records of analysed modules
+    spread: int = 0  # handed to the ranks from Darshan's fastest/slowest-rank counters
+    traced: int = 0  # the file's per-rank DXT segments used; the record kept what they miss
+    ranks: int = 0  # ranks each spread record was shared among
+
+    def to_json(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+def reduced(cdf: pd.DataFrame) -> np.ndarray:
+    """Rows of ``cdf`` that are reduced shared records (rank -1 with a fastest rank)."""
+    return (cdf["actor"].to_numpy() < 0) & (cdf["fastest_rank"].to_numpy() >= 0)
+
+
+def share_records(
+    cdf: pd.DataFrame, seg: dict[str, np.ndarray], keep: np.ndarray, n_ranks: int
+) -> tuple[pd.DataFrame, SharedRecords]:
+    """``cdf`` with its reduced records handed to the ``n_ranks`` ranks (module docstring)."""
+    red = reduced(cdf)
+    out = SharedRecords(records=int(red.sum()))
+    if not out.records or n_ranks < 1:
+        return cdf, out
+    traced = _traced(cdf, red, seg, keep)
+    out.traced = int(traced.sum())
+    if out.traced:
+        cdf = _subtract_segments(cdf, traced, seg, keep)
+    spread = red & ~traced
+    out.spread = int(spread.sum())
+    if out.spread:
+        rows = _spread(cdf[spread], n_ranks)
+        cdf = pd.concat([cdf[~spread], rows], ignore_index=True)
+        out.ranks = n_ranks
+    return cdf, out
+
+
+def _traced(
+    cdf: pd.DataFrame, red: np.ndarray, seg: dict[str, np.ndarray], keep: np.ndarray
+) -> np.ndarray:
+    """Reduced records whose (file, module) has kept DXT segments of some rank."""
+    ranked = keep & (seg["actor"] >= 0)
+    pairs = np.unique(seg["file"][ranked].astype(np.int64) << 16 | seg["module"][ranked])
+    key = cdf["file"].to_numpy(np.int64) << 16 | cdf["module"].to_numpy(np.int64)
+    return red & np.isin(key, pairs)
+
+
+def _subtract_segments(
+    cdf: pd.DataFrame, traced: np.ndarray, seg: dict[str, np.ndarray], keep: np.ndarray
+) -> pd.DataFrame:
+    """The traced records less what their files' segments (all ranks) already count."""
+    cdf = cdf.copy()
+    rows = np.flatnonzero(traced)
+    key = cdf["file"].to_numpy(np.int64)[rows] << 16 | cdf["module"].to_numpy(np.int64)[rows]
+    ukey, record_key = np.unique(key, return_inverse=True)
+    s_key = seg["file"].astype(np.int64) << 16 | seg["module"]
+    take = keep & (seg["actor"] >= 0) & np.isin(s_key, ukey)
+    at = np.searchsorted(ukey, s_key[take])
+    length, op = seg["length"][take], seg["op"][take]
+    dur = np.maximum(seg["end"][take] - seg["start"][take], 0.0)
+    for name, op_code, weight in (
+        ("reads", 0, None),
+        ("writes", 1, None),
+        ("bytes_read", 0, length),
+        ("bytes_written", 1, length),
+        ("read_time", 0, dur),
+        ("write_time", 1, dur),
+    ):
+        w = np.where(op == op_code, 1 if weight is None else weight, 0)
+        covered = np.bincount(at, weights=w, minlength=len(ukey))[record_key]
+        col = cdf[name].to_numpy().copy()
+        col[rows] = np.maximum(col[rows] - covered, 0).astype(col.dtype)
+        cdf[name] = col
+    return cdf
+
+
+def _spread(rec: pd.DataFrame, n: int) -> pd.DataFrame:
+    """One row per (record, rank): fastest and slowest as Darshan kept them, the rest even."""
+    r = len(rec)
+    ranks = np.arange(n)
+    fast = rec["fastest_rank"].to_numpy(np.int64)
+    slow = rec["slowest_rank"].to_numpy(np.int64)
+    byte_w = _weights(rec, "bytes", fast, slow, n)
+    time_w = _weights(rec, "time", fast, slow, n)
+    # a file that moved no bytes (opened, stat'ed) is shared by time
+    vol_w = np.where((_total(rec, "bytes") > 0)[:, None], byte_w, time_w)
+    rows: dict[str, np.ndarray] = {}
+    for c in rec.columns:
+        v = rec[c].to_numpy()
+        if c in _BY_VOLUME or c in _EVENLY or c.startswith("size_"):
+            w = np.full((r, n), 1.0 / n) if c in _EVENLY else vol_w
+            rows[c] = _split_counts(v.astype(np.int64), w).ravel()
+        elif c in _TIMES:
+            rows[c] = (np.nan_to_num(v)[:, None] * time_w).ravel()
+        else:
+            rows[c] = np.repeat(v, n)
+    rows["actor"] = np.tile(ranks, r).astype(np.int32)
+    for c in _SHARED:
+        if c in rows:  # per rank now: no longer a reduced record
+            rows[c] = np.full(r * n, -1 if c.endswith("rank") else 0, rows[c].dtype)
+    return pd.DataFrame(rows, columns=rec.columns)
+
+
+def _total(rec: pd.DataFrame, what: str) -> np.ndarray:
+    if what == "bytes":
+        return (rec["bytes_read"] + rec["bytes_written"]).to_numpy(np.float64)
+    return np.nan_to_num(rec[list(_TIMES)].to_numpy(np.float64)).sum(axis=1)
+
+
+def _weights(rec: pd.DataFrame, what: str, fast: np.ndarray, slow: np.ndarray, n: int):
+    """Each rank's share of a record's ``what`` (bytes or time): the fastest and slowest
+    ranks' own, the others' the remainder evenly; rows sum to 1."""
+    total = _total(rec, what)
+    suffix = "_bytes" if what == "bytes" else "_time"
+    f = np.nan_to_num(rec[f"fastest_rank{suffix}"].to_numpy(np.float64))
+    s = np.nan_to_num(rec[f"slowest_rank{suffix}"].to_numpy(np.float64))
+    r = len(rec)
+    w = np.zeros((r, n))
+    idx = np.arange(r)
+    valid = (fast < n) & (slow < n)
+    named = np.where(fast == slow, 1, 2)  # one rank both fastest and slowest: counted once
+    rest = np.maximum(total - s - np.where(fast == slow, 0, f), 0.0)
+    others = np.maximum(n - named, 0)
+    w[:] = np.where(others > 0, rest / np.maximum(others, 1), 0.0)[:, None]
+    v = idx[valid]
+    w[v, fast[valid]] = f[valid]
+    w[v, slow[valid]] = s[valid]
+    sums = w.sum(axis=1, keepdims=True)
+    even = np.full((r, n), 1.0 / n)
+    return np.where(sums > 0, w / np.where(sums > 0, sums, 1), even)
+
+
+def _split_counts(total: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Whole numbers per (record, rank) in proportion to ``w`` that add up to ``total``
+    (largest remainders)."""
+    exact = total[:, None] * w
+    base = np.floor(exact).astype(np.int64)
+    short = total - base.sum(axis=1)
+    frac = exact - base
+    order = np.argsort(-frac, axis=1, kind="stable")
+    plus = np.zeros_like(base)
+    np.put_along_axis(plus, order, (np.arange(w.shape[1]) < short[:, None]).astype(np.int64), 1)
+    return base + plus

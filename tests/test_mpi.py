@@ -1,0 +1,172 @@
+"""MPI jobs' Darshan logs: files shared by all ranks, which Darshan reduces to one record
+(rank -1) keeping only the fastest and slowest rank's figures, and the MPI-IO layer.
+
+Expected values are worked out by hand in each test from the records it states."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import shared_fixture
+from factories import make_store
+
+from iosweep.analysis import AnalysisSettings, analyze_run
+from iosweep.trace.ingest import ingest
+
+MiB = 1 << 20
+
+
+def run(tmp_path: Path, store: Path) -> dict:
+    return analyze_run(store, tmp_path / "out", AnalysisSettings.from_dict({}))
+
+
+def ranks_table(tmp_path: Path) -> pd.DataFrame:
+    return pd.read_parquet(tmp_path / "out" / "ranks.parquet").set_index("rank")
+
+
+SHARED = {
+    "rank": -1,
+    "path": "/scratch/shared.dat",
+    "opens": 4,
+    "reads": 10,
+    "bytes_read": 1000 * MiB,
+    "max_byte_read": 1000 * MiB - 1,  # each rank reads a part of the 1000 MiB file
+    "read_time": 10.0,
+    "fastest_rank": 2,
+    "fastest_rank_bytes": 100 * MiB,
+    "fastest_rank_time": 1.0,
+    "slowest_rank": 1,
+    "slowest_rank_bytes": 400 * MiB,
+    "slowest_rank_time": 4.0,
+}
+
+
+def test_a_reduced_shared_record_is_handed_to_the_ranks(tmp_path):
+    # fastest rank 2: 100 MiB in 1 s; slowest rank 1: 400 MiB in 4 s; ranks 0 and 3 share
+    # the rest evenly: (1000 - 100 - 400) / 2 = 250 MiB, (10 - 1 - 4) / 2 = 2.5 s each
+    sm = run(tmp_path, make_store(tmp_path / "s", [], n_ranks=4, counters=[SHARED]))
+    r = ranks_table(tmp_path)
+    assert r["bytes_read"].tolist() == [250 * MiB, 400 * MiB, 100 * MiB, 250 * MiB]
+    assert r["io_time"].tolist() == pytest.approx([2.5, 4.0, 1.0, 2.5])
+    # 10 reads by bytes: 2.5, 4, 1, 2.5 -> whole numbers adding up to 10
+    assert r["reads"].sum() == 10 and r.loc[1, "reads"] == 4 and r.loc[2, "reads"] == 1
+    assert r["opens"].tolist() == [1, 1, 1, 1]
+    # rank 1's 4 s exceeds the median (2.5 s) by more than straggler_excess (0.5)
+    assert sm["imbalance"]["stragglers"] == [1]
+    assert sm["headline"]["bytes_read"] == 1000 * MiB
+    assert sm["trace"]["unattributed"]["records"] == 0
+    assert sm["trace"]["counter_records"] == 1
+    assert sm["trace"]["shared_records"] == {"records": 1, "spread": 1, "traced": 0, "ranks": 4}
+    assert any("fastest and the slowest rank" in x for x in sm["limitations"])
+    assert sm["access"]["other"]["read"] == "shared"
+
+
+def test_dxt_and_a_reduced_record_of_one_file_count_its_bytes_once(tmp_path):
+    # DXT stays per rank when Darshan reduces the counters: 2 ranks x 2 reads of 100 MiB;
+    # the reduced record counts those 4 reads plus one DXT did not keep (another 100 MiB)
+    segs = [
+        (r, "/scratch/shared.dat", "read", (2 * r + k) * 100 * MiB, 100 * MiB, k, k + 0.5)
+        for r in range(2)
+        for k in range(2)
+    ]
+    rec = {
+        **SHARED,
+        "opens": 2,
+        "reads": 5,
+        "bytes_read": 500 * MiB,
+        "max_byte_read": 500 * MiB - 1,
+        "read_time": 2.5,
+        "meta_time": 0.2,
+        "fastest_rank": 0,
+        "slowest_rank": 1,
+    }
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=2, counters=[rec]))
+    assert sm["headline"]["bytes_read"] == 500 * MiB  # not 900 MiB
+    assert sm["headline"]["reads"] == 5
+    r = ranks_table(tmp_path)
+    assert r["bytes_read"].tolist() == [200 * MiB, 200 * MiB]
+    assert r["io_time"].tolist() == pytest.approx([1.0, 1.0])
+    assert sm["trace"]["shared_records"] == {"records": 1, "spread": 0, "traced": 1, "ranks": 0}
+    assert sm["trace"]["unattributed"]["records"] == 0
+    assert not [i for i in sm["insights"] if "redundant" in i["id"]]
+
+
+@pytest.mark.parametrize("version", ["3.1.8", "3.2.1", "3.4.0", "3.4.7", "3.5.0"])
+def test_release_logs_give_every_rank_its_part_of_the_shared_file(tmp_path, version):
+    # mpi-io-test, 4 ranks, each writing then reading 16 MiB of one shared file (README);
+    # Darshan reduced it to one POSIX record
+    log = shared_fixture("darshan-logs/release_logs") / f"mpi-io-test-x86_64-{version}.darshan"
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / log.name).symlink_to(log)
+    ingest([tmp_path / "logs"], tmp_path / "store")
+    sm = run(tmp_path, tmp_path / "store")
+    r = ranks_table(tmp_path)
+    assert len(r) == 4
+    assert r["bytes_read"].tolist() == [16 * MiB] * 4
+    assert r["bytes_written"].tolist() == [16 * MiB] * 4
+    assert sm["headline"]["bytes_read"] == 64 * MiB
+    assert list(sm["access"].values()) == [{"read": "shared", "write": "shared"}]
+    assert sm["trace"]["shared_records"]["spread"] == 1
+
+
+def test_mpi_io_layer_of_mpi_io_test_is_what_the_application_printed(tmp_path):
+    # README of the log: 32 ranks, 4 iterations of 16 MiB blocks, independent (coll = 0);
+    # "Write: min_t = 2.686803, max_t = 7.584249, mean_t = 5.374464"
+    # "Read:  min_t = 0.813663, max_t = 2.657060, mean_t = 1.740801"; total_size 2 GiB
+    src = shared_fixture("darshan-logs/mpi_io_test_with_dxt")
+    ingest([src], tmp_path / "store")
+    sm = run(tmp_path, tmp_path / "store")
+    m = sm["mpiio"]
+    assert (m["source"], m["ranks"]) == ("dxt", 32)
+    assert m["write"]["time"] == pytest.approx(
+        {"min": 2.686803, "mean": 5.374464, "max": 7.584249}, abs=2e-4
+    )
+    assert m["read"]["time"] == pytest.approx(
+        {"min": 0.813663, "mean": 1.740801, "max": 2.657060}, abs=2e-4
+    )
+    assert (m["write"]["collective"], m["write"]["independent"]) == (0, 128)
+    assert m["write"]["bytes"] == m["read"]["bytes"] == 2 << 30
+    # the POSIX writes under them took about 0.03 s a rank: the time is above POSIX
+    assert m["write"]["posix_time"]["max"] < 0.05 and m["write"]["gap_mean"] > 5.3
+    # MPI-IO bytes are POSIX's too: read once, not twice
+    assert sm["headline"]["bytes_read"] == 2 << 30
+    # the straggler is the rank whose reads the application timed at max_t (2.657 s)
+    assert sm["imbalance"]["stragglers"] == [14]
+    fr = pd.read_parquet(tmp_path / "out" / "file_ranks.parquet")
+    shared = fr[fr["path"] == "/yellow/users/treddy/mpi_io_rough_work/test.out"]
+    assert shared["rank"].nunique() == 32
+    files = pd.read_parquet(tmp_path / "out" / "files.parquet").set_index("path")
+    f = files.loc["/yellow/users/treddy/mpi_io_rough_work/test.out"]
+    assert (f["n_ranks"], f["write_strategy"]) == (32, "shared-disjoint")
+
+
+@pytest.mark.parametrize("version", ["3.1.8", "3.5.0"])
+def test_reduced_mpi_io_record_gives_fastest_and_slowest_rank_times(tmp_path, version):
+    # PyDarshan's reading of the same log states the record's counters
+    import darshan
+
+    log = shared_fixture("darshan-logs/release_logs") / f"mpi-io-test-x86_64-{version}.darshan"
+    rep = darshan.DarshanReport(str(log), read_all=True)
+    c = rep.records["MPI-IO"].to_df()["counters"].iloc[0]
+    f = rep.records["MPI-IO"].to_df()["fcounters"].iloc[0]
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / log.name).symlink_to(log)
+    ingest([tmp_path / "logs"], tmp_path / "store")
+    m = run(tmp_path, tmp_path / "store")["mpiio"]
+    assert (m["source"], m["ranks"]) == ("counters", 4)
+    total = f["MPIIO_F_READ_TIME"] + f["MPIIO_F_WRITE_TIME"] + f["MPIIO_F_META_TIME"]
+    share = f["MPIIO_F_WRITE_TIME"] / total
+    assert m["write"]["time"] == pytest.approx(
+        {
+            "min": f["MPIIO_F_FASTEST_RANK_TIME"] * share,
+            "mean": f["MPIIO_F_WRITE_TIME"] / 4,
+            "max": f["MPIIO_F_SLOWEST_RANK_TIME"] * share,
+        }
+    )
+    assert m["write"]["collective"] == c["MPIIO_COLL_WRITES"]
+    assert m["write"]["ops"] == sum(
+        c[f"MPIIO_{k}_WRITES"] for k in ("INDEP", "COLL", "SPLIT", "NB")
+    )
+    assert m["read"]["bytes"] == c["MPIIO_BYTES_READ"] == 64 * MiB
