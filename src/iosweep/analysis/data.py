@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from iosweep.analysis.classify import classify_paths, matches
 from iosweep.analysis.intervals import merge
 from iosweep.analysis.settings import AnalysisSettings
-from iosweep.analysis.shared import SharedRecords, reduced, share_records
+from iosweep.analysis.shared import SHARED_COLUMNS, SharedRecords, reduced, share_records
 from iosweep.columns import numbers
 from iosweep.trace.schema import SIZE_BINS, Issue, RunMeta
 from iosweep.trace.store import open_store
@@ -51,12 +51,7 @@ COUNTER_COLUMNS = [
     *[f"size_write_{b}" for b in SIZE_BINS],
     "collective_reads",
     "collective_writes",
-    "fastest_rank",
-    "fastest_rank_bytes",
-    "fastest_rank_time",
-    "slowest_rank",
-    "slowest_rank_bytes",
-    "slowest_rank_time",
+    *SHARED_COLUMNS,
 ]
 
 

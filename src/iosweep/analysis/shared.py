@@ -26,7 +26,8 @@ _BY_VOLUME = ("reads", "writes", "bytes_read", "bytes_written")
 #: counts every rank makes about equally (each opens the shared file)
 _EVENLY = ("opens", "stats", "seeks", "fsyncs")
 _TIMES = ("read_time", "write_time", "meta_time")
-_SHARED = (
+#: what a reduced record keeps of its fastest and slowest rank (store columns)
+SHARED_COLUMNS = (
     "fastest_rank",
     "fastest_rank_bytes",
     "fastest_rank_time",
@@ -135,7 +136,7 @@ def _spread(rec: pd.DataFrame, n: int) -> pd.DataFrame:
         else:
             rows[c] = np.repeat(v, n)
     rows["actor"] = np.tile(ranks, r).astype(np.int32)
-    for c in _SHARED:
+    for c in SHARED_COLUMNS:
         if c in rows:  # per rank now: no longer a reduced record
             rows[c] = np.full(r * n, -1 if c.endswith("rank") else 0, rows[c].dtype)
     return pd.DataFrame(rows, columns=rec.columns)
