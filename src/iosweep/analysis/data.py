@@ -258,8 +258,9 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
     actor_kind = _actors(meta, seg, keep, cdf)
     shared = SharedRecords()
     if actor_kind == "rank":
-        n_ranks = len(meta.ranks) or len(np.unique(cdf["actor"][cdf["actor"] >= 0]))
-        cdf, shared = share_records(cdf, seg, keep, n_ranks)
+        # the job's ranks (not only those with I/O of their own) share a reduced record
+        job_ranks = len(meta.ranks) or len(np.unique(cdf["actor"][cdf["actor"] >= 0]))
+        cdf, shared = share_records(cdf, seg, keep, job_ranks)
     unattributed = _unattributed(seg, keep, cdf, issues) if actor_kind == "rank" else None
     ops = _kept_ops(seg, keep)
     excluded_ops = int(n_total - len(ops))
@@ -309,7 +310,7 @@ class MpiioLayer:
     """The MPI-IO layer, above POSIX: analysed on its own (its bytes are POSIX's too)."""
 
     ops: pd.DataFrame  # DXT_MPIIO: rank, op (READ/WRITE), length, start, end
-    records: pd.DataFrame  # MPI-IO counter records (rank -1: reduced shared record)
+    records: pd.DataFrame  # MPI-IO counter records, as ``counters`` (actor = the log's rank)
 
 
 def _mpiio_layer(
@@ -321,8 +322,8 @@ def _mpiio_layer(
     m = io & (seg["module"] == code)
     ops = pd.DataFrame({k: seg[k][m] for k in ("op", "length", "start", "end")})
     ops.insert(0, "rank", seg["actor"][m])
-    records = cdf[cdf["module"].to_numpy() == code].rename(columns={"actor": "rank"})
-    return MpiioLayer(ops, records.reset_index(drop=True))
+    records = cdf[cdf["module"].to_numpy() == code].reset_index(drop=True)
+    return MpiioLayer(ops, records)
 
 
 def _read_segments(

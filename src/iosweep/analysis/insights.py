@@ -277,7 +277,7 @@ def redundant_reads(c: Context) -> list[Insight]:
             ]
             uni = red["size"]
         else:  # bytes of unknown offsets are not known to repeat
-            uni = red["read_union"] + red.get("read_unplaced", 0)
+            uni = red["read_union"] + red["read_unplaced"]
         redundant = int((red["bytes_read"] - uni).clip(lower=0).sum())
         if len(red) and redundant >= s.redundant_read_min_bytes:
             nodes = summary.get("nodes", [])

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.data import READ, WRITE, MpiioLayer, RunData
-from iosweep.analysis.shared import reduced
+from iosweep.analysis.shared import record_time, reduced
 
 
 def analyze_mpiio(rd: RunData, posix_ranks: pd.DataFrame) -> dict[str, Any] | None:
@@ -33,7 +33,7 @@ def analyze_mpiio(rd: RunData, posix_ranks: pd.DataFrame) -> dict[str, Any] | No
         posix = _posix_times(posix_ranks, name)
         out[name] = {
             "ops": _ops(layer, d, name),
-            "bytes": _bytes(layer, d, name),
+            "bytes": _bytes(layer, d),
             "collective": int(layer.records[f"collective_{name}s"].clip(lower=0).sum()),
             "time": times,
             "posix_time": _stats(posix) if posix is not None else None,
@@ -44,18 +44,14 @@ def analyze_mpiio(rd: RunData, posix_ranks: pd.DataFrame) -> dict[str, Any] | No
         }
         ops = out[name]["ops"]
         out[name]["independent"] = max(ops - out[name]["collective"], 0)
-    seen = np.union1d(layer.ops["rank"][layer.ops["rank"] >= 0], _ranked(layer)["rank"])
+    seen = np.union1d(layer.ops["rank"][layer.ops["rank"] >= 0], _ranked(layer)["actor"])
     # a reduced record is every rank's
-    out["ranks"] = rd.n_ranks if reduced(_as_actor(layer.records)).any() else len(seen)
+    out["ranks"] = rd.n_ranks if reduced(layer.records).any() else len(seen)
     return out
 
 
-def _as_actor(records: pd.DataFrame) -> pd.DataFrame:
-    return records.rename(columns={"rank": "actor"})
-
-
 def _ranked(layer: MpiioLayer) -> pd.DataFrame:
-    return layer.records[layer.records["rank"] >= 0]
+    return layer.records[layer.records["actor"] >= 0]
 
 
 def _ops(layer: MpiioLayer, d: int, name: str) -> int:
@@ -63,7 +59,7 @@ def _ops(layer: MpiioLayer, d: int, name: str) -> int:
     return counted or int((layer.ops["op"] == d).sum())
 
 
-def _bytes(layer: MpiioLayer, d: int, name: str) -> int:
+def _bytes(layer: MpiioLayer, d: int) -> int:
     counted = int(layer.records["bytes_read" if d == READ else "bytes_written"].sum())
     return counted or int(layer.ops.loc[layer.ops["op"] == d, "length"].sum())
 
@@ -76,16 +72,16 @@ def _rank_times(layer: MpiioLayer, d: int, name: str, n_ranks: int) -> dict[str,
         return _stats(dur.groupby(ops["rank"]).sum().to_numpy())
     per_rank = _ranked(layer)
     if len(per_rank) and (per_rank[f"{name}s"] > 0).any():
-        t = per_rank[per_rank[f"{name}s"] > 0].groupby("rank")[f"{name}_time"].sum()
+        t = per_rank[per_rank[f"{name}s"] > 0].groupby("actor")[f"{name}_time"].sum()
         return _stats(t.to_numpy())
-    red = layer.records[reduced(_as_actor(layer.records))]
+    red = layer.records[reduced(layer.records)]
     red = red[red[f"{name}s"] > 0]
     if not len(red):
         return None
     # Darshan's fastest/slowest rank times count all of a rank's time on the file (reads,
     # writes, metadata): this direction's part of them in the record's proportions
-    total = red[["read_time", "write_time", "meta_time"]].fillna(0).sum(axis=1)
-    share = (red[f"{name}_time"] / total.where(total > 0)).fillna(0)
+    total = record_time(red)
+    share = np.nan_to_num(red[f"{name}_time"].to_numpy()) / np.where(total > 0, total, np.inf)
     return {
         "min": float((red["fastest_rank_time"] * share).min()),
         "mean": float(red[f"{name}_time"].sum()) / max(n_ranks, 1),

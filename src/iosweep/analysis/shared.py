@@ -76,14 +76,18 @@ def share_records(
     return cdf, out
 
 
+def _file_module(file: np.ndarray, module: np.ndarray) -> np.ndarray:
+    """One int64 key per (file, module) code pair, for records and segments alike."""
+    return file.astype(np.int64) << 16 | module.astype(np.int64)
+
+
 def _traced(
     cdf: pd.DataFrame, red: np.ndarray, seg: dict[str, np.ndarray], keep: np.ndarray
 ) -> np.ndarray:
     """Reduced records whose (file, module) has kept DXT segments of some rank."""
     ranked = keep & (seg["actor"] >= 0)
-    pairs = np.unique(seg["file"][ranked].astype(np.int64) << 16 | seg["module"][ranked])
-    key = cdf["file"].to_numpy(np.int64) << 16 | cdf["module"].to_numpy(np.int64)
-    return red & np.isin(key, pairs)
+    pairs = np.unique(_file_module(seg["file"][ranked], seg["module"][ranked]))
+    return red & np.isin(_file_module(cdf["file"].to_numpy(), cdf["module"].to_numpy()), pairs)
 
 
 def _subtract_segments(
@@ -92,9 +96,9 @@ def _subtract_segments(
     """The traced records less what their files' segments (all ranks) already count."""
     cdf = cdf.copy()
     rows = np.flatnonzero(traced)
-    key = cdf["file"].to_numpy(np.int64)[rows] << 16 | cdf["module"].to_numpy(np.int64)[rows]
+    key = _file_module(cdf["file"].to_numpy()[rows], cdf["module"].to_numpy()[rows])
     ukey, record_key = np.unique(key, return_inverse=True)
-    s_key = seg["file"].astype(np.int64) << 16 | seg["module"]
+    s_key = _file_module(seg["file"], seg["module"])
     take = keep & (seg["actor"] >= 0) & np.isin(s_key, ukey)
     at = np.searchsorted(ukey, s_key[take])
     length, op = seg["length"][take], seg["op"][take]
@@ -142,10 +146,16 @@ def _spread(rec: pd.DataFrame, n: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=rec.columns)
 
 
+def record_time(rec: pd.DataFrame) -> np.ndarray:
+    """Each record's read + write + metadata seconds: what Darshan's fastest/slowest rank
+    times measure."""
+    return np.nan_to_num(rec[list(_TIMES)].to_numpy(np.float64)).sum(axis=1)
+
+
 def _total(rec: pd.DataFrame, what: str) -> np.ndarray:
     if what == "bytes":
         return (rec["bytes_read"] + rec["bytes_written"]).to_numpy(np.float64)
-    return np.nan_to_num(rec[list(_TIMES)].to_numpy(np.float64)).sum(axis=1)
+    return record_time(rec)
 
 
 def _weights(rec: pd.DataFrame, what: str, fast: np.ndarray, slow: np.ndarray, n: int):

@@ -39,12 +39,10 @@ class TraceStore:
             return pq.read_table(f, columns=columns)
         have = set(pq.read_schema(f).names)
         t = pq.read_table(f, columns=[c for c in columns if c in have])
-        for c in columns:
-            if c not in have:
-                t = t.append_column(
-                    TABLES[name].field(c), pa.nulls(t.num_rows, TABLES[name].field(c).type)
-                )
-        return t.select(columns)
+        schema = TABLES[name]
+        return pa.table(
+            {c: t[c] if c in have else pa.nulls(t.num_rows, schema.field(c).type) for c in columns}
+        )
 
     @property
     def segments(self) -> pa.Table:

@@ -442,8 +442,8 @@ def _read_counters(h: _Handle, module: str, idx: int) -> dict[str, Any] | None:
     """Per-record counters of POSIX, STDIO or MPI-IO as columns (None if the module has no
     records)."""
     ctype, cmap, name = _COUNTER_SPECS[module]
-    prefix = h.cb.counter_names(module)[0].split("_")[0]  # MPI-IO's counters say MPIIO_
     cnames = {n: i for i, n in enumerate(h.cb.counter_names(module))}
+    prefix = next(iter(cnames)).split("_")[0]  # MPI-IO's counters say MPIIO_
     fnames = {n: i for i, n in enumerate(h.cb.fcounter_names(module))}
     ids, ranks, ints, floats = [], [], [], []
     try:
