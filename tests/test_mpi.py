@@ -13,7 +13,7 @@ from conftest import shared_fixture
 from factories import make_store
 
 from iosweep.analysis import AnalysisSettings, analyze_run
-from iosweep.trace.ingest import ingest
+from iosweep.trace.ingest import ingest, ingest_jobs
 
 MiB = 1 << 20
 
@@ -170,3 +170,79 @@ def test_reduced_mpi_io_record_gives_fastest_and_slowest_rank_times(tmp_path, ve
         c[f"MPIIO_{k}_WRITES"] for k in ("INDEP", "COLL", "SPLIT", "NB")
     )
     assert m["read"]["bytes"] == c["MPIIO_BYTES_READ"] == 64 * MiB
+
+
+# --- several jobs in one input ------------------------------------------------------------
+
+
+def _job_facts(log: Path) -> tuple[int, int]:
+    """(job id, nprocs) as PyDarshan reads them from the log's header."""
+    import darshan
+
+    with darshan.DarshanReport(str(log), read_all=False) as rep:
+        job = rep.metadata["job"]
+        return int(job["jobid"]), int(job["nprocs"])
+
+
+def test_logs_of_unrelated_jobs_become_one_store_per_job(tmp_path, capsys):
+    from iosweep.cli import main as cli
+
+    src = shared_fixture("darshan-logs/release_logs")
+    facts = sorted(_job_facts(f) for f in src.glob("*.darshan"))
+    # the README: five releases' runs of mpi-io-test with 4 processes each
+    assert len(facts) == 5 and {n for _, n in facts} == {4}
+    stores = ingest_jobs([src], tmp_path / "out")
+    assert sorted(int(p.name.rsplit("job", 1)[1]) for p, _ in stores) == [j for j, _ in facts]
+    for path, meta in stores:
+        assert path.parent == tmp_path / "out" and (path / "run.json").is_file()
+        assert [r.rank for r in meta.ranks] == [0, 1, 2, 3]
+        assert len({p.source for p in meta.processes}) == 1
+        (warning,) = [i for i in meta.issues if i.kind == "mixed-jobs"]
+        assert warning.severity == "warning" and "5 unrelated jobs" in warning.message
+        assert all(f"job id {j}" in warning.message for j, _ in facts)
+        # each job on its own: no run stretched over the years between the releases
+        assert meta.end - meta.start < 60
+    # no store at the top: analysing it there would merge the jobs again
+    assert not (tmp_path / "out" / "run.json").exists()
+    with pytest.raises(ValueError, match="5 different jobs"):
+        ingest([src], tmp_path / "single")
+
+    assert cli(["analyze", str(tmp_path / "out"), "-o", str(tmp_path / "an")]) == 0
+    assert len(list((tmp_path / "an" / "runs").iterdir())) == 5
+    sweep = pd.read_parquet(tmp_path / "an" / "sweep.parquet")
+    assert len(sweep) == 5
+    capsys.readouterr()
+
+
+def test_a_split_ingest_is_reused_and_replaced_when_its_logs_change(tmp_path, capsys):
+    from iosweep.cli import main as cli
+
+    src = shared_fixture("darshan-logs/release_logs")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for f in sorted(src.glob("*.darshan"))[:2]:
+        (logs / f.name).symlink_to(f)
+    out = tmp_path / "out"
+    assert cli(["ingest", str(logs), "-o", str(out)]) == 0
+    first = capsys.readouterr().out
+    assert "2 unrelated jobs" in first and first.count("wrote ") == 2
+    assert cli(["ingest", str(logs), "-o", str(out)]) == 0
+    assert capsys.readouterr().out.count("reused ") == 2
+    # one job left: a single store at the top; the job stores of before are gone
+    (logs / sorted(src.glob("*.darshan"))[1].name).unlink()
+    assert cli(["ingest", str(logs), "-o", str(out)]) == 0
+    assert (out / "run.json").is_file() and not (out / "jobs.json").exists()
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == []
+
+
+def test_non_mpi_logs_stay_one_job_beside_an_mpi_job(tmp_path):
+    # the 24 DLIO processes share one job; the MPI log beside them is a job of its own
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for rel in ("darshan-logs/dlio_logs", "darshan-logs/mpi_io_test_with_dxt"):
+        for f in shared_fixture(rel).glob("*.darshan"):
+            (logs / f.name).symlink_to(f)
+    stores = {p.name: meta for p, meta in ingest_jobs([logs], tmp_path / "out")}
+    assert set(stores) == {"processes", "mpi-io-test-job4373053"}
+    assert len(stores["processes"].processes) == 24
+    assert len(stores["mpi-io-test-job4373053"].ranks) == 32

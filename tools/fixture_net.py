@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from iosweep.analysis import analyze_run, analyze_sweep  # noqa: E402
 from iosweep.report import render_report  # noqa: E402
-from iosweep.trace.ingest import ingest  # noqa: E402
+from iosweep.trace.ingest import ingest_jobs  # noqa: E402
 
 GROUPS: dict[str, list[str]] = {
     "pytorch-darshan": [f"horovod-pytorch-mnist/darshan-np{n}" for n in (1, 2, 4)]
@@ -123,9 +123,14 @@ def _group(name: str, rels: list[str], shared: Path, out: Path) -> None:
                 continue
             run = rel.replace("/", "_")
             man = src / "manifest.json"
-            ingest([src], tmp / run / "store", manifest=man if man.exists() else None, run_id=run)
-            analyze_run(tmp / run / "store", tmp / run / "analysis")
-            analyses.append(tmp / run / "analysis")
+            # logs of several jobs (release_logs) give one store, and one run, per job
+            stores = ingest_jobs(
+                [src], tmp / run / "store", manifest=man if man.exists() else None, run_id=run
+            )
+            for store, meta in stores:
+                name_ = run if len(stores) == 1 else meta.run_id
+                analyze_run(store, tmp / name_ / "analysis")
+                analyses.append(tmp / name_ / "analysis")
         analyze_sweep(analyses, tmp / "sweep")
         html_file = render_report(analyses, tmp / "sweep", tmp / "report" / "report.html")
         g = out / name

@@ -1,7 +1,8 @@
 """``iosweep analyze INPUT... -o OUTDIR``: analyse trace stores, and compare them across the sweep.
 
-An INPUT is a trace store (a directory with ``run.json``) or an existing run analysis (a
-directory with ``summary.json``, or the file itself). With a single store and no ``--sweep``,
+An INPUT is a trace store (a directory with ``run.json``), an ingest output split into one
+store per job (``jobs.json``: each job is a run), or an existing run analysis (a directory
+with ``summary.json``, or the file itself). With a single store and no ``--sweep``,
 the run's analysis goes to OUTDIR. Otherwise every store is analysed into
 ``OUTDIR/runs/<run id>/`` and the sweep files (sweep.csv, scaling.json, ...) go to OUTDIR.
 One bad input never stops the others; the exit status is 1 if any failed.
@@ -10,6 +11,7 @@ One bad input never stops the others; the exit status is 1 if any failed.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import traceback
@@ -22,6 +24,7 @@ from iosweep.analysis.run import analyze_run
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.sweep import analyze_sweep, load_summary
 from iosweep.files import NoSpaceError
+from iosweep.trace.jobs import JOBS_JSON
 from iosweep.trace.store import open_store
 
 
@@ -68,6 +71,16 @@ def _safe_name(run_id: str, taken: set[str]) -> str:
     return name
 
 
+def _job_stores(path: Path) -> list[Path]:
+    """The per-job stores an ingest of several jobs wrote under ``path`` (jobs.json)."""
+    try:
+        labels = json.loads((path / JOBS_JSON).read_text())["jobs"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"iosweep analyze: {path / JOBS_JSON}: unreadable ({e})", file=sys.stderr)
+        return []
+    return [path / str(label) for label in labels]
+
+
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     out: Path = args.out
@@ -75,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
     for p in args.inputs:
         if (p / "run.json").is_file():
             stores.append(p)
+        elif (p / JOBS_JSON).is_file():  # an ingest that split its logs into jobs
+            jobs = _job_stores(p)
+            stores.extend(jobs)
+            failed += not jobs
         elif (p.is_dir() and (p / "summary.json").is_file()) or (
             p.is_file() and p.name.endswith(".json")
         ):

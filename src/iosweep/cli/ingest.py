@@ -7,6 +7,10 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from iosweep.trace.schema import RunMeta
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -98,12 +102,12 @@ def _readers_line(inputs_json: Path, reused: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from iosweep.trace.ingest import INPUTS_JSON, ingest
-    from iosweep.trace.store import open_store
+    from iosweep.trace.ingest import INPUTS_JSON, ingest_jobs
+    from iosweep.trace.jobs import JOBS_JSON
 
-    before = _stamp(args.out / INPUTS_JSON)
+    before = _stamp(args.out / INPUTS_JSON) or _stamp(args.out / JOBS_JSON)
     try:
-        meta = ingest(
+        stores = ingest_jobs(
             args.logdirs,
             args.out,
             manifest=args.manifest,
@@ -116,20 +120,39 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as e:
         print(f"iosweep ingest: {e}", file=sys.stderr)
         return 2
-    store = open_store(args.out)
+    listing = args.out / (INPUTS_JSON if len(stores) == 1 else JOBS_JSON)
+    reused = before is not None and _stamp(listing) == before
+    readers = _readers_line(listing, reused)
+    if len(stores) > 1:
+        print(
+            f"iosweep ingest: the logs are {len(stores)} unrelated jobs: one store each under "
+            f"{args.out} (`iosweep analyze {args.out}` compares them)\n{readers}"
+        )
+    failed = 0
+    for path, meta in stores:
+        logs = len({p.source for p in meta.processes})
+        line = readers if len(stores) == 1 else f"  logs: {logs}"
+        failed += _print_store(path, meta, line, reused, args.verbose)
+    return 1 if failed == len(stores) else 0
+
+
+def _print_store(path: Path, meta: RunMeta, logs_line: str, reused: bool, verbose: bool) -> int:
+    """What ingest made of one store; 1 when it holds no process (and should have)."""
+    from iosweep.trace.store import open_store
+
+    store = open_store(path)
     roles = Counter(p.role for p in meta.processes)
     ranks = sorted({p.rank for p in meta.processes if p.role == "rank" and p.rank >= 0})
     how = sorted({p.attributed_by for p in meta.processes if p.role == "rank"} - {""})
     hosts = sorted({p.host for p in meta.processes if p.host})
     sev = Counter(i.severity for i in meta.issues)
-    reused = before is not None and _stamp(args.out / INPUTS_JSON) == before
     out = [
-        f"iosweep ingest: {'reused' if reused else 'wrote'} {args.out} "
+        f"iosweep ingest: {'reused' if reused else 'wrote'} {path} "
         + ("(its logs are unchanged; --force rebuilds it) " if reused else "")
         + f"(run {meta.run_id}, status {meta.status}"
         + (", INCOMPLETE" if meta.incomplete else "")
         + ")",
-        _readers_line(args.out / INPUTS_JSON, reused),
+        logs_line,
         f"  processes: {len(meta.processes)} ("
         + ", ".join(f"{n} {r}" for r, n in sorted(roles.items()))
         + f"), tracer {meta.tracer or '-'}",
@@ -144,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     shown = (
         meta.issues
-        if args.verbose or not meta.processes
+        if verbose or not meta.processes
         else [i for i in meta.issues if i.severity == "error"]
     )
     by_kind = Counter(i.kind for i in meta.issues if i not in shown)
@@ -162,6 +185,6 @@ def run(args: argparse.Namespace) -> int:
     if not meta.processes and meta.tracer == "none":
         print("  untraced run (tracer none): no logs expected")
     elif not meta.processes:
-        print("iosweep ingest: no log could be ingested", file=sys.stderr)
+        print(f"iosweep ingest: {path}: no log could be ingested", file=sys.stderr)
         return 1
     return 0

@@ -30,10 +30,12 @@ import pyarrow.compute as pc
 
 from iosweep import memory
 from iosweep.files import write_json
+from iosweep.trace import jobs
 from iosweep.trace.dftracer import decode
 from iosweep.trace.logs import LogError, ProcessLog
 from iosweep.trace.schema import (
     STEPS,
+    TABLES,
     Issue,
     ProcessInfo,
     RankInfo,
@@ -41,7 +43,7 @@ from iosweep.trace.schema import (
     conform,
     empty_table,
 )
-from iosweep.trace.store import write_store
+from iosweep.trace.store import RUN_JSON, write_store
 
 DARSHAN_SUFFIXES = (".darshan",)
 DFTRACER_SUFFIXES = (".pfw", ".pfw.gz")
@@ -559,14 +561,18 @@ def inputs_fingerprint(files: list[Path], arguments: dict[str, Any]) -> dict[str
     return {"fingerprint": key, **doc}
 
 
-def _reusable(out: Path, fingerprint: dict[str, Any]) -> RunMeta | None:
-    """The store at ``out`` if it is complete and was built from exactly these inputs."""
-    try:
-        old = json.loads((out / INPUTS_JSON).read_text())
-        if old.get("fingerprint") == fingerprint["fingerprint"]:
-            return RunMeta.read(out / "run.json")
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+def _reusable(out: Path, fingerprint: dict[str, Any]) -> list[tuple[Path, RunMeta]] | None:
+    """The store(s) at ``out`` if complete and built from exactly these inputs: the store
+    itself (``inputs.json``), or one per job (``jobs.json``)."""
+    for listing in (out / INPUTS_JSON, out / jobs.JOBS_JSON):
+        try:
+            old = json.loads(listing.read_text())
+            if old.get("fingerprint") != fingerprint["fingerprint"]:
+                continue
+            dirs = [out / label for label in old["jobs"]] if "jobs" in old else [out]
+            return [(d, RunMeta.read(d / "run.json")) for d in dirs]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
     return None
 
 
@@ -595,6 +601,43 @@ def ingest(
     already at ``out`` that was built from the same files (paths, sizes, modification times),
     arguments and reader code is returned as it is (``inputs.json`` records them).
     ``workers`` processes read the logs (default: :func:`read_workers`).
+
+    Logs of several unrelated jobs (:mod:`iosweep.trace.jobs`) raise ValueError naming them:
+    :func:`ingest_jobs` writes one store per job instead.
+    """
+    stores = ingest_jobs(
+        inputs,
+        out,
+        manifest,
+        run_id,
+        isolate=isolate,
+        params=params,
+        reuse=reuse,
+        workers=workers,
+        split=False,
+    )
+    return stores[0][1]
+
+
+def ingest_jobs(
+    inputs: list[Path],
+    out: Path,
+    manifest: Path | None = None,
+    run_id: str | None = None,
+    *,
+    isolate: bool = False,
+    params: dict | None = None,
+    reuse: bool = True,
+    workers: int | None = None,
+    split: bool = True,
+) -> list[tuple[Path, RunMeta]]:
+    """Like :func:`ingest`, but logs of several jobs become one store per job.
+
+    With one job the store is ``out`` itself; with several, ``out/<job>/`` for each, listed
+    in ``out/jobs.json``, each with a ``mixed-jobs`` warning naming all of them. Logs that
+    could not be read belong to no known job: their errors go into every job's store.
+    Returns (store path, metadata) per job; with ``split`` False, several jobs raise
+    ValueError instead.
     """
     inputs = [Path(p) for p in inputs]
     out = Path(out)
@@ -612,9 +655,9 @@ def ingest(
     used = [e.path for e in entries] + unfinished + rank_files + ([manifest] if manifest else [])
     arguments = {"run_id": run_id, "isolate": isolate, "params": params or {}}
     fingerprint = inputs_fingerprint(used, arguments)
-    if reuse and (meta := _reusable(out, fingerprint)) is not None:
-        return meta
-    (out / INPUTS_JSON).unlink(missing_ok=True)
+    if reuse and (stores := _reusable(out, fingerprint)) is not None:
+        return stores
+    _clear_outputs(out)
     for p in unfinished:
         issues.append(
             Issue(
@@ -627,7 +670,111 @@ def ingest(
     ranks, rank_source = _collect_ranks(man, rank_files, issues)
     readers = _read_all(entries, isolate, issues, workers)
     read = [e for e in entries if e.log is not None]
+    # a manifest or rank files describe one run: its logs are never split
+    groups = jobs.group_jobs([e.plog for e in read]) if not (man or rank_files) and read else []
+    if len(groups) > 1:
+        if not split:
+            raise ValueError(
+                f"the logs come from {len(groups)} different jobs "
+                f"({jobs.describe([e.plog for e in read], groups)}): give each job's logs "
+                "separately, or use `iosweep ingest`, which writes one store per job"
+            )
+        return _ingest_split(
+            inputs,
+            out,
+            run_id,
+            params,
+            entries,
+            read,
+            groups,
+            issues,
+            {**fingerprint, "logs": len(entries), "read_processes": readers},
+        )
     issues.extend(_mixed_jobs(read))
+    meta = _build_store(
+        out, man, entries, ranks, rank_source, issues, inputs=inputs, run_id=run_id, params=params
+    )
+    # last: only a finished store is reused
+    write_json(out / INPUTS_JSON, {**fingerprint, "logs": len(entries), "read_processes": readers})
+    return [(out, meta)]
+
+
+def _ingest_split(
+    inputs: list[Path],
+    out: Path,
+    run_id: str | None,
+    params: dict | None,
+    entries: list[_Log],
+    read: list[_Log],
+    groups: list[tuple[str, list[int]]],
+    issues: list[Issue],
+    inputs_doc: dict[str, Any],
+) -> list[tuple[Path, RunMeta]]:
+    """One store per job under ``out``; ``jobs.json`` lists them (and lets them be reused)."""
+    base = run_id or (inputs[0].name if inputs else "run")
+    warning = Issue(
+        "logs",
+        "mixed-jobs",
+        f"the input holds logs of {len(groups)} unrelated jobs, ingested as {len(groups)} "
+        f"separate runs: {jobs.describe([e.plog for e in read], groups)}",
+        "warning",
+    )
+    read_paths = {str(e.path) for e in read}
+    # errors of logs that were not read (or not finished) may belong to any of the jobs
+    shared = [i for i in issues if i.source not in read_paths]
+    stores = []
+    for label, idx in groups:
+        job = [read[i] for i in idx]
+        own = {str(e.path) for e in job}
+        job_issues = [warning, *shared, *(i for i in issues if i.source in own)]
+        meta = _build_store(
+            out / label,
+            {},
+            job,
+            [],
+            "",
+            job_issues,
+            inputs=inputs,
+            run_id=f"{base}.{label}",
+            params=params,
+        )
+        stores.append((out / label, meta))
+    write_json(out / jobs.JOBS_JSON, {**inputs_doc, "jobs": [label for label, _ in groups]})
+    return stores
+
+
+def _clear_outputs(out: Path) -> None:
+    """Forget what an earlier ingest wrote to ``out``: its reuse record, and the per-job
+    stores of a split one (they would be analysed as if they were current)."""
+    (out / INPUTS_JSON).unlink(missing_ok=True)
+    listing = out / jobs.JOBS_JSON
+    try:
+        old = json.loads(listing.read_text()).get("jobs") or []
+    except (OSError, ValueError, AttributeError):
+        old = []
+    listing.unlink(missing_ok=True)
+    # a single store written here before: gone when its logs turn out to be several jobs
+    for name in (RUN_JSON, MERGED_DARSHAN, *(f"{t}.parquet" for t in TABLES)):
+        (out / name).unlink(missing_ok=True)
+    for label in old:
+        if isinstance(label, str) and label and "/" not in label and label not in (".", ".."):
+            shutil.rmtree(out / label, ignore_errors=True)
+
+
+def _build_store(
+    out: Path,
+    man: dict[str, Any],
+    entries: list[_Log],
+    ranks: list[RankInfo],
+    rank_source: str,
+    issues: list[Issue],
+    *,
+    inputs: list[Path],
+    run_id: str | None,
+    params: dict | None,
+) -> RunMeta:
+    """Attribute ``entries`` (read or not) to ranks, put them on one clock, write the store."""
+    read = [e for e in entries if e.log is not None]
     issues.extend(_attribute(entries, ranks, rank_source))
 
     # one clock: the manifest's start time, else the earliest log start
@@ -659,8 +806,6 @@ def ingest(
     if problem is not None:
         meta.issues.append(problem)
         meta.write(out / "run.json")
-    # last: only a finished store is reused
-    write_json(out / INPUTS_JSON, {**fingerprint, "logs": len(entries), "read_processes": readers})
     return meta
 
 

@@ -1,0 +1,71 @@
+"""Which logs belong to the same job, when logs of several jobs are given as one input.
+
+An MPI job leaves one Darshan log holding all its ranks, so two MPI logs are two jobs
+unless they share job id, executable and start time. Non-MPI logs cannot be split this way:
+a non-MPI Darshan process takes its own pid (or its forking parent's) as job id when no
+scheduler sets one, so the ranks of one local run carry different job ids; they stay
+together as one job, as do DFTracer traces. How the split stores are laid out is in
+``docs/data-model.md`` ("Several jobs in one input").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import PurePosixPath
+
+from iosweep.trace.logs import ProcessLog
+
+JOBS_JSON = "jobs.json"  # in an ingest output that holds one store per job
+PROCESSES_JOB = "processes"  # the label of the non-MPI logs' job
+
+
+def job_key(log: ProcessLog) -> tuple:
+    """Logs with equal keys are one job."""
+    if log.tracer == "darshan" and log.mpi:
+        return ("mpi", log.jobid, log.exe, round(log.start))
+    return ("processes",)
+
+
+def job_label(log: ProcessLog) -> str:
+    """A short, file-name-safe name for the job of ``log``: executable and job id."""
+    if job_key(log)[0] != "mpi":
+        return PROCESSES_JOB
+    words = log.exe.split()
+    exe = PurePosixPath(words[0]).name if words else "job"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", f"{exe}-job{log.jobid}") or "job"
+
+
+def group_jobs(logs: list[ProcessLog]) -> list[tuple[str, list[int]]]:
+    """(label, indices into ``logs``) per job, in order of the jobs' start; labels unique."""
+    groups: dict[tuple, list[int]] = {}
+    for i, log in enumerate(logs):
+        groups.setdefault(job_key(log), []).append(i)
+    ordered = sorted(groups.values(), key=lambda idx: min(logs[i].start for i in idx))
+    out: list[tuple[str, list[int]]] = []
+    taken: set[str] = set()
+    for idx in ordered:
+        base = label = job_label(logs[idx[0]])
+        n = 1
+        while label in taken:
+            n += 1
+            label = f"{base}-{n}"
+        taken.add(label)
+        out.append((label, idx))
+    return out
+
+
+def describe(logs: list[ProcessLog], jobs: list[tuple[str, list[int]]]) -> str:
+    """One clause per job for a message: label, job id, ranks and start (UTC)."""
+    parts = []
+    for label, idx in jobs:
+        first = logs[idx[0]]
+        if job_key(first)[0] != "mpi":
+            parts.append(f"{label}: {len(idx)} non-MPI process log(s)")
+            continue
+        when = dt.datetime.fromtimestamp(first.start, dt.UTC)
+        parts.append(
+            f"{label}: job id {first.jobid}, {first.nprocs} ranks, "
+            f"started {when:%Y-%m-%d %H:%M:%S} UTC"
+        )
+    return "; ".join(parts)
