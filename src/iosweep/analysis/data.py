@@ -159,10 +159,13 @@ class RunData:
     run_end: float
     excluded_ops: int  # segments dropped by exclude_pattern / modules
     excluded_io_ops: int  # of which reads and writes on excluded paths
+    excluded_records: int  # counter records of analysed modules on excluded paths
+    excluded_paths: list[str]  # up to 5 of the excluded paths the analysed modules touched
     other_layer_ops: dict[str, int]  # reads and writes of modules not analysed (e.g. MPIIO)
     unattributed: dict[str, int]  # I/O by processes not tied to any rank
     shared_records: SharedRecords = field(default_factory=SharedRecords)  # MPI reduced records
     mpiio: MpiioLayer | None = None  # the MPI-IO layer's operations and records, if any
+    layers: pd.DataFrame = field(default_factory=pd.DataFrame)  # every module's totals
     issues: list[Issue] = field(default_factory=list)  # found while loading
     cache: dict = field(default_factory=dict, repr=False)  # sorts and unions several steps reuse
 
@@ -246,13 +249,20 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
         keep &= ~bad_time
     # reads and writes left out: on excluded paths, and of modules not analysed (by name)
     io = op >= 0
-    excluded_io_ops = int((io & keep_module[module] & ~keep_path[path]).sum())
+    on_excluded = io & keep_module[module] & ~keep_path[path]
+    excluded_io_ops = int(on_excluded.sum())
+    excluded_files = np.unique(path[on_excluded])
     other = np.unique(module[io & ~keep_module[module]], return_counts=True)
     other_layer_ops = {modules.values[m]: int(n) for m, n in zip(*other, strict=True)}
     mpiio = _mpiio_layer(seg, cdf, modules, io & keep_path[path])
-    del module, path, op, io
+    layers = _layer_totals(seg, cdf, modules, io & keep_path[path], keep_path)
+    del module, path, op, io, on_excluded
 
-    c_keep = keep_module[cdf["module"].to_numpy()] & keep_path[cdf["file"].to_numpy()]
+    c_module = keep_module[cdf["module"].to_numpy()]
+    c_keep = c_module & keep_path[cdf["file"].to_numpy()]
+    # what the excluded paths took (a log of terminal output only: the tracer did work)
+    excluded_records = int((c_module & ~c_keep).sum())
+    excluded_files = np.union1d(excluded_files, cdf["file"].to_numpy()[c_module & ~c_keep])
     if not c_keep.all():
         cdf = cdf[c_keep].reset_index(drop=True)
     actor_kind = _actors(meta, seg, keep, cdf)
@@ -297,10 +307,13 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
         run_end=run_end,
         excluded_ops=excluded_ops,
         excluded_io_ops=excluded_io_ops,
+        excluded_records=excluded_records,
+        excluded_paths=[paths.values[int(f)] for f in excluded_files[:5]],
         other_layer_ops=other_layer_ops,
         unattributed=unattributed or {"ops": 0, "bytes": 0, "records": 0},
         shared_records=shared,
         mpiio=mpiio,
+        layers=layers,
         issues=issues,
     )
 
@@ -324,6 +337,49 @@ def _mpiio_layer(
     ops.insert(0, "rank", seg["actor"][m])
     records = cdf[cdf["module"].to_numpy() == code].reset_index(drop=True)
     return MpiioLayer(ops, records)
+
+
+def _layer_totals(
+    seg: dict[str, np.ndarray],
+    cdf: pd.DataFrame,
+    modules: StringCodes,
+    io: np.ndarray,
+    keep_path: np.ndarray,
+) -> pd.DataFrame:
+    """Per module, analysed or not, on the paths kept: records, ranks, reads, writes, bytes
+    and seconds; from its counter records, else (DFTracer, DXT alone) from its segments."""
+    c = cdf[keep_path[cdf["file"].to_numpy()]]
+    secs = c[["read_time", "write_time", "meta_time"]].fillna(0).clip(lower=0).sum(axis=1)
+    by = c.assign(time=secs).groupby("module")
+    counted = pd.DataFrame(
+        {
+            "records": by.size(),
+            **{k: by[k].sum() for k in ("reads", "writes", "bytes_read", "bytes_written")},
+            "time": by["time"].sum(),
+        }
+    )
+    rows = []
+    for code, name in enumerate(modules.values):
+        if code in counted.index:
+            rows.append({"module": name, **counted.loc[code].to_dict()})
+            continue
+        m = io & (seg["module"] == code)
+        if not m.any():
+            continue
+        op, length = seg["op"][m], seg["length"][m]
+        rows.append(
+            {
+                "module": name,
+                "records": 0,
+                "reads": int((op == READ).sum()),
+                "writes": int((op == WRITE).sum()),
+                "bytes_read": int(length[op == READ].sum()),
+                "bytes_written": int(length[op == WRITE].sum()),
+                "time": float((seg["end"][m] - seg["start"][m]).clip(min=0).sum()),
+            }
+        )
+    cols = ["module", "records", "reads", "writes", "bytes_read", "bytes_written", "time"]
+    return pd.DataFrame(rows, columns=cols)
 
 
 def _read_segments(
@@ -361,11 +417,14 @@ def _read_counters(
     :func:`_actors` decides), pid, and host, file and module as codes."""
     t = store.table("counters", columns=COUNTER_COLUMNS, missing_as_null=True)
     timed = ("_time", "_start", "_end")  # seconds, NaN where unknown; the rest are counts
+    # -1 where unknown: a rank number, and the furthest byte (DFS, DAOS and HDF5 keep none;
+    # 0 would say the file is one byte long)
+    unknown_is_minus_1 = ("_rank", "max_byte_read", "max_byte_written")
     cdf = pd.DataFrame(
         {
             c: numbers(t[c], np.float64, np.nan)
             if c.endswith(timed)
-            else numbers(t[c], np.int64, -1 if c.endswith("_rank") else 0)
+            else numbers(t[c], np.int64, -1 if c.endswith(unknown_is_minus_1) else 0)
             for c in COUNTER_COLUMNS[5:]
         }
     )

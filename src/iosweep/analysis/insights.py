@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from iosweep.analysis.layers import unanalysed_io
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.summary import Insight
 from iosweep.units import human_bytes
@@ -85,6 +86,44 @@ class Context:
 Rule = Callable[[Context], list[Insight]]
 
 
+def _io_left_out(summary: dict[str, Any], s: AnalysisSettings) -> Insight | None:
+    """Nothing analysed, but the tracer did record something: I/O at a layer outside
+    ``analysis.modules`` (a DAOS object-store job), or only on excluded paths (a job that
+    wrote to its terminal). Either way its tracer worked, unlike what ``no_io_recorded`` says."""
+    other = unanalysed_io(summary.get("layers") or [])
+    if other:
+        names = ", ".join(f"{x['name']} ({x['module']})" for x in other)
+        moved = sum(x["bytes_read"] + x["bytes_written"] for x in other)
+        return _mk(
+            "io_outside_analysed_layers",
+            "warn",
+            "I/O was recorded only outside the analysed layers",
+            f"The trace holds {human_bytes(moved)} of reads and writes at {names}, and none "
+            f"at the layers analysed ({', '.join(s.modules)}): the figures of this report "
+            "leave that I/O out",
+            {"bytes": (moved, "bytes"), "layers": (len(other), "count")},
+            f"Add {', '.join(x['module'] for x in other)} to analysis.modules to analyse it.",
+        )
+    trace = summary["trace"]
+    if trace.get("excluded_records") or trace.get("excluded_ops"):
+        paths = trace.get("excluded_paths") or []
+        return _mk(
+            "only_excluded_paths",
+            "info",
+            "Only excluded paths were touched",
+            "The tracer worked, but every file it recorded is one the analysis leaves out "
+            f"(exclude_pattern), e.g. {', '.join(paths[:3]) or 'terminal streams'}: the job "
+            "did no other file I/O",
+            {
+                "records": (trace.get("excluded_records", 0), "count"),
+                "operations": (trace.get("excluded_ops", 0), "count"),
+            },
+            "Nothing to do, unless the job's data live under one of those paths: then narrow "
+            "analysis.exclude_pattern.",
+        )
+    return None
+
+
 def no_io_or_truncated(c: Context) -> list[Insight]:
     """Nothing recorded at all; else truncated / incomplete trace."""
     out: list[Insight] = []
@@ -93,7 +132,9 @@ def no_io_or_truncated(c: Context) -> list[Insight]:
     trace = summary["trace"]
     errors = [i for i in summary["issues"] if i.get("severity", "error") == "error"]
     comp = trace.get("completeness")
-    if summary.get("analysis_status") == "empty":
+    if summary.get("analysis_status") == "empty" and (found := _io_left_out(summary, s)):
+        out.append(found)
+    elif summary.get("analysis_status") == "empty":
         out.append(
             _mk(
                 "no_io_recorded",

@@ -21,6 +21,7 @@ from iosweep.analysis.completeness import completeness_checks
 from iosweep.analysis.data import RunData, load_run
 from iosweep.analysis.epochs import op_epochs, placement, rank_windows
 from iosweep.analysis.insights import run_insights
+from iosweep.analysis.layers import analyze_layers
 from iosweep.analysis.metadata import analyze_metadata
 from iosweep.analysis.mpiio import analyze_mpiio
 from iosweep.analysis.overlap import analyze_overlap
@@ -234,6 +235,8 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
             "dxt_available": t.dxt_available,
             "completeness": t.completeness,
             "excluded_ops": rd.excluded_ops,
+            "excluded_records": rd.excluded_records,
+            "excluded_paths": rd.excluded_paths,
             "unattributed": rd.unattributed,
             "shared_records": sh.to_json(),
         },
@@ -266,6 +269,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     summary["volume"] = _volume(rd, ranks)
     summary["imbalance"] = _imbalance(ranks)
     summary["mpiio"] = analyze_mpiio(rd, ranks)
+    summary["layers"] = analyze_layers(rd)
     summary["headline"] = _headline(rd, summary, t, ranks)
     summary["insights"] = run_insights(summary, t.files, ranks, s)
     summary["headline"]["insights"] = len(summary["insights"])

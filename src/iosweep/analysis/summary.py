@@ -101,6 +101,8 @@ class Trace(_Model):
     dxt_available: bool
     completeness: float | None
     excluded_ops: int
+    excluded_records: int = 0  # counter records of analysed modules on excluded paths
+    excluded_paths: list[str] = []  # up to 5 of them (e.g. <STDOUT>)
     unattributed: dict[str, int | float]
     # MPI files reduced by Darshan to one record: records, spread (to ranks), traced, ranks
     shared_records: dict[str, int] = {}
@@ -540,6 +542,22 @@ class Mpiio(_Model):
     write: MpiioDirection
 
 
+class Layer(_Model):
+    """One I/O layer (Darshan module) of the trace, on the paths analysed; only the
+    ``analysed`` ones count in the volumes (the others carry the same bytes above or below)."""
+
+    module: str
+    name: str
+    level: Literal["library", "middleware", "file", "object store", "other"]
+    analysed: bool
+    records: int  # counter records (0: from DXT or DFTracer events)
+    reads: int
+    writes: int
+    bytes_read: int
+    bytes_written: int
+    time: float  # seconds in its calls, summed over records (read + write + metadata)
+
+
 class Imbalance(_Model):
     bytes: float | None
     bytes_cv: float | None = None
@@ -635,6 +653,7 @@ class RunSummary(_Model):
     volume: dict[str, Stat | None]
     imbalance: Imbalance
     mpiio: Mpiio | None = None
+    layers: list[Layer] = Field(default_factory=list)
     headline: dict[str, Any]  # flat metrics: one column each in the sweep table
     insights: list[Insight]
     ops_sample: OpsSample

@@ -74,6 +74,16 @@ CHECKPOINT_EVENTS = [
     Column("ranks", "ranks", num=True),
     Column("after_epoch", "after epoch", _or_missing, num=True),
 ]
+LAYERS = [
+    Column("name", "layer"),
+    Column("level", "level"),
+    Column("analysed", "in the figures", lambda v: "yes" if v else "no"),
+    Column("reads", "reads", fmt.number, num=True),
+    Column("writes", "writes", fmt.number, num=True),
+    Column("bytes_read", "read", fmt.human_bytes, num=True),
+    Column("bytes_written", "written", fmt.human_bytes, num=True),
+    Column("time", "time in calls", fmt.seconds, num=True),
+]
 PIPELINE_EPOCHS = [
     Column("epoch", "epoch", num=True),
     Column("epoch_time", "epoch time", fmt.seconds, num=True),
@@ -131,6 +141,7 @@ def section(ctx: Context, r: RunView) -> dict[str, Any]:
         ],
         "access": access_sentences(sm),
         "mpiio": _mpiio(sm),
+        "layers": _layers(sm),
         "pipeline": _pipeline(sm),
         "checkpoints": checkpoint_sentence(sm),
         "insights": [
@@ -202,6 +213,13 @@ def _mpiio(sm: RunSummary) -> list[str]:
     src = "DXT traces" if m.source == "dxt" else "Darshan's MPI-IO counters"
     out.append(f"From {src}, over {m.ranks} ranks; MPI-IO bytes are the POSIX bytes above.")
     return out
+
+
+def _layers(sm: RunSummary) -> Table | None:
+    """The trace's I/O layers, where there is more to them than the analysed file layers."""
+    if not any(x.level != "file" for x in sm.layers):
+        return None
+    return records_table(sm.layers, LAYERS)
 
 
 def _warnings(r: RunView) -> list[str]:

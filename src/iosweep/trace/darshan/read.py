@@ -408,6 +408,56 @@ _MPIIO_MAP = {
     **{f"size_read_{b}": (f"MPIIO_SIZE_READ_AGG_{b.upper()}",) for b in SIZE_BINS},
     **{f"size_write_{b}": (f"MPIIO_SIZE_WRITE_AGG_{b.upper()}",) for b in SIZE_BINS},
 }
+# Layers other than POSIX / STDIO / MPI-IO. HDF5 and PnetCDF sit above MPI-IO or POSIX (their
+# bytes are counted again below them); DFS is DAOS's file interface, a storage layer of its
+# own where a job reaches DAOS without POSIX; the DAOS module's object calls lie under DFS.
+_H5F_MAP: dict[str, tuple[str, ...]] = {"opens": ("H5F_OPENS",), "fsyncs": ("H5F_FLUSHES",)}
+_H5D_MAP: dict[str, tuple[str, ...]] = {
+    "opens": ("H5D_OPENS",),
+    "fsyncs": ("H5D_FLUSHES",),
+    "reads": ("H5D_READS",),
+    "writes": ("H5D_WRITES",),
+    "bytes_read": ("H5D_BYTES_READ",),
+    "bytes_written": ("H5D_BYTES_WRITTEN",),
+    **{f"size_read_{b}": (f"H5D_SIZE_READ_AGG_{b.upper()}",) for b in SIZE_BINS},
+    **{f"size_write_{b}": (f"H5D_SIZE_WRITE_AGG_{b.upper()}",) for b in SIZE_BINS},
+}
+_PNETCDF_FILE_MAP = {
+    "opens": ("PNETCDF_FILE_CREATES", "PNETCDF_FILE_OPENS"),
+    "fsyncs": ("PNETCDF_FILE_SYNCS",),
+    "bytes_read": ("PNETCDF_FILE_BYTES_READ",),
+    "bytes_written": ("PNETCDF_FILE_BYTES_WRITTEN",),
+}
+_PNETCDF_VAR_MAP = {
+    "opens": ("PNETCDF_VAR_OPENS",),
+    "reads": ("PNETCDF_VAR_INDEP_READS", "PNETCDF_VAR_COLL_READS", "PNETCDF_VAR_NB_READS"),
+    "writes": ("PNETCDF_VAR_INDEP_WRITES", "PNETCDF_VAR_COLL_WRITES", "PNETCDF_VAR_NB_WRITES"),
+    "collective_reads": ("PNETCDF_VAR_COLL_READS",),
+    "collective_writes": ("PNETCDF_VAR_COLL_WRITES",),
+    "bytes_read": ("PNETCDF_VAR_BYTES_READ",),
+    "bytes_written": ("PNETCDF_VAR_BYTES_WRITTEN",),
+}
+_DFS_MAP = {
+    "opens": ("DFS_OPENS", "DFS_GLOBAL_OPENS"),
+    "stats": ("DFS_STATS", "DFS_GET_SIZES"),
+    # DFS_NB_READS / _WRITES count the non-blocking ones among these again
+    "reads": ("DFS_READS", "DFS_READXS"),
+    "writes": ("DFS_WRITES", "DFS_WRITEXS"),
+    "bytes_read": ("DFS_BYTES_READ",),
+    "bytes_written": ("DFS_BYTES_WRITTEN",),
+    **{f"size_read_{b}": (f"DFS_SIZE_READ_{b.upper()}",) for b in SIZE_BINS},
+    **{f"size_write_{b}": (f"DFS_SIZE_WRITE_{b.upper()}",) for b in SIZE_BINS},
+}
+_DAOS_MAP = {
+    "opens": ("DAOS_OBJ_OPENS", "DAOS_ARRAY_OPENS", "DAOS_KV_OPENS"),
+    "stats": ("DAOS_ARRAY_STATS", "DAOS_ARRAY_GET_SIZES"),
+    "reads": ("DAOS_OBJ_FETCHES", "DAOS_ARRAY_READS", "DAOS_KV_GETS"),
+    "writes": ("DAOS_OBJ_UPDATES", "DAOS_ARRAY_WRITES", "DAOS_KV_PUTS"),
+    "bytes_read": ("DAOS_BYTES_READ",),
+    "bytes_written": ("DAOS_BYTES_WRITTEN",),
+    **{f"size_read_{b}": (f"DAOS_SIZE_READ_{b.upper()}",) for b in SIZE_BINS},
+    **{f"size_write_{b}": (f"DAOS_SIZE_WRITE_{b.upper()}",) for b in SIZE_BINS},
+}
 # what Darshan keeps of each rank when it reduces a file shared by all ranks to one record
 # (rank -1); iosweep keeps them for such records only
 _SHARED_SUFFIXES = {
@@ -430,20 +480,30 @@ _SHARED_FSUFFIXES = {
     "variance_rank_bytes": "F_VARIANCE_RANK_BYTES",
 }
 _ID_COLUMNS = ("rank", "host", "pid", "file_id", "path", "module", "source")
-# Darshan's module name -> (record type, column map, iosweep's module name)
-_COUNTER_SPECS = {
-    "POSIX": ("struct darshan_posix_file *", _POSIX_MAP, "POSIX"),
-    "STDIO": ("struct darshan_stdio_file *", _STDIO_MAP, "STDIO"),
-    "MPI-IO": ("struct darshan_mpiio_file *", _MPIIO_MAP, "MPIIO"),
+# Darshan's module name -> (record type, column map, iosweep's module name, counter prefix)
+_COUNTER_SPECS: dict[str, tuple[str, dict[str, tuple[str, ...]], str, str]] = {
+    "POSIX": ("struct darshan_posix_file *", _POSIX_MAP, "POSIX", "POSIX"),
+    "STDIO": ("struct darshan_stdio_file *", _STDIO_MAP, "STDIO", "STDIO"),
+    "MPI-IO": ("struct darshan_mpiio_file *", _MPIIO_MAP, "MPIIO", "MPIIO"),
+    "H5F": ("struct darshan_hdf5_file *", _H5F_MAP, "H5F", "H5F"),
+    "H5D": ("struct darshan_hdf5_dataset *", _H5D_MAP, "H5D", "H5D"),
+    "PNETCDF_FILE": (
+        "struct darshan_pnetcdf_file *",
+        _PNETCDF_FILE_MAP,
+        "PNETCDF_FILE",
+        "PNETCDF_FILE",
+    ),
+    "PNETCDF_VAR": ("struct darshan_pnetcdf_var *", _PNETCDF_VAR_MAP, "PNETCDF_VAR", "PNETCDF_VAR"),
+    "DFS": ("struct darshan_dfs_file *", _DFS_MAP, "DFS", "DFS"),
+    "DAOS": ("struct darshan_daos_object *", _DAOS_MAP, "DAOS", "DAOS"),
 }
 
 
 def _read_counters(h: _Handle, module: str, idx: int) -> dict[str, Any] | None:
-    """Per-record counters of POSIX, STDIO or MPI-IO as columns (None if the module has no
-    records)."""
-    ctype, cmap, name = _COUNTER_SPECS[module]
+    """Per-record counters of a module of :data:`_COUNTER_SPECS` as columns (None if the
+    module has no records)."""
+    ctype, cmap, name, prefix = _COUNTER_SPECS[module]
     cnames = {n: i for i, n in enumerate(h.cb.counter_names(module))}
-    prefix = next(iter(cnames)).split("_")[0]  # MPI-IO's counters say MPIIO_
     fnames = {n: i for i, n in enumerate(h.cb.fcounter_names(module))}
     ids, ranks, ints, floats = [], [], [], []
     try:
@@ -472,6 +532,8 @@ def _read_counters(h: _Handle, module: str, idx: int) -> dict[str, Any] | None:
         known = np.any([x >= 0 for x in vals[:1]], axis=0)
         cols[col] = np.ma.masked_array(v, mask=~known)
     for col, suffix in _FCOUNTERS.items():
+        if f"{prefix}_{suffix}" not in fnames:  # H5F / PNETCDF_FILE: no read or write time
+            continue
         v = f[:, fnames[f"{prefix}_{suffix}"]]
         cols[col] = np.ma.masked_array(v, mask=v < 0)
     shared = cols["rank"] < 0
@@ -481,8 +543,10 @@ def _read_counters(h: _Handle, module: str, idx: int) -> dict[str, Any] | None:
                 v = table[:, names[f"{prefix}_{suffix}"]]
                 cols[col] = np.ma.masked_array(v, mask=~shared | (v < 0))
     # never opened (only stat'ed, say) leaves the open timestamp at 0: unknown, not time 0
-    cols["open_start"].mask |= cols["opens"].filled(0) == 0
-    cols["close_end"].mask |= cols["close_end"].filled(0) <= 0
+    if "open_start" in cols:
+        cols["open_start"].mask |= cols["opens"].filled(0) == 0
+    if "close_end" in cols:
+        cols["close_end"].mask |= cols["close_end"].filled(0) <= 0
     for f in COUNTERS:  # what this module does not count (STDIO: stats, size bins) is null
         if f.name not in cols and f.name not in _ID_COLUMNS:
             dtype = np.float64 if pa.types.is_floating(f.type) else np.int64
@@ -509,7 +573,10 @@ def _counters_table(
         "host": pa.array([host_of_rank.get(int(r)) for r in rank], pa.string()),
         "pid": pa.array([pid_of_rank.get(int(r)) for r in rank], pa.int64()),
         "file_id": pa.array(ids),
-        "path": pa.array([names.get(int(i), f"<unknown record {i}>") for i in ids], pa.string()),
+        # DFS names a file relative to its container, and may leave it empty
+        "path": pa.array(
+            [names.get(int(i)) or f"<unnamed record {int(i):x}>" for i in ids], pa.string()
+        ),
         "module": pa.array(module.tolist(), pa.string()),
         "source": pa.array([source] * len(ids), pa.string()),
     }
@@ -520,6 +587,25 @@ def _counters_table(
             out[f.name] = pa.nulls(len(ids), f.type)
     t = pa.table({f.name: out[f.name] for f in COUNTERS})
     return t.cast(COUNTERS)
+
+
+def _check_region(h: _Handle, path: Path, module: str, idx: int) -> Issue | None:
+    """Decode every record of a module iosweep does not analyse (LUSTRE, HEATMAP, APMPI ...):
+    damage there must be found too, though the figures do not depend on it."""
+    n = 0
+    try:
+        for _ in h.records(idx, "void *"):
+            n += 1
+    except _RecordError:
+        h.reopen()  # see _read: the inflate stream stays broken after an error
+        return _issue(
+            path,
+            "corrupt",
+            f"the {module} data are damaged (libdarshan-util failed after {n} records); "
+            "iosweep does not analyse that module, and the modules it reads are intact",
+            "warning",
+        )
+    return None
 
 
 def _issue(path: Path, kind: str, message: str, severity: str = "error") -> Issue:
@@ -582,7 +668,11 @@ def _read(path: Path, layout: LogLayout, h: _Handle) -> ProcessLog:
     read_ok: list[str] = []
     for name in by_idx:
         m = mods[name]
-        if name in lost or (name not in _DXT_MODULES and name not in _COUNTER_SPECS):
+        if name in lost:
+            continue
+        if name not in _DXT_MODULES and name not in _COUNTER_SPECS:
+            if (problem := _check_region(h, path, name, m["idx"])) is not None:
+                issues.append(problem)
             continue
         try:
             if name in _DXT_MODULES:

@@ -43,7 +43,15 @@ struct darshan_mod_logutil_funcs {
     int (*log_put_record)(void *fd, void *buf);
 };
 extern struct darshan_mod_logutil_funcs posix_logutils;
+extern struct darshan_mod_logutil_funcs mpiio_logutils;
+extern struct darshan_mod_logutil_funcs hdf5_file_logutils;
+extern struct darshan_mod_logutil_funcs hdf5_dataset_logutils;
+extern struct darshan_mod_logutil_funcs pnetcdf_file_logutils;
+extern struct darshan_mod_logutil_funcs pnetcdf_var_logutils;
+extern struct darshan_mod_logutil_funcs stdio_logutils;
 extern struct darshan_mod_logutil_funcs dxt_posix_logutils;
+extern struct darshan_mod_logutil_funcs dfs_logutils;
+extern struct darshan_mod_logutil_funcs daos_logutils;
 void *darshan_log_create(const char *name, int comp_type, int partial_flag);
 int darshan_log_put_job(void *fd, struct darshan_job *job);
 int darshan_log_put_exe(void *fd, char *buf);
@@ -71,6 +79,33 @@ def _writer_lib():
     return _writer
 
 
+# Darshan module -> (its id, libdarshan-util's functions, PyDarshan's record type): the
+# writer must receive the modules in increasing id order
+_MODULES = {
+    "MPI-IO": (2, "mpiio_logutils", "struct darshan_mpiio_file"),
+    "H5F": (3, "hdf5_file_logutils", "struct darshan_hdf5_file"),
+    "H5D": (4, "hdf5_dataset_logutils", "struct darshan_hdf5_dataset"),
+    "PNETCDF_FILE": (5, "pnetcdf_file_logutils", "struct darshan_pnetcdf_file"),
+    "PNETCDF_VAR": (6, "pnetcdf_var_logutils", "struct darshan_pnetcdf_var"),
+    "STDIO": (9, "stdio_logutils", "struct darshan_stdio_file"),
+    "DFS": (16, "dfs_logutils", "struct darshan_dfs_file"),
+    "DAOS": (17, "daos_logutils", "struct darshan_daos_object"),
+}
+_POSIX_ID, _DXT_POSIX_ID = 1, 10
+
+
+@dataclass
+class CounterRecord:
+    """One counter record of a module other than POSIX, for :func:`write_darshan_log`:
+    the named counters are set, every other one is 0."""
+
+    module: str  # a key of _MODULES: "H5D", "DFS", "MPI-IO" ...
+    path: str
+    counters: dict[str, int]
+    fcounters: dict[str, float] | None = None
+    rank: int = 0
+
+
 @dataclass
 class DxtFile:
     """One file's trace for :func:`write_darshan_log`: its writes first, then its reads."""
@@ -93,14 +128,20 @@ def write_darshan_log(
     nprocs: int = 1,
     uid: int = 0,
     metadata: dict[str, str] | None = None,
+    records: list[CounterRecord] | None = None,
 ) -> Path:
     """Write a format-3.41 log (as darshan-runtime 3.5 does) with libdarshan-util's writer.
 
     The log holds the name records, one POSIX counter record (opens, reads, writes, bytes,
     timestamps, derived from the segments) and one DXT_POSIX record per file and rank.
-    This is for benchmarks and tests: darshan-runtime, which writes logs for real, needs
-    an instrumented process.
+    ``records`` adds counter records of other modules (HDF5, PnetCDF, MPI-IO, STDIO, DFS,
+    DAOS) as given. This is for benchmarks and tests: darshan-runtime, which writes logs for
+    real, needs an instrumented process.
     """
+    records = records or []
+    for r in records:
+        if r.module not in _MODULES:
+            raise ValueError(f"write_darshan_log: no writer for module {r.module!r}")
     ffi, lib = _writer_lib()
     cb = backend()  # counter names of the same library
     path = Path(path)
@@ -124,7 +165,8 @@ def write_darshan_log(
         ok &= lib.darshan_log_put_mounts(fd, mnt, 1) == 0
         # put_namehash walks the uthash table with HASH_ITER, which follows hlink.next only:
         # a linked list of refs is all the writer needs
-        ids = {f.path: zlib.crc32(f.path.encode()) + (1 << 40) for f in files}
+        names = [f.path for f in files] + [r.path for r in records]
+        ids = {p: zlib.crc32(p.encode()) + (1 << 40) for p in names}
         uniq = list(ids)
         refs = ffi.new("struct darshan_name_record_ref[]", max(len(uniq), 1))
         for i, p in enumerate(uniq):
@@ -136,7 +178,16 @@ def write_darshan_log(
             refs[i].hlink.next = ffi.addressof(refs[i + 1]) if i + 1 < len(uniq) else ffi.NULL
         if uniq:
             ok &= lib.darshan_log_put_namehash(fd, refs) == 0
-        # modules in increasing id order: POSIX (1) before DXT_POSIX (10)
+
+        # modules in increasing id order: POSIX (1), then MPI-IO ... STDIO (9), DXT_POSIX
+        # (10), then DFS and DAOS
+        def put_records(lo: int, hi: int) -> bool:
+            done = True
+            for r in sorted(records, key=lambda r: _MODULES[r.module][0]):
+                if lo < _MODULES[r.module][0] < hi:
+                    done &= _put_counter_record(cb, ffi, lib, fd, r, ids[r.path])
+            return done
+
         cn = {n: i for i, n in enumerate(cb.counter_names("POSIX"))}
         fn = {n: i for i, n in enumerate(cb.fcounter_names("POSIX"))}
         for f in files:
@@ -159,6 +210,7 @@ def write_darshan_log(
             fc[fn["POSIX_F_READ_TIME"]] = float(dur[w:].sum())
             fc[fn["POSIX_F_WRITE_TIME"]] = float(dur[:w].sum())
             ok &= lib.posix_logutils.log_put_record(fd, rec) == 0
+        ok &= put_records(_POSIX_ID, _DXT_POSIX_ID)
         head = ffi.sizeof("struct dxt_file_record")
         for f in files:
             n = len(f.segments)
@@ -170,8 +222,26 @@ def write_darshan_log(
             seg = np.frombuffer(ffi.buffer(buf + head, n * SEGMENT_DTYPE.itemsize), SEGMENT_DTYPE)
             seg[:] = f.segments
             ok &= lib.dxt_posix_logutils.log_put_record(fd, buf) == 0
+        ok &= put_records(_DXT_POSIX_ID, 1 << 30)
     finally:
         lib.darshan_log_close(fd)  # writes the header (region map, module versions)
     if not ok or not path.exists():
         raise OSError(f"{path}: libdarshan-util's writer reported an error (see stderr)")
     return path
+
+
+def _put_counter_record(cb, ffi, lib, fd, r: CounterRecord, rec_id: int) -> bool:
+    """Write one :class:`CounterRecord` through its module's put_record."""
+    _, funcs, ctype = _MODULES[r.module]
+    rec = cb.ffi.new(f"{ctype} *")  # PyDarshan's cdef knows every module's record layout
+    rec.base_rec.id, rec.base_rec.rank = rec_id, r.rank
+    c = np.frombuffer(cb.ffi.buffer(rec.counters), np.int64)
+    fc = np.frombuffer(cb.ffi.buffer(rec.fcounters), np.float64)
+    cn = {n: i for i, n in enumerate(cb.counter_names(r.module))}
+    fn = {n: i for i, n in enumerate(cb.fcounter_names(r.module))}
+    for name, v in r.counters.items():
+        c[cn[name]] = v
+    for name, fv in (r.fcounters or {}).items():
+        fc[fn[name]] = fv
+    ptr = ffi.cast("void *", int(cb.ffi.cast("uintptr_t", rec)))
+    return bool(getattr(lib, funcs).log_put_record(fd, ptr) == 0)
