@@ -5,6 +5,8 @@ Expected values are worked out by hand in each test from the records it states."
 
 from __future__ import annotations
 
+import html.parser
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -246,3 +248,56 @@ def test_non_mpi_logs_stay_one_job_beside_an_mpi_job(tmp_path):
     assert set(stores) == {"processes", "mpi-io-test-job4373053"}
     assert len(stores["processes"].processes) == 24
     assert len(stores["mpi-io-test-job4373053"].ranks) == 32
+
+
+# --- the words of an MPI job's report -----------------------------------------------------
+
+DL_WORDS = re.compile(
+    r"(?i)\b(training|trains?|epochs?|data ?loaders?|loader workers?|tfrecords?|webdataset|"
+    r"checkpoints?|datasets?|gpus?|accelerators?|batch(es)?|steps?|horovod|pytorch|tensorflow|"
+    r"frameworks?|samples?/s)"
+)
+
+
+class _Text(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        self._skip += tag in ("style", "script")
+
+    def handle_endtag(self, tag):
+        self._skip -= tag in ("style", "script")
+
+    def handle_data(self, data):
+        if not self._skip and data.strip():
+            self.lines.append(" ".join(data.split()))
+
+
+def test_the_report_of_mpi_jobs_speaks_no_deep_learning(tmp_path):
+    from iosweep.analysis import analyze_sweep
+    from iosweep.report import render_report
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for rel in ("darshan-logs/mpi_io_test_with_dxt", "darshan-logs/release_logs"):
+        for f in shared_fixture(rel).glob("*.darshan"):
+            (logs / f.name).symlink_to(f)
+    analyses = []
+    for store, _meta in ingest_jobs([logs], tmp_path / "stores"):
+        analyze_run(store, tmp_path / "an" / store.name, AnalysisSettings.from_dict({}))
+        analyses.append(tmp_path / "an" / store.name)
+    assert len(analyses) == 6
+    analyze_sweep(analyses, tmp_path / "sweep")
+    page = render_report(analyses, tmp_path / "sweep", tmp_path / "report.html").read_text()
+    # the provenance section prints the analysis settings as configured (its default file
+    # classes name checkpoints and datasets): words of the configuration, not of the report
+    body = page.split('<section id="provenance"')[0]
+    text = _Text()
+    text.feed(body)
+    said = [line for line in text.lines if DL_WORDS.search(line)]
+    assert not said, said
+    # and it does say what matters for them
+    assert "MPI-IO layer" in text.lines and "I/O layers" in text.lines

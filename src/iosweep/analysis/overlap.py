@@ -53,6 +53,8 @@ def analyze_overlap(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
             "no traced operations with times"
             if len(ops) == 0
             else "no step timestamps or compute events"
+            if rd.meta.params.get("framework")
+            else "no compute phases recorded"
         )
         return pd.DataFrame(columns=COLUMNS), {"available": False, "reason": why}
     comp = pd.concat(comp_parts, ignore_index=True).dropna()

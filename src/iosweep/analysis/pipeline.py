@@ -420,6 +420,9 @@ def analyze_pipeline(
         why = (
             "no step timestamps: the run has no manifest with steps (logs from elsewhere), so "
             "only the I/O is analysed, not whether training waited for it"
+            if rd.meta.params.get("framework")
+            else "the logs record no compute phases (an application's logs from elsewhere), so "
+            "only the I/O is analysed, not whether the computation waited for it"
         )
         return pd.DataFrame(columns=COLUMNS), {"available": False, "reason": why}
     t = rank_epoch_table(rd, op_epoch)

@@ -235,7 +235,7 @@ def _locate(s: np.ndarray, e: np.ndarray, win: pd.DataFrame) -> tuple[list[str],
     with searchsorted on their start and end times.
     """
     if win.empty:
-        return ["no step timestamps"] * len(s), [None] * len(s)
+        return ["not known"] * len(s), [None] * len(s)
     ep = win[win["step"] < 0].sort_values("start")
     st = win[win["step"] >= 0].sort_values("start")
     es, ee = ep["start"].to_numpy(np.float64), ep["end"].to_numpy(np.float64)

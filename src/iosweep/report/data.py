@@ -69,6 +69,14 @@ class RunView:
         return str(self.param("framework", "") or "")
 
     @property
+    def training(self) -> bool:
+        """A training job (a framework named, or training steps recorded); any other job (an
+        MPI application's logs) is described without deep-learning words."""
+        return (
+            bool(self.framework) or self.summary.placement.known or self.summary.pipeline.available
+        )
+
+    @property
     def tracer(self) -> str:
         """The tracer that ran (``auto`` resolved to Darshan or DFTracer)."""
         return str(self.summary.tracer or self.param("tracer", "") or "")

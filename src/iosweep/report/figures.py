@@ -22,10 +22,10 @@ SPATIAL_CAPTION = (
     "order, named above the first rank (up to 8 files): a shared file shows the same sub-columns for "
     "every rank, file-per-process a diagonal."
 )
+TEMPORAL_MARKS = "; shaded bands are epochs, dotted red lines checkpoints"  # training runs
 TEMPORAL_CAPTION = (
     "Top: operations over time per rank (rank 0 on top), coloured by size bin: reads just below a "
-    "rank's line, writes (triangles) just above; shaded bands are epochs, dotted red lines "
-    "checkpoints. Middle: the same operations in each rank's order, without the time axis, so a "
+    "rank's line, writes (triangles) just above{marks}. Middle: the same operations in each rank's order, without the time axis, so a "
     "burst that is one dot above can be read. Bottom: bytes moved per rank and time bin, every "
     "operation counted (not the sample)."
 )
@@ -41,8 +41,8 @@ OVERLAP_CAPTION = (
 )
 NODES_RUN_CAPTION = "Bytes moved and I/O time per node (host) of this run."
 SCALING_CAPTION = (
-    "One panel per metric against the number of ranks (log scale), one colour per framework; where "
-    "runs span several node counts each has its own line style. Markers are the mean over repeats, "
+    "One panel per metric against the number of ranks (log scale), one colour per series of runs; "
+    "where runs span several node counts each has its own line style. Markers are the mean over repeats, "
     "vertical bars the spread (min to max)."
 )
 NODES_CAPTION = (

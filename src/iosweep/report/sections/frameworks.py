@@ -62,7 +62,14 @@ def section(ctx: Context) -> dict[str, Any]:
         if r.has_io and r.framework:
             by_fw[r.framework].append(r)
     if len(by_fw) < 2:
-        return {"frameworks": sorted(by_fw), "figure": None, "rows": [], "point": None}
+        return {
+            "frameworks": sorted(by_fw),
+            "figure": None,
+            "rows": [],
+            "point": None,
+            # a report of applications' logs only (MPI jobs) has no frameworks to speak of
+            "shown": any(r.training for r in ctx.runs),
+        }
     common = set.intersection(*[{r.ranks for r in rs} for rs in by_fw.values()])
     ranks = max((x for x in common if x), default=None)
     chosen = []
@@ -76,6 +83,7 @@ def section(ctx: Context) -> dict[str, Any]:
         "rows": _rows(chosen),
         "heads": [r.label for r in chosen],
         "slugs": [r.slug for r in chosen],
+        "shown": True,
     }
 
 

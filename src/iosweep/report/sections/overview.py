@@ -278,7 +278,7 @@ def glance(ctx: Context) -> list[dict[str, Any]]:
         facts += _trend_sentences(ctx, fw)
         out.append(
             {
-                "framework": fw or "Jobs without a framework",
+                "framework": fw or "Applications",
                 "run": big.label,
                 "slug": big.slug,
                 "facts": facts,

@@ -15,6 +15,7 @@ from iosweep.report.figures import (
     SIZES_CAPTION,
     SPATIAL_CAPTION,
     TEMPORAL_CAPTION,
+    TEMPORAL_MARKS,
 )
 from iosweep.report.sections import Context
 from iosweep.report.sections.frameworks import epochs, hosts, marks, strategies
@@ -64,7 +65,7 @@ PHASES = [
     Column("bytes_written", "written", fmt.human_bytes, num=True),
     Column("ranks", "ranks", fmt.number, num=True),
     Column("main_class", "main class"),
-    Column("where", "where in training"),
+    Column("where", "where in the run"),
 ]
 CHECKPOINT_EVENTS = [
     Column("start", "start", fmt.seconds, num=True),
@@ -166,6 +167,7 @@ def section(ctx: Context, r: RunView) -> dict[str, Any]:
         "zero_files": 0,
         "file_tables": sm.file_tables,
         "open": False,
+        "training": r.training,
     }
     if not r.has_io:
         d["warnings"] = _warnings(r)
@@ -252,7 +254,8 @@ def _figures(ctx: Context, r: RunView) -> tuple[list, list[str]]:
             s, hosts(r), f"Temporal pattern: {r.label}", ctx.anon, epochs(r), marks(r),
             r.table("heatmap"),
         )  # fmt: skip
-        add(fig, "temporal", "Temporal pattern", TEMPORAL_CAPTION + suffix)
+        bands = TEMPORAL_MARKS if r.training else ""
+        add(fig, "temporal", "Temporal pattern", TEMPORAL_CAPTION.format(marks=bands) + suffix)
         notes += _sample_notes(r, s)
     elif not sm.trace.dxt_available:
         notes.append(

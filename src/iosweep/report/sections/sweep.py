@@ -13,9 +13,26 @@ from iosweep.report.sections import Context
 from iosweep.report.sections.overview import _int, series_name
 from iosweep.report.tables import Column, Table, py, records_table
 
+# sweep metrics of training runs only: an application's logs (an MPI job's) have none
+TRAINING_METRICS = frozenset(
+    {
+        "au",
+        "samples_per_s",
+        "wait_per_rank",
+        "read_bandwidth_per_rank",
+        "checkpoints",
+        "checkpoint_writers",
+        "checkpoint_duration_mean",
+        "exposed_io_time_max",
+        "exposed_share_max",
+    }
+)
+
 
 def section(ctx: Context) -> dict[str, Any]:
     df = ctx.sweep.table
+    if not any(r.training for r in ctx.runs):
+        df = df.drop(columns=[c for c in df.columns if c in TRAINING_METRICS])
     empty: dict[str, Any] = {
         "figures": [],
         "omitted": [],
@@ -23,6 +40,7 @@ def section(ctx: Context) -> dict[str, Any]:
         "trends": {},
         "overhead": Table(OVERHEAD, []),
     }
+    empty["training"] = any(r.training for r in ctx.runs)
     if df.empty or "ranks" not in df:
         return {**empty, "pipeline": pipeline_section(ctx)}
     figures, omitted = _figures(ctx, df)
@@ -33,6 +51,7 @@ def section(ctx: Context) -> dict[str, Any]:
         "table": metric_table(df),
         "trends": trend_table(ctx),
         "overhead": overhead_table(ctx),
+        "training": empty["training"],
     }
 
 
@@ -103,7 +122,11 @@ def _figures(ctx: Context, df: pd.DataFrame) -> tuple[list, list[str]]:
         if "analysis_status" in df
         else df
     )
-    panels, left = plots.drawable(ok, plots.panels_from(ctx.sweep.scaling.catalogue))
+    training = any(r.training for r in ctx.runs)
+    catalogue = [
+        m for m in ctx.sweep.scaling.catalogue if training or m.name not in TRAINING_METRICS
+    ]
+    panels, left = plots.drawable(ok, plots.panels_from(catalogue))
     figures = []
     series_cols = [c for c in ("framework", "tracer") if c in ok and ok[c].nunique() > 1] or (
         ["framework"] if "framework" in ok else []

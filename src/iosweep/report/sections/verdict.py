@@ -30,7 +30,7 @@ def workload(r: RunView) -> str:
 
 def group_name(framework: str, wl: str) -> str:
     names = {"imagenet": "ImageNet-style", "mnist": "MNIST"}
-    return f"{framework or 'Jobs without a framework'}" + (f" · {names.get(wl, wl)}" if wl else "")
+    return f"{framework or 'Applications'}" + (f" · {names.get(wl, wl)}" if wl else "")
 
 
 def where_io_happens(sm: RunSummary) -> str:
@@ -58,7 +58,7 @@ def where_io_happens(sm: RunSummary) -> str:
             )
             if b
         ]
-        parts = [" and ".join(moved) + " over the run (no training epochs to place it in)"]
+        parts = [" and ".join(moved) + " over the run"]
     share = (
         f", {fmt.share(pl.io_share_of_run)} of the run" if pl.io_share_of_run is not None else ""
     )
@@ -143,7 +143,7 @@ def section(ctx: Context) -> list[dict[str, Any]]:
                 if p.verdict
                 else "Whether training waits for its data: not known"
                 if fw
-                else "The I/O only: these logs record no training steps",
+                else "The I/O only: these logs record no compute phases",
                 "said": _verdicts_said(runs),
                 "text": (p.verdict.text[0].upper() + p.verdict.text[1:] + ".")
                 if p.verdict
@@ -151,8 +151,10 @@ def section(ctx: Context) -> list[dict[str, Any]]:
                 "where": where_io_happens(rep.summary),
                 "levers": (p.verdict.levers if p.verdict else []),
                 "trends": _levers(ctx, fw, wl),
+                # the pipeline's columns (AU, compute per epoch ...) mean nothing for an
+                # application's logs
                 "table": records_table([_row(r) for r in runs], RUNS)
-                if len(runs) > 1
+                if len(runs) > 1 and any(r.training for r in runs)
                 else Table(RUNS, []),
                 "au_label": p.au_label,
                 "has_verdict": p.verdict is not None,
