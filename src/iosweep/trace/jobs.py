@@ -20,16 +20,20 @@ JOBS_JSON = "jobs.json"  # in an ingest output that holds one store per job
 PROCESSES_JOB = "processes"  # the label of the non-MPI logs' job
 
 
+def _is_mpi_job(log: ProcessLog) -> bool:
+    return log.tracer == "darshan" and log.mpi
+
+
 def job_key(log: ProcessLog) -> tuple:
     """Logs with equal keys are one job."""
-    if log.tracer == "darshan" and log.mpi:
+    if _is_mpi_job(log):
         return ("mpi", log.jobid, log.exe, round(log.start))
     return ("processes",)
 
 
 def job_label(log: ProcessLog) -> str:
     """A short, file-name-safe name for the job of ``log``: executable and job id."""
-    if job_key(log)[0] != "mpi":
+    if not _is_mpi_job(log):
         return PROCESSES_JOB
     words = log.exe.split()
     exe = PurePosixPath(words[0]).name if words else "job"
@@ -60,7 +64,7 @@ def describe(logs: list[ProcessLog], jobs: list[tuple[str, list[int]]]) -> str:
     parts = []
     for label, idx in jobs:
         first = logs[idx[0]]
-        if job_key(first)[0] != "mpi":
+        if not _is_mpi_job(first):
             parts.append(f"{label}: {len(idx)} non-MPI process log(s)")
             continue
         when = dt.datetime.fromtimestamp(first.start, dt.UTC)

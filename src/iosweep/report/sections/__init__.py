@@ -28,6 +28,12 @@ class Context:
     problems: list[dict[str, str]]
     _samples: dict[str, plots.OpsSample | None] = field(default_factory=dict, repr=False)
 
+    @property
+    def training(self) -> bool:
+        """Whether any run is a training run; a report of applications' logs only (MPI jobs)
+        leaves out what only training runs have (pipeline, frameworks, checkpoints)."""
+        return any(r.training for r in self.runs)
+
     def sample(self, run: RunView) -> plots.OpsSample | None:
         """The analysis's sample of the run's operations (``ops_sample.parquet``)."""
         if run.slug not in self._samples:

@@ -68,7 +68,7 @@ def section(ctx: Context) -> dict[str, Any]:
             "rows": [],
             "point": None,
             # a report of applications' logs only (MPI jobs) has no frameworks to speak of
-            "shown": any(r.training for r in ctx.runs),
+            "shown": ctx.training,
         }
     common = set.intersection(*[{r.ranks for r in rs} for rs in by_fw.values()])
     ranks = max((x for x in common if x), default=None)

@@ -31,7 +31,7 @@ TRAINING_METRICS = frozenset(
 
 def section(ctx: Context) -> dict[str, Any]:
     df = ctx.sweep.table
-    if not any(r.training for r in ctx.runs):
+    if not ctx.training:
         df = df.drop(columns=[c for c in df.columns if c in TRAINING_METRICS])
     empty: dict[str, Any] = {
         "figures": [],
@@ -40,7 +40,7 @@ def section(ctx: Context) -> dict[str, Any]:
         "trends": {},
         "overhead": Table(OVERHEAD, []),
     }
-    empty["training"] = any(r.training for r in ctx.runs)
+    empty["training"] = ctx.training
     if df.empty or "ranks" not in df:
         return {**empty, "pipeline": pipeline_section(ctx)}
     figures, omitted = _figures(ctx, df)
@@ -122,9 +122,8 @@ def _figures(ctx: Context, df: pd.DataFrame) -> tuple[list, list[str]]:
         if "analysis_status" in df
         else df
     )
-    training = any(r.training for r in ctx.runs)
     catalogue = [
-        m for m in ctx.sweep.scaling.catalogue if training or m.name not in TRAINING_METRICS
+        m for m in ctx.sweep.scaling.catalogue if ctx.training or m.name not in TRAINING_METRICS
     ]
     panels, left = plots.drawable(ok, plots.panels_from(catalogue))
     figures = []
