@@ -841,7 +841,8 @@ def test_imbalance_rule_fires_on_the_spread_it_reports():
     from iosweep.analysis.insights import imbalance
 
     # bytes per rank 10, 10, 10, 4: (max - min) / max = 6 / 10 = 0.6 > 0.3 (the default)
-    fired = imbalance(_ctx(imbalance={"bytes": 0.6, "io_time": 0.05, "stragglers": []}))
+    imb = {"bytes": 0.6, "bytes_max": 10e6, "io_time": 0.05, "stragglers": []}
+    fired = imbalance(_ctx(imbalance=imb))
     assert [i.id for i in fired] == ["imbalance"]
     assert fired[0].numbers == {"bytes_spread": 0.6, "stragglers": [], "threshold_share": 0.3}
     assert fired[0].units == {
@@ -850,7 +851,50 @@ def test_imbalance_rule_fires_on_the_spread_it_reports():
         "threshold_share": "share",
     }
     # exactly at the threshold does not fire (strictly above it does)
-    assert imbalance(_ctx(imbalance={"bytes": 0.3, "io_time": None, "stragglers": []})) == []
+    assert imbalance(_ctx(imbalance={**imb, "bytes": 0.3, "io_time": None})) == []
+
+
+@pytest.mark.parametrize("busiest, fires", [(1048575, False), (1048576, True)])
+def test_imbalance_of_bytes_needs_a_mebibyte_on_the_busiest_rank(busiest, fires):
+    # a 100% spread of 12.9 kB of terminal output (an APMPI log) is noise:
+    # imbalance_min_bytes = 1 MiB on the busiest rank
+    from iosweep.analysis.insights import imbalance
+
+    imb = {"bytes": 1.0, "bytes_max": busiest, "io_time": None, "stragglers": []}
+    assert bool(imbalance(_ctx(imbalance=imb))) is fires
+
+
+def test_collective_io_through_aggregators_is_not_an_imbalance():
+    # 4 ranks, 1 of them doing the file I/O under 64 collective MPI-IO writes: an info about
+    # aggregators, not a byte imbalance (the spread is collective buffering's design)
+    from iosweep.analysis.insights import imbalance
+
+    sections = {
+        "imbalance": {"bytes": 1.0, "bytes_max": 64e6, "io_time": None, "stragglers": []},
+        "mpiio": {"read": {"collective": 0}, "write": {"collective": 64}},
+    }
+    ctx = _ctx(**sections)
+    ctx.summary["ranks"]["with_io"] = 1
+    (ins,) = imbalance(ctx)
+    assert (ins.id, ins.severity) == ("mpiio_aggregators", "info")
+    assert "1 of 4 ranks do the file I/O under 64 collective" in ins.message
+    ctx.summary["ranks"]["with_io"] = 4  # every rank writes: the spread is an imbalance
+    assert [i.id for i in imbalance(ctx)] == ["imbalance"]
+
+
+@pytest.mark.parametrize(
+    "independent, ops, fires",
+    [(1000, 1000, False), (1001, 2002, False), (1001, 2001, True), (1001, 1001, True)],
+)
+def test_independent_mpiio_boundary(independent, ops, fires):
+    # Drishti's: more than half of a direction's MPI-IO calls independent, and more than 1000
+    from iosweep.analysis.insights import mpiio_independent
+
+    mpiio = {"write": {"ops": ops, "independent": independent, "collective": ops - independent}}
+    fired = mpiio_independent(_ctx(mpiio=mpiio))
+    assert [i.id for i in fired] == (["mpiio_independent"] if fires else [])
+    if fires:
+        assert f"{independent:,} of {ops:,} MPI-IO writes" in fired[0].message
 
 
 def test_single_rank_checkpoint_rule_names_the_writer():
@@ -957,6 +1001,16 @@ def test_straggler_boundary(tmp_path, slow, straggler):
     segs = [(r, f"/data/s{r}", "read", 0, 100, 10.0, 10.0 + t) for r, t in enumerate([1, 1, slow])]
     sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=3))
     assert sm["imbalance"]["stragglers"] == ([2] if straggler else [])
+
+
+def test_stragglers_are_judged_against_the_ranks_doing_io(tmp_path):
+    # ranks 0 and 1 do no I/O, ranks 2 and 3 one second each: the median rank (0.5 s) would
+    # make both "stragglers" (MPI-IO aggregators look like this); among the ranks doing I/O
+    # neither is slower than the other
+    segs = [(r, f"/data/s{r}", "read", 0, 100, 10.0, 11.0) for r in (2, 3)]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=4))
+    assert sm["imbalance"]["stragglers"] == []
+    assert sm["ranks"]["with_io"] == 2
 
 
 @pytest.mark.parametrize("fast, fires", [(0.75, False), (0.7421875, True)])

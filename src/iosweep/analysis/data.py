@@ -322,7 +322,7 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
 class MpiioLayer:
     """The MPI-IO layer, above POSIX: analysed on its own (its bytes are POSIX's too)."""
 
-    ops: pd.DataFrame  # DXT_MPIIO: rank, op (READ/WRITE), length, start, end
+    ops: pd.DataFrame  # DXT_MPIIO: rank, file, op (READ/WRITE), length, start, end
     records: pd.DataFrame  # MPI-IO counter records, as ``counters`` (actor = the log's rank)
 
 
@@ -333,7 +333,7 @@ def _mpiio_layer(
         return None
     code = modules.values.index("MPIIO")
     m = io & (seg["module"] == code)
-    ops = pd.DataFrame({k: seg[k][m] for k in ("op", "length", "start", "end")})
+    ops = pd.DataFrame({k: seg[k][m] for k in ("file", "op", "length", "start", "end")})
     ops.insert(0, "rank", seg["actor"][m])
     records = cdf[cdf["module"].to_numpy() == code].reset_index(drop=True)
     return MpiioLayer(ops, records)

@@ -422,6 +422,61 @@ def single_rank_checkpoint(c: Context) -> list[Insight]:
     return out
 
 
+def _aggregators(c: Context) -> Insight | None:
+    """Collective MPI-IO with only some ranks doing file I/O: the ranks that do are
+    MPI-IO's aggregators, and the spread of bytes across ranks is its design, not a fault."""
+    m = c.summary.get("mpiio") or {}
+    collective = sum(int((m.get(d) or {}).get("collective") or 0) for d in ("read", "write"))
+    with_io = int(c.summary["ranks"].get("with_io") or 0)
+    if not collective or not 0 < with_io < c.n_ranks:
+        return None
+    return _mk(
+        "mpiio_aggregators",
+        "info",
+        "Collective I/O through aggregator ranks",
+        f"{with_io} of {c.n_ranks} ranks do the file I/O under {collective:,} collective MPI-IO "
+        "calls: MPI-IO's collective buffering aggregators; the others send them their data",
+        {"ranks_with_io": (with_io, "ranks"), "collective": (collective, "count")},
+        "The number of aggregators is the cb_nodes hint (romio_cb_read/romio_cb_write turn "
+        "collective buffering on or off); more aggregators spread the file I/O.",
+    )
+
+
+def mpiio_independent(c: Context) -> list[Insight]:
+    """Independent MPI-IO where collective calls would let MPI-IO merge the ranks' requests
+    (Drishti: more than half of a direction's MPI-IO calls, and more than 1000)."""
+    out: list[Insight] = []
+    m = c.summary.get("mpiio") or {}
+    s = c.settings
+    for name in ("read", "write"):
+        d = m.get(name) or {}
+        ops, indep = int(d.get("ops") or 0), int(d.get("independent") or 0)
+        if not ops or indep <= s.mpiio_independent_min_count:
+            continue
+        share = indep / ops
+        if share <= s.mpiio_independent_share:
+            continue
+        out.append(
+            _mk(
+                "mpiio_independent",
+                "warn",
+                f"Independent MPI-IO {name}s",
+                f"{indep:,} of {ops:,} MPI-IO {name}s ({share:.1%}) are independent calls",
+                {
+                    "op": (name, "text"),
+                    "independent": (indep, "count"),
+                    "ops": (ops, "count"),
+                    "share": (share, "share"),
+                    "threshold_share": (s.mpiio_independent_share, "share"),
+                },
+                f"Use collective {name}s (MPI_File_{name}_all, MPI_File_{name}_at_all) so that "
+                "MPI-IO can merge the ranks' requests, with one aggregator per compute node "
+                "(the cb_nodes hint).",
+            )
+        )
+    return out
+
+
 def imbalance(c: Context) -> list[Insight]:
     """Imbalance and stragglers."""
     out: list[Insight] = []
@@ -429,9 +484,17 @@ def imbalance(c: Context) -> list[Insight]:
     s = c.settings
     n_ranks = c.n_ranks
     imb = summary.get("imbalance", {})
+    aggregators = _aggregators(c)
+    if aggregators:
+        out.append(aggregators)
     if n_ranks > 1 and imb:
         fired = {}
-        if imb.get("bytes") is not None and imb["bytes"] > s.imbalance_share:
+        if (
+            imb.get("bytes") is not None
+            and imb["bytes"] > s.imbalance_share
+            and (imb.get("bytes_max") or 0) >= s.imbalance_min_bytes
+            and not aggregators
+        ):
             fired["bytes_spread"] = (imb["bytes"], "share")
         if (
             imb.get("io_time") is not None
@@ -581,6 +644,7 @@ RULES: list[Rule] = [
     redundant_reads,
     file_per_process_at_scale,
     single_rank_checkpoint,
+    mpiio_independent,
     imbalance,
     io_bound,
     exposed_io,

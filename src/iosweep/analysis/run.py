@@ -268,7 +268,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     summary["run_meta"] = _run_meta(meta)
     summary["volume"] = _volume(rd, ranks)
     summary["imbalance"] = _imbalance(ranks)
-    summary["mpiio"] = analyze_mpiio(rd, ranks)
+    summary["mpiio"] = analyze_mpiio(rd, ranks, t.file_rank)
     summary["layers"] = analyze_layers(rd)
     summary["headline"] = _headline(rd, summary, t, ranks)
     summary["insights"] = run_insights(summary, t.files, ranks, s)
@@ -504,6 +504,7 @@ def _imbalance(ranks: pd.DataFrame) -> dict[str, Any]:
     return {
         "bytes": spread(b),
         "bytes_cv": float(b.std() / b.mean()) if b.mean() > 0 else None,
+        "bytes_max": float(b.max()),
         "io_time": spread(tm),
         "io_time_max": float(tm.max()),
         "io_time_median": float(np.median(tm)),

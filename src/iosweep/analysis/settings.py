@@ -51,6 +51,11 @@ class AnalysisSettings:
     rank0_checkpoint_min_ranks: int = field(default_factory=_default("rank0_checkpoint_min_ranks"))
     imbalance_share: float = field(default_factory=_default("imbalance_share"))
     imbalance_min_io_time_s: float = field(default_factory=_default("imbalance_min_io_time_s"))
+    imbalance_min_bytes: int = field(default_factory=_default("imbalance_min_bytes"))
+    mpiio_independent_share: float = field(default_factory=_default("mpiio_independent_share"))
+    mpiio_independent_min_count: int = field(
+        default_factory=_default("mpiio_independent_min_count")
+    )
     io_time_share: float = field(default_factory=_default("io_time_share"))
     exposed_io_share: float = field(default_factory=_default("exposed_io_share"))
     trace_completeness_min: float = field(default_factory=_default("trace_completeness_min"))

@@ -529,7 +529,7 @@ class MpiioDirection(_Model):
     collective: int  # MPI_File_*_all calls (from counters; 0 where only DXT)
     independent: int
     time: TimeStats | None  # seconds per rank in MPI-IO calls
-    posix_time: TimeStats | None  # the same ranks' seconds in POSIX calls, all files
+    posix_time: TimeStats | None  # the same ranks' seconds in POSIX calls on MPI-IO's files
     gap_mean: float | None  # mean MPI-IO time less mean POSIX time
 
 
@@ -561,6 +561,7 @@ class Layer(_Model):
 class Imbalance(_Model):
     bytes: float | None
     bytes_cv: float | None = None
+    bytes_max: float | None = None  # the busiest rank's bytes
     io_time: float | None
     io_time_max: float | None = None
     io_time_median: float | None = None

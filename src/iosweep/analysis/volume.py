@@ -573,11 +573,12 @@ def _ranks_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
     r["bandwidth"] = np.divide(moved, t, out=np.zeros(len(r)), where=t > 0)
     rt = rd.run_time
     r["io_share"] = r["io_time"] / rt if rt > 0 else 0.0
-    med = float(np.median(t)) if len(t) else 0.0
+    # The median of the ranks that do I/O: where MPI-IO's aggregators do all of it, the
+    # median rank does none, and every aggregator would be a "straggler".
+    doing_io = t[t > 0]
+    med = float(np.median(doing_io)) if len(doing_io) > 1 else np.inf
     s = rd.settings
-    r["straggler"] = (
-        (t > med * (1 + s.straggler_excess)) & (t >= s.straggler_min_io_time_s) & (len(t) > 1)
-    )
+    r["straggler"] = (t > med * (1 + s.straggler_excess)) & (t >= s.straggler_min_io_time_s)
     return r.reset_index()
 
 

@@ -207,9 +207,10 @@ def _mpiio(sm: RunSummary) -> list[str]:
                 f"{fmt.seconds(t.mean)}, max {fmt.seconds(t.max)}"
             )
         if d.posix_time and d.gap_mean is not None:
-            line += (
-                f"; in the POSIX calls under them: mean {fmt.seconds(d.posix_time.mean)} "
+            line += f"; in the POSIX calls under them: mean {fmt.seconds(d.posix_time.mean)} " + (
                 f"(MPI-IO adds {fmt.seconds(d.gap_mean)} a rank)"
+                if d.gap_mean >= 0
+                else "(longer than the MPI-IO calls: the two layers' timers disagree)"
             )
         out.append(line)
     src = "DXT traces" if m.source == "dxt" else "Darshan's MPI-IO counters"
