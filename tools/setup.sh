@@ -3,6 +3,8 @@
 #   - Debian packages: Open MPI (+ headers), cmake, g++ (only the missing ones);
 #   - .venv with the pinned Python stack (requirements.txt) and iosweep itself;
 #   - Horovod 0.28.1 built for PyTorch (MPI + Gloo), wheel cached outside the repo;
+#   - .venv-tools with Darshan's analysis tools (drishti-io, dxt-explorer: the tests open
+#     merged logs with them);
 #   - with --with-tensorflow (or IOSWEEP_WITH_TF=1): .venv-tf with tensorflow-cpu 2.15.1
 #     and its own Horovod build, also cached.
 # Running it again redoes nothing that is already done.
@@ -140,6 +142,10 @@ pip_install_locked "$ROOT/.venv" iosweep --no-deps -e "$ROOT"
 build_horovod "$ROOT/.venv" "HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_TENSORFLOW=1" \
   "$CACHE/wheels/horovod-$HOROVOD_VERSION-torch$TORCH_VERSION-$PY_TAG" \
   "import horovod.torch as hvd; assert hvd.mpi_built() and hvd.gloo_built()"
+
+# Darshan's analysis tools (Drishti, DXT Explorer): what the tests open merged logs with
+make_venv "$ROOT/.venv-tools"
+pip_install_locked "$ROOT/.venv-tools" requirements -r "$ROOT/envs/requirements-tools.txt"
 
 if [[ "$WITH_TF" == 1 ]]; then
   make_venv "$ROOT/.venv-tf"

@@ -4,7 +4,7 @@
 plain directory of logs), reads each in isolation (a bad log becomes an :class:`Issue`, the
 others go on), ties every log to a rank and host, puts all times on one clock and writes
 the store with :func:`iosweep.trace.store.write_store`. How ranks, hosts and the clock are
-recovered, and what the optional ``merged.darshan`` loses, is in ``docs/data-model.md``
+recovered, and what ``merged.darshan`` holds, is in ``docs/data-model.md``
 ("Ingest and merge").
 """
 
@@ -16,7 +16,6 @@ import multiprocessing
 import os
 import re
 import shutil
-import subprocess
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -31,6 +30,7 @@ import pyarrow.compute as pc
 from iosweep import memory
 from iosweep.files import write_json
 from iosweep.trace import jobs
+from iosweep.trace.darshan.merge import MergeInput, write_merged_log
 from iosweep.trace.dftracer import decode
 from iosweep.trace.logs import LogError, ProcessLog
 from iosweep.trace.schema import (
@@ -503,37 +503,41 @@ def _steps_table(manifest: dict[str, Any], clock_zero: float, issues: list[Issue
 
 
 # ----------------------------------------------------------------------------------------
-# darshan-merge
+# the run's merged Darshan log
 # ----------------------------------------------------------------------------------------
 
 
-def write_merged_darshan(logs: list[Path], out: Path, timeout: float = 600) -> Issue | None:
-    """``darshan-merge --output OUT LOG...`` where darshan-merge is on PATH.
-
-    Returns None on success (or when darshan-merge is absent), else a warning Issue.
-    """
-    exe = shutil.which("darshan-merge")
-    if not exe or not logs:
-        return None
+def write_merged_darshan(read: list[_Log], processes: list[ProcessInfo], out: Path) -> list[Issue]:
+    """``out``: the run's per-process Darshan logs as one N-rank log (trace/darshan/merge.py),
+    for Darshan's own tools. Only for per-process (non-MPI) logs: an MPI job's log already is
+    one. Returns the warnings (the store itself is complete either way)."""
     out.unlink(missing_ok=True)
+    where = {p.source: p for p in processes}
+    logs = [e for e in read if e.tracer == "darshan" and not e.plog.mpi]
+    if not logs:
+        return []
+    inputs = [
+        MergeInput(e.path, where[e.path.name].rank, where[e.path.name].host)
+        if e.path.name in where
+        else MergeInput(e.path, -1)
+        for e in logs
+    ]
     try:
-        res = subprocess.run(
-            [exe, "--output", str(out), *map(str, logs)],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except (OSError, subprocess.SubprocessError) as e:
-        return Issue(str(out), "merge-failed", f"darshan-merge did not run: {e}", "warning")
-    if res.returncode != 0 or not out.exists():
-        tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
-        return Issue(
+        res = write_merged_log(inputs, out)
+    except Exception as err:  # the store is complete without it: never fail the ingest
+        out.unlink(missing_ok=True)
+        why = f"the merged log was not written: {type(err).__name__}: {err}"
+        return [Issue(str(out), "merge-failed", why, "warning")]
+    if not res.left_out:
+        return []
+    return [
+        Issue(
             str(out),
-            "merge-failed",
-            f"darshan-merge exited with {res.returncode}: {' / '.join(tail)}",
+            "merge-partial",
+            "the merged log leaves out " + "; ".join(res.left_out),
             "warning",
         )
-    return None
+    ]
 
 
 # ----------------------------------------------------------------------------------------
@@ -797,14 +801,13 @@ def _build_store(
         issues.extend(_missing_ranks(entries, read, ranks))
     issues.extend(_duplicate_ranks(read))
 
-    darshan_read = [e.path for e in read if e.tracer == "darshan"]
     tables, processes = _place_all(read, clock_zero, mpi_hosts)
     steps = _steps_table(man, clock_zero, issues)
     meta = _run_meta(man, inputs, run_id, params, tracer_name, clock_zero, ranks, processes, issues)
     write_store(out, meta, {**tables, "steps": steps})
-    problem = write_merged_darshan(darshan_read, out / MERGED_DARSHAN)
-    if problem is not None:
-        meta.issues.append(problem)
+    problems = write_merged_darshan(read, processes, out / MERGED_DARSHAN)
+    if problems:
+        meta.issues.extend(problems)
         meta.write(out / "run.json")
     return meta
 

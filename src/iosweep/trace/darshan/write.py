@@ -37,11 +37,24 @@ struct dxt_file_record {
 struct darshan_posix_file {
     struct darshan_base_record base_rec; int64_t counters[69]; double fcounters[17];
 };
-/* only the leading members are used; the rest of each module's table is not touched */
+struct darshan_heatmap_record {
+    struct darshan_base_record base_rec; double bin_width_seconds; int64_t nbins;
+    int64_t *write_bins; int64_t *read_bins;
+};
 struct darshan_mod_logutil_funcs {
     int (*log_get_record)(void *fd, void **buf);
     int (*log_put_record)(void *fd, void *buf);
+    void (*log_print_record)(void *rec, char *file_name, char *mnt_pt, char *fs_type);
+    void (*log_print_description)(int ver);
+    void (*log_print_diff)(void *rec1, char *name1, void *rec2, char *name2);
+    void (*log_agg_records)(void *rec, void *agg_rec, int init_flag);
+    int (*log_sizeof_record)(void *rec);
+    int (*log_record_metrics)(void *rec, uint64_t *rec_id, int64_t *r_bytes, int64_t *w_bytes,
+        int64_t *max_offset, double *io_total_time, double *md_only_time, double *rw_only_time,
+        int64_t *rank, int64_t *nprocs);
 };
+/* indexed by module id, NULL where the library has no functions for a module */
+extern struct darshan_mod_logutil_funcs *mod_logutils[18];
 extern struct darshan_mod_logutil_funcs posix_logutils;
 extern struct darshan_mod_logutil_funcs mpiio_logutils;
 extern struct darshan_mod_logutil_funcs hdf5_file_logutils;
@@ -149,35 +162,21 @@ def write_darshan_log(
     fd = lib.darshan_log_create(str(path).encode(), 0, 0)  # zlib, as the runtime writes
     if fd == ffi.NULL:
         raise OSError(f"{path}: darshan_log_create failed")
-    keep = []  # C keeps pointers into these until the log is closed
     ok = True
     try:
-        job = ffi.new("struct darshan_job *")
-        job.uid, job.nprocs, job.jobid = uid, nprocs, jobid
-        job.start_time_sec, job.start_time_nsec = int(start), int(start % 1 * 1e9)
-        job.end_time_sec, job.end_time_nsec = int(end), int(end % 1 * 1e9)
-        meta = {"lib_ver": "3.5.0", **(metadata or {})}
-        job.metadata = "".join(f"{k}={v}\n" for k, v in meta.items()).encode()[:1023]
-        ok &= lib.darshan_log_put_job(fd, job) == 0
-        ok &= lib.darshan_log_put_exe(fd, exe.encode()) == 0
-        mnt = ffi.new("struct darshan_mnt_info[1]")
-        mnt[0].mnt_type, mnt[0].mnt_path = b"ext4", b"/"
-        ok &= lib.darshan_log_put_mounts(fd, mnt, 1) == 0
-        # put_namehash walks the uthash table with HASH_ITER, which follows hlink.next only:
-        # a linked list of refs is all the writer needs
-        names = [f.path for f in files] + [r.path for r in records]
-        ids = {p: zlib.crc32(p.encode()) + (1 << 40) for p in names}
-        uniq = list(ids)
-        refs = ffi.new("struct darshan_name_record_ref[]", max(len(uniq), 1))
-        for i, p in enumerate(uniq):
-            rec = ffi.new("char[]", 8 + len(p.encode()) + 1)
-            ffi.cast("uint64_t *", rec)[0] = ids[p]
-            ffi.memmove(rec + 8, p.encode(), len(p.encode()))
-            keep.append(rec)
-            refs[i].name_record = rec
-            refs[i].hlink.next = ffi.addressof(refs[i + 1]) if i + 1 < len(uniq) else ffi.NULL
-        if uniq:
-            ok &= lib.darshan_log_put_namehash(fd, refs) == 0
+        ids = _record_ids([f.path for f in files] + [r.path for r in records])
+        ok &= put_header(
+            fd,
+            start=start,
+            end=end,
+            exe=exe,
+            jobid=jobid,
+            nprocs=nprocs,
+            uid=uid,
+            metadata={"lib_ver": "3.5.0", **(metadata or {})},
+            mounts=[("/", "ext4")],
+            names={i: p for p, i in ids.items()},
+        )
 
         # modules in increasing id order: POSIX (1), then MPI-IO ... STDIO (9), DXT_POSIX
         # (10), then DFS and DAOS
@@ -228,6 +227,56 @@ def write_darshan_log(
     if not ok or not path.exists():
         raise OSError(f"{path}: libdarshan-util's writer reported an error (see stderr)")
     return path
+
+
+def _record_ids(paths: list[str]) -> dict[str, int]:
+    """A record id per distinct path (Darshan hashes names; any distinct ids will do)."""
+    return {p: zlib.crc32(p.encode()) + (1 << 40) for p in dict.fromkeys(paths)}
+
+
+def put_header(
+    fd,
+    *,
+    start: float,
+    end: float,
+    exe: str,
+    jobid: int,
+    nprocs: int,
+    uid: int,
+    metadata: dict[str, str],
+    mounts: list[tuple[str, str]],
+    names: dict[int, str],
+) -> bool:
+    """Write a log's job record, executable, mount table and name records (what comes
+    before the modules' records); True when libdarshan-util reported no error."""
+    ffi, lib = _writer_lib()
+    job = ffi.new("struct darshan_job *")
+    job.uid, job.nprocs, job.jobid = uid, nprocs, jobid
+    job.start_time_sec, job.start_time_nsec = int(start), int(start % 1 * 1e9)
+    job.end_time_sec, job.end_time_nsec = int(end), int(end % 1 * 1e9)
+    job.metadata = "".join(f"{k}={v}\n" for k, v in metadata.items()).encode()[:1023]
+    ok = lib.darshan_log_put_job(fd, job) == 0
+    ok &= lib.darshan_log_put_exe(fd, exe.encode()) == 0
+    mnt = ffi.new("struct darshan_mnt_info[]", max(len(mounts), 1))
+    for i, (path, kind) in enumerate(mounts):
+        mnt[i].mnt_path, mnt[i].mnt_type = path.encode()[:3014], kind.encode()[:3014]
+    ok &= lib.darshan_log_put_mounts(fd, mnt, len(mounts)) == 0
+    if not names:
+        return bool(ok)
+    # put_namehash walks the uthash table with HASH_ITER, which follows hlink.next only: a
+    # linked list of refs is all the writer needs
+    keep = []  # C reads these until the call returns
+    refs = ffi.new("struct darshan_name_record_ref[]", len(names))
+    for i, (rid, p) in enumerate(names.items()):
+        raw = p.encode()
+        rec = ffi.new("char[]", 8 + len(raw) + 1)
+        ffi.cast("uint64_t *", rec)[0] = rid
+        ffi.memmove(rec + 8, raw, len(raw))
+        keep.append(rec)
+        refs[i].name_record = rec
+        refs[i].hlink.next = ffi.addressof(refs[i + 1]) if i + 1 < len(names) else ffi.NULL
+    ok &= lib.darshan_log_put_namehash(fd, refs) == 0
+    return bool(ok)
 
 
 def _put_counter_record(cb, ffi, lib, fd, r: CounterRecord, rec_id: int) -> bool:

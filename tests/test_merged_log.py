@@ -1,0 +1,191 @@
+"""The run's merged Darshan log (STORE/merged.darshan), opened by Darshan's own tools.
+
+The expected figures come from outside the writer: PyDarshan's reading of the per-process
+input logs, the rank files of the fixture, and bins worked out by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import darshan
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import shared_fixture, unavailable
+
+from iosweep.trace.darshan.merge import _rebin
+from iosweep.trace.ingest import MERGED_DARSHAN, ingest
+
+REPO = Path(__file__).resolve().parents[1]
+TOOLS = REPO / ".venv-tools" / "bin"  # tools/setup.sh: drishti-io, dxt-explorer
+
+
+def report(path: Path) -> darshan.DarshanReport:
+    return darshan.DarshanReport(str(path), read_all=True)
+
+
+def light(path: Path) -> darshan.DarshanReport:
+    """POSIX and DXT_POSIX records only (reading every module of 17 logs takes a minute)."""
+    rep = darshan.DarshanReport(str(path), read_all=False)
+    rep.mod_read_all_records("POSIX")
+    rep.mod_read_all_dxt_records("DXT_POSIX")
+    return rep
+
+
+def dxt_count(rep: darshan.DarshanReport) -> int:
+    return sum(r["write_count"] + r["read_count"] for r in rep.records["DXT_POSIX"])
+
+
+def posix(rep: darshan.DarshanReport) -> pd.DataFrame:
+    return rep.records["POSIX"].to_df()["counters"]
+
+
+def dxt_segments(rep: darshan.DarshanReport) -> pd.DataFrame:
+    rows = []
+    for rec in rep.records["DXT_POSIX"]:
+        for op in ("read_segments", "write_segments"):
+            seg = pd.DataFrame(rec[op], columns=["offset", "length", "start_time", "end_time"])
+            seg = seg.assign(rank=rec["rank"], id=rec["id"], host=rec["hostname"], op=op)
+            rows.append(seg)
+    return pd.concat(rows, ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def np4(tmp_path_factory) -> tuple[Path, dict[int, Path]]:
+    """The 4-rank PyTorch MNIST run ingested, and each rank's own log (by its rank file)."""
+    run = shared_fixture("horovod-pytorch-mnist/darshan-np4")
+    store = tmp_path_factory.mktemp("np4") / "store"
+    meta = ingest([run], store)
+    assert not [i for i in meta.issues if i.kind.startswith("merge")]
+    logs = {}
+    for rf in (run / "ranks").glob("rank-*.json"):
+        info = json.loads(rf.read_text())
+        (logs[info["rank"]],) = (run / "logs").glob(f"*_id{info['pid']}-*.darshan")
+    return store / MERGED_DARSHAN, logs
+
+
+def test_the_merged_log_is_a_4_rank_job_with_each_rank_s_own_records(np4):
+    merged, logs = np4
+    rep = report(merged)
+    assert rep.metadata["job"]["nprocs"] == 4
+    assert not any(m["partial_flag"] for m in rep.data["modules"].values())
+    starts = {}
+    for rank, log in logs.items():
+        own = report(log)
+        starts[rank] = (
+            own.metadata["job"]["start_time_sec"] + own.metadata["job"]["start_time_nsec"] * 1e-9
+        )
+        mine = posix(rep)[posix(rep)["rank"] == rank]
+        theirs = posix(own)
+        # every input record is rank 0 (non-MPI); in the merged log, the rank file's rank
+        assert set(theirs["rank"]) == {0}
+        assert sorted(mine["id"]) == sorted(theirs["id"])
+        for col in ("POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_READS", "POSIX_OPENS"):
+            assert mine[col].sum() == theirs[col].sum(), (rank, col)
+    job = rep.metadata["job"]
+    start = job["start_time_sec"] + job["start_time_nsec"] * 1e-9
+    assert start == pytest.approx(min(starts.values()), abs=1e-6)
+
+    # DXT: each rank's segments, with its host, moved onto the merged job's clock
+    seg = dxt_segments(rep)
+    assert sorted(seg["rank"].unique()) == [0, 1, 2, 3] and set(seg["host"]) == {"vm"}
+    for rank, log in logs.items():
+        own = dxt_segments(report(log))
+        mine = seg[seg["rank"] == rank]
+        assert len(mine) == len(own) and mine["length"].sum() == own["length"].sum()
+        moved = np.sort(own["start_time"].to_numpy(float) + (starts[rank] - start))
+        assert np.allclose(np.sort(mine["start_time"].to_numpy(float)), moved, atol=1e-6)
+
+
+def test_the_merged_heatmap_is_one_grid_that_keeps_every_byte(np4):
+    merged, logs = np4
+    heat = report(merged).heatmaps["POSIX"]  # PyDarshan fails on inconsistent bins
+    read = heat.to_df(ops=["read"])
+    assert sorted(read.index) == [0, 1, 2, 3]
+    for rank, log in logs.items():
+        own = report(log).heatmaps["POSIX"]
+        for op in ("read", "write"):
+            assert heat.to_df(ops=[op]).loc[rank].sum() == own.to_df(ops=[op]).sum().sum()
+
+
+def test_drishti_reads_the_merged_log_as_4_processes(np4, tmp_path):
+    merged, _ = np4
+    drishti = TOOLS / "drishti"
+    if not drishti.exists():
+        unavailable(f"{drishti} not found (tools/setup.sh installs it)")
+    res = subprocess.run(
+        [str(drishti), "--csv", "--export_dir", str(tmp_path), str(merged)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert re.search(r"PROCESSES\s+4\b", res.stdout)
+    assert re.search(r"FILES:\s+\d+ files", res.stdout)
+
+
+def test_dxt_explorer_sees_every_rank_read_the_training_images(np4, tmp_path):
+    merged, _ = np4
+    explorer = TOOLS / "dxt-explorer"
+    if not explorer.exists():
+        unavailable(f"{explorer} not found (tools/setup.sh installs it)")
+    log = tmp_path / "merged.darshan"
+    shutil.copy(merged, log)  # DXT Explorer writes its tables beside the log
+    env = {**os.environ, "PATH": f"{TOOLS}{os.pathsep}{os.environ['PATH']}"}
+    res = subprocess.run(
+        [str(explorer), "-csv", "-o", str(tmp_path / "index.html"), str(log)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    rep = report(log)
+    (fid,) = [i for i, n in rep.name_records.items() if n.endswith("/train-images-idx3-ubyte")]
+    ops = pd.read_feather(tmp_path / f"merged.darshan.{fid}.dxt")
+    # the fixture's README: every rank reads each IDX file whole, then a zero-length read
+    assert ops.groupby("rank").size().to_dict() == {0: 2, 1: 2, 2: 2, 3: 2}
+
+
+def test_darshan_parser_reads_the_merged_log_where_it_is_installed(np4):
+    merged, _ = np4
+    parser = shutil.which("darshan-parser")
+    if parser is None:  # darshan-util is in no registry: nothing to run here
+        return
+    res = subprocess.run([parser, str(merged)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and "# nprocs: 4" in res.stdout
+
+
+def test_workers_are_folded_into_their_rank(tmp_path):
+    """ImageNet-style run: rank 0 and its 16 DataLoader workers, 17 logs, one rank."""
+    run = shared_fixture("imagenet-style-resnet50-h100/darshan16")
+    meta = ingest([run], tmp_path / "store")
+    assert sorted({p.role for p in meta.processes}) == ["rank", "worker"]
+    rep = light(tmp_path / "store" / MERGED_DARSHAN)
+    assert rep.metadata["job"]["nprocs"] == 1
+    logs = sorted(run.rglob("*.darshan"))
+    assert len(logs) == 17
+    inputs = [light(p) for p in logs]
+    merged = posix(rep)
+    assert set(merged["rank"]) == {0}
+    assert merged["id"].is_unique  # one record per file: the workers' folded into rank 0's
+    for col in ("POSIX_BYTES_READ", "POSIX_READS", "POSIX_OPENS"):
+        assert merged[col].sum() == sum(posix(r)[col].sum() for r in inputs), col
+    assert dxt_count(rep) == sum(dxt_count(r) for r in inputs) == 80_156
+
+
+def test_rebinning_a_heatmap_by_hand():
+    # bins of 1 s from 0.5 s onto bins of 2 s from 0: [0.5, 1.5) lies in [0, 2); [1.5, 2.5)
+    # (empty) across 2 s; [2.5, 3.5) in [2, 4)
+    assert _rebin(np.array([10, 0, 6]), 0.5, 1.0, 2.0, 3).tolist() == [10, 6, 0]
+    # [1.5, 2.5): half in [0, 2), half in [2, 4); odd bytes: the first bin rounds down
+    assert _rebin(np.array([10]), 1.5, 1.0, 2.0, 2).tolist() == [5, 5]
+    assert _rebin(np.array([7]), 1.5, 1.0, 2.0, 2).tolist() == [3, 4]
+    # past the grid's end: the last bin keeps the bytes
+    assert _rebin(np.array([4]), 5.0, 1.0, 2.0, 2).tolist() == [0, 4]
