@@ -883,6 +883,22 @@ def test_collective_io_through_aggregators_is_not_an_imbalance():
 
 
 @pytest.mark.parametrize(
+    "misaligned, ops, fires",
+    [(999, 999, False), (1000, 10_000, False), (1000, 9_999, True), (1000, 1000, True)],
+)
+def test_misaligned_requests_boundary(misaligned, ops, fires):
+    # more than misaligned_share (0.1) of the POSIX requests, and at least 1000 of them
+    from iosweep.analysis.insights import misaligned_requests
+
+    a = {"ops": ops, "file_not_aligned": misaligned, "file_share": misaligned / ops}
+    ctx = _ctx(alignment={**a, "mem_not_aligned": 0, "mem_share": 0.0})
+    assert [i.id for i in misaligned_requests(ctx)] == (["misaligned_requests"] if fires else [])
+    # a training job's data loader picks its offsets: the figures, no advice
+    ctx.summary["params"] = {"framework": "pytorch"}
+    assert misaligned_requests(ctx) == []
+
+
+@pytest.mark.parametrize(
     "independent, ops, fires",
     [(1000, 1000, False), (1001, 2002, False), (1001, 2001, True), (1001, 1001, True)],
 )

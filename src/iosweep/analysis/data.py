@@ -51,6 +51,11 @@ COUNTER_COLUMNS = [
     *[f"size_write_{b}" for b in SIZE_BINS],
     "collective_reads",
     "collective_writes",
+    "nonblocking_reads",
+    "nonblocking_writes",
+    "mem_not_aligned",
+    "file_not_aligned",
+    "file_alignment",
     *SHARED_COLUMNS,
 ]
 

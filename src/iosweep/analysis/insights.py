@@ -442,6 +442,50 @@ def _aggregators(c: Context) -> Insight | None:
     )
 
 
+def misaligned_requests(c: Context) -> list[Insight]:
+    """POSIX requests not aligned to the file system's block (Drishti's P07/P08: > 10%).
+
+    Advice of the HPC field, for jobs that choose their offsets (MPI applications): a
+    training job reads whole samples where its data loader decides, and its verdict (the
+    input pipeline) is where its advice is."""
+    if c.training_job:
+        return []
+    a = c.summary.get("alignment") or {}
+    s = c.settings
+    out: list[Insight] = []
+    for where, what in (("file", "file offsets"), ("mem", "memory buffers")):
+        n = int(a.get(f"{where}_not_aligned") or 0)
+        share = float(a.get(f"{where}_share") or 0.0)
+        if n < s.misaligned_min_count or share <= s.misaligned_share:
+            continue
+        block = a.get("file_alignment")
+        unit = f"the file system's {block:,}-byte blocks" if block else "the file system's blocks"
+        out.append(
+            _mk(
+                "misaligned_requests",
+                "warn",
+                f"Requests misaligned in {what}",
+                f"{n:,} of {a['ops']:,} POSIX requests ({share:.1%}) have {what} not aligned "
+                f"to {unit}",
+                {
+                    "where": (where, "text"),
+                    "misaligned": (n, "count"),
+                    "ops": (a["ops"], "count"),
+                    "share": (share, "share"),
+                    "alignment": (block, "bytes"),
+                    "threshold_share": (s.misaligned_share, "share"),
+                },
+                "Align requests to the file system's block (on Lustre, the stripe size): "
+                "offsets and sizes in whole blocks, buffers from an aligned allocator; MPI-IO "
+                "collective buffering aligns its aggregators' requests to the stripes."
+                if where == "file"
+                else "Allocate I/O buffers aligned to the file system's block "
+                "(posix_memalign), as direct I/O needs and page-cache copies prefer.",
+            )
+        )
+    return out
+
+
 def mpiio_independent(c: Context) -> list[Insight]:
     """Independent MPI-IO where collective calls would let MPI-IO merge the ranks' requests
     (Drishti: more than half of a direction's MPI-IO calls, and more than 1000)."""
@@ -644,6 +688,7 @@ RULES: list[Rule] = [
     redundant_reads,
     file_per_process_at_scale,
     single_rank_checkpoint,
+    misaligned_requests,
     mpiio_independent,
     imbalance,
     io_bound,

@@ -43,6 +43,7 @@ def analyze_mpiio(
             "ops": _ops(layer, d, name),
             "bytes": _bytes(layer, d),
             "collective": int(layer.records[f"collective_{name}s"].clip(lower=0).sum()),
+            "nonblocking": int(layer.records[f"nonblocking_{name}s"].clip(lower=0).sum()),
             "time": times,
             "posix_time": _stats(posix) if posix is not None else None,
             # how much longer a rank spends in MPI-IO than in the POSIX calls under it

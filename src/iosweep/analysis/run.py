@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from iosweep import memory
 from iosweep.analysis.access import class_strategy, epoch_strategy, per_epoch_reads
+from iosweep.analysis.alignment import analyze_alignment
 from iosweep.analysis.artefacts import fd_reuse, remove
 from iosweep.analysis.checkpoints import checkpoint_summary
 from iosweep.analysis.completeness import completeness_checks
@@ -270,6 +271,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     summary["imbalance"] = _imbalance(ranks)
     summary["mpiio"] = analyze_mpiio(rd, ranks, t.file_rank)
     summary["layers"] = analyze_layers(rd)
+    summary["alignment"] = analyze_alignment(rd)
     summary["headline"] = _headline(rd, summary, t, ranks)
     summary["insights"] = run_insights(summary, t.files, ranks, s)
     summary["headline"]["insights"] = len(summary["insights"])

@@ -52,6 +52,8 @@ class AnalysisSettings:
     imbalance_share: float = field(default_factory=_default("imbalance_share"))
     imbalance_min_io_time_s: float = field(default_factory=_default("imbalance_min_io_time_s"))
     imbalance_min_bytes: int = field(default_factory=_default("imbalance_min_bytes"))
+    misaligned_share: float = field(default_factory=_default("misaligned_share"))
+    misaligned_min_count: int = field(default_factory=_default("misaligned_min_count"))
     mpiio_independent_share: float = field(default_factory=_default("mpiio_independent_share"))
     mpiio_independent_min_count: int = field(
         default_factory=_default("mpiio_independent_min_count")

@@ -22,7 +22,19 @@ import numpy as np
 import pandas as pd
 
 #: counter columns split in proportion to each rank's bytes (time where no bytes moved)
-_BY_VOLUME = ("reads", "writes", "bytes_read", "bytes_written")
+_BY_VOLUME = (
+    "reads",
+    "writes",
+    "bytes_read",
+    "bytes_written",
+    # counts of some of the reads and writes: in the same proportions
+    "collective_reads",
+    "collective_writes",
+    "nonblocking_reads",
+    "nonblocking_writes",
+    "mem_not_aligned",
+    "file_not_aligned",
+)
 #: counts every rank makes about equally (each opens the shared file)
 _EVENLY = ("opens", "stats", "seeks", "fsyncs")
 _TIMES = ("read_time", "write_time", "meta_time")

@@ -528,6 +528,7 @@ class MpiioDirection(_Model):
     bytes: int
     collective: int  # MPI_File_*_all calls (from counters; 0 where only DXT)
     independent: int
+    nonblocking: int = 0  # MPI_File_i* calls (from counters)
     time: TimeStats | None  # seconds per rank in MPI-IO calls
     posix_time: TimeStats | None  # the same ranks' seconds in POSIX calls on MPI-IO's files
     gap_mean: float | None  # mean MPI-IO time less mean POSIX time
@@ -540,6 +541,17 @@ class Mpiio(_Model):
     ranks: int
     read: MpiioDirection
     write: MpiioDirection
+
+
+class Alignment(_Model):
+    """POSIX requests not aligned to the file system (Darshan's counters; analysis/alignment.py)."""
+
+    ops: int  # POSIX reads + writes the counters count
+    file_not_aligned: int
+    mem_not_aligned: int
+    file_share: float
+    mem_share: float
+    file_alignment: int | None  # bytes: the file system's block (Lustre: stripe) size
 
 
 class Layer(_Model):
@@ -655,6 +667,7 @@ class RunSummary(_Model):
     imbalance: Imbalance
     mpiio: Mpiio | None = None
     layers: list[Layer] = Field(default_factory=list)
+    alignment: Alignment | None = None
     headline: dict[str, Any]  # flat metrics: one column each in the sweep table
     insights: list[Insight]
     ops_sample: OpsSample

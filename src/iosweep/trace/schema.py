@@ -100,6 +100,14 @@ COUNTERS = pa.schema(
         # MPIIO only: of the reads/writes above, the collective ones (MPI_File_*_all)
         pa.field("collective_reads", pa.int64()),
         pa.field("collective_writes", pa.int64()),
+        # MPIIO only: of the reads/writes above, the non-blocking ones (MPI_File_i*)
+        pa.field("nonblocking_reads", pa.int64()),
+        pa.field("nonblocking_writes", pa.int64()),
+        # POSIX only: requests not aligned, in memory or in the file, to the file system's
+        # alignment (file_alignment bytes: its block size; on Lustre, the stripe size)
+        pa.field("mem_not_aligned", pa.int64()),
+        pa.field("file_not_aligned", pa.int64()),
+        pa.field("file_alignment", pa.int64()),
         # a file shared by all ranks that Darshan reduced to one record (rank -1): its
         # counters are sums over the ranks; these say what the fastest and slowest rank
         # (by I/O time on the file) did, and the variance across ranks. Null otherwise.

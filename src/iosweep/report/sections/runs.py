@@ -198,7 +198,7 @@ def _mpiio(sm: RunSummary) -> list[str]:
             continue
         line = (
             f"{d.ops:,} MPI-IO {name} ({d.collective:,} collective, {d.independent:,} "
-            f"independent), {fmt.human_bytes(d.bytes)}"
+            f"independent; {d.nonblocking:,} non-blocking), {fmt.human_bytes(d.bytes)}"
         )
         if d.time:
             t = d.time

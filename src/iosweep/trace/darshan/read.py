@@ -377,6 +377,9 @@ _POSIX_MAP = {
     "bytes_written": ("POSIX_BYTES_WRITTEN",),
     "max_byte_read": ("POSIX_MAX_BYTE_READ",),
     "max_byte_written": ("POSIX_MAX_BYTE_WRITTEN",),
+    "mem_not_aligned": ("POSIX_MEM_NOT_ALIGNED",),
+    "file_not_aligned": ("POSIX_FILE_NOT_ALIGNED",),
+    "file_alignment": ("POSIX_FILE_ALIGNMENT",),
     **{f"size_read_{b}": (f"POSIX_SIZE_READ_{b.upper()}",) for b in SIZE_BINS},
     **{f"size_write_{b}": (f"POSIX_SIZE_WRITE_{b.upper()}",) for b in SIZE_BINS},
 }
@@ -403,6 +406,8 @@ _MPIIO_MAP = {
     ),
     "collective_reads": ("MPIIO_COLL_READS",),
     "collective_writes": ("MPIIO_COLL_WRITES",),
+    "nonblocking_reads": ("MPIIO_NB_READS",),
+    "nonblocking_writes": ("MPIIO_NB_WRITES",),
     "bytes_read": ("MPIIO_BYTES_READ",),
     "bytes_written": ("MPIIO_BYTES_WRITTEN",),
     **{f"size_read_{b}": (f"MPIIO_SIZE_READ_AGG_{b.upper()}",) for b in SIZE_BINS},
