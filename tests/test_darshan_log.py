@@ -53,6 +53,56 @@ def test_release_logs_every_format_version(shared_data: Path):
     assert set(versions.values()) == {"3.10", "3.21", "3.41"}, versions
 
 
+def _as_format_3_00(src: bytes) -> bytes:
+    """A format-3.10 log (16 module slots) rewritten as Darshan 3.0.x wrote its logs: the
+    same header layout, version "3.00", and name records (uint64 id, uint32 length, path)
+    instead of NUL-terminated paths (darshan-logutils.c, darshan_log_get_namerecs_3_00).
+    The record formats keep their versions in the header's mod_ver, as libdarshan-util
+    reads them; the public darshan-logs collection's 3.0.0/3.0.1 logs have no license to
+    be copied here."""
+    import zlib
+
+    assert src[:4] == b"3.10"
+    maps = [struct.unpack_from("<qq", src, 24 + 16 * i) for i in range(17)]  # names, slots
+    job_off = 360  # 8 + 8 + 1 (+3) + 4 + 16 * 17 + 4 * 16
+    job = src[job_off : maps[0][0]]
+    names, rest = zlib.decompress(src[maps[0][0] : maps[0][0] + maps[0][1]]), b""
+    old = b""
+    pos = 0
+    while pos < len(names):
+        end = names.index(b"\0", pos + 8)
+        path = names[pos + 8 : end]
+        old += names[pos : pos + 8] + struct.pack("<I", len(path)) + path
+        pos = end + 1
+    packed = zlib.compress(old)
+    out = bytearray(src[:job_off])
+    out[:4] = b"3.00"
+    body = job + packed
+    struct.pack_into("<qq", out, 24, job_off + len(job), len(packed))
+    for i in range(1, 17):
+        off, ln = maps[i]
+        if ln:
+            struct.pack_into("<qq", out, 24 + 16 * i, job_off + len(body), ln)
+            body += src[off : off + ln]
+    return bytes(out) + body
+
+
+def test_format_3_00_logs_are_read_as_pydarshan_reads_them(tmp_path: Path, shared_data: Path):
+    src = (shared_data / "darshan-logs/release_logs/mpi-io-test-x86_64-3.1.8.darshan").read_bytes()
+    path = _write(tmp_path, _as_format_3_00(src), "mpi-io-test-3.0.darshan")
+    rep = darshan.DarshanReport(str(path), read_all=True)  # the independent reading
+    assert rep.metadata["job"]["log_ver"] == "3.00"
+    log = read_darshan_log(path)
+    assert log.version == "3.00" and log.mpi and log.nprocs == 4
+    c = log.counters.to_pandas().set_index("module")
+    for module, prefix in (("POSIX", "POSIX"), ("MPIIO", "MPIIO")):
+        theirs = rep.records["MPI-IO" if module == "MPIIO" else module].to_df()["counters"]
+        (rid,) = theirs["id"]
+        assert c.loc[module, "path"] == rep.name_records[rid] == "/tmp/test/mpi-io-test.tmp.dat"
+        assert c.loc[module, "bytes_read"] == theirs[f"{prefix}_BYTES_READ"].sum() == 64 << 20
+        assert c.loc[module, "bytes_written"] == theirs[f"{prefix}_BYTES_WRITTEN"].sum()
+
+
 def test_mpi_log_with_dxt_keeps_real_ranks_and_hosts(shared_data: Path):
     log = read_darshan_log(
         next((shared_data / "darshan-logs/mpi_io_test_with_dxt").glob("*.darshan"))
@@ -216,7 +266,7 @@ def test_not_a_darshan_log(tmp_path: Path, real_log: bytes):
 
 
 def test_unsupported_versions(tmp_path: Path, real_log: bytes):
-    for version, word in ((b"3.00", "older"), (b"9.99", "newer")):
+    for version, word in ((b"2.06", "older"), (b"9.99", "newer")):
         e = _error(_write(tmp_path, version + real_log[4:]))
         assert e.kind == "unsupported" and word in e.message and version.decode() in e.message
 

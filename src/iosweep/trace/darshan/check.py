@@ -19,9 +19,10 @@ from pathlib import Path
 from iosweep.trace.logs import LogError
 
 DARSHAN_MAGIC = 6567223
-# Header layouts of the log format versions we read: format 3.10 (Darshan 3.1) to 3.41
+# Header layouts of the log format versions we read: format 3.00 (Darshan 3.0) to 3.41
 # (Darshan 3.4.x, 3.5.x). version: (module slots, partial_flag offset, its size, name_map off)
 _LAYOUTS = {
+    "3.00": (16, 20, 4, 24),  # as 3.10; only its name records differ (see _parse_names)
     "3.10": (16, 20, 4, 24),
     "3.20": (16, 20, 4, 24),
     "3.21": (16, 20, 4, 24),
@@ -66,8 +67,11 @@ def _decompress(path: Path, what: str, data: bytes, comp_type: int) -> bytes:
     return b"".join(out)
 
 
-def _parse_names(path: Path, buf: bytes, swap: bool) -> dict[int, str]:
-    """Name records: (uint64 id, NUL-terminated path) repeated, exactly filling the region."""
+def _parse_names(path: Path, buf: bytes, swap: bool, version: str) -> dict[int, str]:
+    """Name records: (uint64 id, NUL-terminated path) repeated, exactly filling the region;
+    format 3.00 wrote (uint64 id, uint32 length, path) instead."""
+    if version == "3.00":
+        return _parse_names_3_00(path, buf, swap)
     names: dict[int, str] = {}
     fmt = ">Q" if swap else "<Q"
     pos, n = 0, len(buf)
@@ -78,6 +82,21 @@ def _parse_names(path: Path, buf: bytes, swap: bool) -> dict[int, str]:
         (rid,) = struct.unpack_from(fmt, buf, pos)
         names[rid] = buf[pos + 8 : end].decode("utf-8", "replace")
         pos = end + 1
+    return names
+
+
+def _parse_names_3_00(path: Path, buf: bytes, swap: bool) -> dict[int, str]:
+    names: dict[int, str] = {}
+    fmt = ">QI" if swap else "<QI"
+    pos, n = 0, len(buf)
+    while pos < n:
+        if pos + 12 > n:
+            raise LogError(path, "corrupt", f"the file-name records are damaged at byte {pos}")
+        rid, length = struct.unpack_from(fmt, buf, pos)
+        if pos + 12 + length > n:
+            raise LogError(path, "corrupt", f"the file-name records are damaged at byte {pos}")
+        names[rid] = buf[pos + 12 : pos + 12 + length].decode("utf-8", "replace")
+        pos += 12 + length
     return names
 
 
@@ -131,11 +150,12 @@ def _byte_order_and_version(path: Path, head: bytes) -> tuple[bool, str, str]:
     if version in _LAYOUTS:
         return swap, order, version
     try:
-        older = float(version) < 3.10
+        older = float(version) < 3.00
     except ValueError:
         raise LogError(path, "corrupt", f"damaged format version {version!r}") from None
     why = (
-        "older than 3.10 (Darshan 3.1), the oldest iosweep reads"
+        "older than 3.00: a Darshan 2 log, which libdarshan-util 3.x (PyDarshan's) does not "
+        "read either"
         if older
         else "newer than the bundled libdarshan-util 3.5 knows"
     )
@@ -201,4 +221,4 @@ def _check_records(path: Path, layout: LogLayout) -> None:
             off, ln = regions["names"]
             f.seek(off)
             raw = _decompress(path, "file-name records", f.read(ln), comp_type)
-            layout.names = _parse_names(path, raw, layout.swap)
+            layout.names = _parse_names(path, raw, layout.swap, version)

@@ -618,7 +618,7 @@ def _issue(path: Path, kind: str, message: str, severity: str = "error") -> Issu
 
 
 def read_darshan_log(path: Path | str) -> ProcessLog:
-    """Decode one Darshan log (any format version from 3.10 on) into a :class:`ProcessLog`.
+    """Decode one Darshan log (any format version from 3.00 on) into a :class:`ProcessLog`.
 
     Segments carry times in seconds from the log's own start (``ProcessLog.start``); ``rank``
     is the rank the log records (0 for every non-MPI log), ``pid`` the process id where the
