@@ -66,7 +66,7 @@ def _as_format_3_00(src: bytes) -> bytes:
     maps = [struct.unpack_from("<qq", src, 24 + 16 * i) for i in range(17)]  # names, slots
     job_off = 360  # 8 + 8 + 1 (+3) + 4 + 16 * 17 + 4 * 16
     job = src[job_off : maps[0][0]]
-    names, rest = zlib.decompress(src[maps[0][0] : maps[0][0] + maps[0][1]]), b""
+    names = zlib.decompress(src[maps[0][0] : maps[0][0] + maps[0][1]])
     old = b""
     pos = 0
     while pos < len(names):
