@@ -378,3 +378,23 @@ def test_misaligned_requests_are_darshan_s_counters(tmp_path):
     (ins,) = [i for i in sm["insights"] if i["id"] == "misaligned_requests"]
     assert "15,536 of 17,652 POSIX requests (88.0%)" in ins["message"]
     assert "4,096-byte blocks" in ins["message"]
+
+
+def test_access_patterns_without_dxt_are_darshan_s_counters(tmp_path):
+    # release log 3.5.0, no DXT: PyDarshan's POSIX_CONSEC_* / POSIX_SEQ_* of the shared record
+    import darshan
+
+    log = shared_fixture("darshan-logs/release_logs") / "mpi-io-test-x86_64-3.5.0.darshan"
+    rep = darshan.DarshanReport(str(log), read_all=False)
+    rep.mod_read_all_records("POSIX")
+    c = rep.records["POSIX"].to_df()["counters"].sum(numeric_only=True)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / log.name).symlink_to(log)
+    ingest([tmp_path / "logs"], tmp_path / "store")
+    sm = run(tmp_path, tmp_path / "store")
+    for op, OP in (("read", "READS"), ("write", "WRITES")):
+        p = sm["spatial"]["counters"][op]
+        assert p["ops"] == c[f"POSIX_{OP}"]
+        assert p["consecutive"] == c[f"POSIX_CONSEC_{OP}"]
+        assert p["sequential"] == c[f"POSIX_SEQ_{OP}"] - c[f"POSIX_CONSEC_{OP}"]
+        assert p["random"] == c[f"POSIX_{OP}"] - c[f"POSIX_SEQ_{OP}"]

@@ -56,6 +56,10 @@ COUNTER_COLUMNS = [
     "mem_not_aligned",
     "file_not_aligned",
     "file_alignment",
+    "seq_reads",
+    "seq_writes",
+    "consec_reads",
+    "consec_writes",
     *SHARED_COLUMNS,
 ]
 

@@ -34,6 +34,10 @@ _BY_VOLUME = (
     "nonblocking_writes",
     "mem_not_aligned",
     "file_not_aligned",
+    "seq_reads",
+    "seq_writes",
+    "consec_reads",
+    "consec_writes",
 )
 #: counts every rank makes about equally (each opens the shared file)
 _EVENLY = ("opens", "stats", "seeks", "fsyncs")

@@ -158,7 +158,15 @@ class Temporal(_Model):
     epochs: list[Epoch]
 
 
+class CounterPattern(_Model):
+    ops: int  # POSIX calls the counters count
+    consecutive: int  # at the previous call's end
+    sequential: int  # further on (not consecutive)
+    random: int  # before the previous call's end
+
+
 class Spatial(_Model):
+    counters: dict[str, CounterPattern] | None = None  # read / write, from Darshan's counters
     ops: int
     ops_by_category: dict[str, int]
     share_by_category: dict[str, float | None]

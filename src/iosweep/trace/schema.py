@@ -108,6 +108,12 @@ COUNTERS = pa.schema(
         pa.field("mem_not_aligned", pa.int64()),
         pa.field("file_not_aligned", pa.int64()),
         pa.field("file_alignment", pa.int64()),
+        # POSIX only: of the reads/writes above, those at a higher offset than the previous
+        # one (sequential) and, among them, those right where the previous one ended
+        pa.field("seq_reads", pa.int64()),
+        pa.field("seq_writes", pa.int64()),
+        pa.field("consec_reads", pa.int64()),
+        pa.field("consec_writes", pa.int64()),
         # a file shared by all ranks that Darshan reduced to one record (rank -1): its
         # counters are sums over the ranks; these say what the fastest and slowest rank
         # (by I/O time on the file) did, and the variance across ranks. Null otherwise.

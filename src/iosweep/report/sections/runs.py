@@ -261,6 +261,7 @@ def _figures(ctx: Context, r: RunView) -> tuple[list, list[str]]:
     elif not sm.trace.dxt_available:
         notes.append(
             "No per-operation trace (DXT) in this run: no spatial or temporal plot; figures come from counters."
+            + _counter_patterns(sm)
         )
     add(plots.sizes_figure(r.table("sizes"), f"Request sizes: {r.label}", ctx.anon), "sizes",
         "Request sizes", SIZES_CAPTION)  # fmt: skip
@@ -269,6 +270,20 @@ def _figures(ctx: Context, r: RunView) -> tuple[list, list[str]]:
     add(plots.nodes_figure(r.table("nodes"), f"Per node: {r.label}", ctx.anon), "nodes",
         "Per node", NODES_RUN_CAPTION)  # fmt: skip
     return figures, notes
+
+
+def _counter_patterns(sm: RunSummary) -> str:
+    """Darshan's access-pattern counters in words (the pattern without DXT)."""
+    pats = sm.spatial.counters or {}
+    parts = []
+    for op, p in pats.items():
+        if p.ops:
+            shares = (p.consecutive / p.ops, p.sequential / p.ops, p.random / p.ops)
+            parts.append(
+                f"{op}s {shares[0]:.0%} consecutive, {shares[1]:.0%} further on, "
+                f"{shares[2]:.0%} backwards"
+            )
+    return f" Darshan's counters of POSIX calls: {'; '.join(parts)}." if parts else ""
 
 
 def _sample_notes(r: RunView, s: plots.OpsSample) -> list[str]:

@@ -380,6 +380,10 @@ _POSIX_MAP = {
     "mem_not_aligned": ("POSIX_MEM_NOT_ALIGNED",),
     "file_not_aligned": ("POSIX_FILE_NOT_ALIGNED",),
     "file_alignment": ("POSIX_FILE_ALIGNMENT",),
+    "seq_reads": ("POSIX_SEQ_READS",),
+    "seq_writes": ("POSIX_SEQ_WRITES",),
+    "consec_reads": ("POSIX_CONSEC_READS",),
+    "consec_writes": ("POSIX_CONSEC_WRITES",),
     **{f"size_read_{b}": (f"POSIX_SIZE_READ_{b.upper()}",) for b in SIZE_BINS},
     **{f"size_write_{b}": (f"POSIX_SIZE_WRITE_{b.upper()}",) for b in SIZE_BINS},
 }
