@@ -255,7 +255,7 @@ def test_non_mpi_logs_stay_one_job_beside_an_mpi_job(tmp_path):
 DL_WORDS = re.compile(
     r"(?i)\b(training|trains?|epochs?|data ?loaders?|loader workers?|tfrecords?|webdataset|"
     r"checkpoints?|datasets?|gpus?|accelerators?|batch(es)?|steps?|horovod|pytorch|tensorflow|"
-    r"frameworks?|samples?/s)"
+    r"frameworks?|samples?/s|samplers?)"
 )
 
 
@@ -398,3 +398,43 @@ def test_access_patterns_without_dxt_are_darshan_s_counters(tmp_path):
         assert p["consecutive"] == c[f"POSIX_CONSEC_{OP}"]
         assert p["sequential"] == c[f"POSIX_SEQ_{OP}"] - c[f"POSIX_CONSEC_{OP}"]
         assert p["random"] == c[f"POSIX_{OP}"] - c[f"POSIX_SEQ_{OP}"]
+
+
+def test_an_mpi_simulation_s_hdf5_files_are_data_not_a_dataset(tmp_path):
+    """4 ranks of an MPI job each read a shared grid.h5 whole and write their own out-R.h5
+    (written here as one 4-rank Darshan log): *.h5 is the default `dataset` rule's, but the
+    report of an MPI application calls the class `data`, and its advice on the repeated reads
+    is MPI's (broadcast, collective reads), not a data loader's."""
+    import numpy as np
+
+    from iosweep.analysis import analyze_sweep
+    from iosweep.report import render_report
+    from iosweep.trace.darshan.read import SEGMENT_DTYPE
+    from iosweep.trace.darshan.write import DxtFile, write_darshan_log
+
+    def segs(rows):
+        return np.array(rows, dtype=SEGMENT_DTYPE)
+
+    files = []
+    for r in range(4):
+        grid = [(i * 4 * MiB, 4 * MiB, 1.0 + i * 0.1, 1.05 + i * 0.1) for i in range(4)]
+        files.append(DxtFile("/scratch/sim/grid.h5", segs(grid), rank=r, host="n0"))
+        out = [(i * MiB, MiB, 5.0 + i * 0.1, 5.05 + i * 0.1) for i in range(2)]
+        files.append(DxtFile(f"/scratch/sim/out-{r}.h5", segs(out), writes=2, rank=r, host="n0"))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    write_darshan_log(
+        logs / "sim.darshan", files, start=1.7e9, end=1.7e9 + 10, exe="/apps/sim", jobid=7,
+        nprocs=4,
+    )  # fmt: skip
+    ingest([logs], tmp_path / "store")
+    sm = run(tmp_path, tmp_path / "store")
+    assert sorted(sm["classes"]) == ["data"]
+    (red,) = [i for i in sm["insights"] if i["id"] == "redundant_reads"]
+    assert "MPI_Bcast" in red["recommendation"]
+    analyze_sweep([tmp_path / "out"], tmp_path / "sweep")
+    page = render_report([tmp_path / "out"], tmp_path / "sweep", tmp_path / "r.html").read_text()
+    text = _Text()
+    text.feed(page.split('<section id="provenance"')[0])
+    said = [line for line in text.lines if DL_WORDS.search(line)]
+    assert not said, said

@@ -64,6 +64,10 @@ COUNTER_COLUMNS = [
 ]
 
 
+#: the name of the ``dataset`` class in an MPI application's run (RunData.class_names)
+DATA_CLASS = "data"
+
+
 class StringCodes:
     """A growing list of distinct strings; ``codes`` maps Arrow string columns onto it.
 
@@ -180,7 +184,19 @@ class RunData:
 
     @property
     def class_names(self) -> list[str]:
-        return self.settings.class_names
+        """The file classes' names; an MPI application's logs from elsewhere (an MPI job with
+        neither a framework nor training steps) call the ``dataset`` class ``data``: its
+        ``*.h5`` files are a simulation's data, not a training set."""
+        names = self.settings.class_names
+        if not self._mpi_application:
+            return names
+        return [DATA_CLASS if n == "dataset" else n for n in names]
+
+    @property
+    def _mpi_application(self) -> bool:
+        if (self.meta.params or {}).get("framework") or not self.steps.empty:
+            return False
+        return any(p.attributed_by == "mpi" for p in self.meta.processes)
 
     def time_order(self) -> np.ndarray:
         """Indices of the operations by start time."""

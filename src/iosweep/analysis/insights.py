@@ -342,7 +342,11 @@ def redundant_reads(c: Context) -> list[Insight]:
                     },
                     "Shard the input by file across ranks, or read the data once per node into "
                     "shared memory / a node-local cache; a sampler that splits indices does not "
-                    "split the bytes each rank reads.",
+                    "split the bytes each rank reads."
+                    if c.training_job
+                    else "Read shared input once (on one rank, or one per node) and broadcast it "
+                    "(MPI_Bcast), or read it with collective MPI-IO calls, which move each byte "
+                    "once and hand it to the ranks that need it.",
                     red["class"].mode().iloc[0] if len(red) else None,
                 )
             )

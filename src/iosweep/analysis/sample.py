@@ -35,7 +35,7 @@ class OpsSampleInfo:
 
 def class_order(names: set[str]) -> list[str]:
     """Classes in a stable reading order: dataset first, checkpoint next, the rest by name."""
-    return sorted(names, key=lambda c: ({"dataset": 0, "checkpoint": 1}.get(c, 2), c))
+    return sorted(names, key=lambda c: ({"dataset": 0, "data": 0, "checkpoint": 1}.get(c, 2), c))
 
 
 def sample_ops(

@@ -29,7 +29,7 @@ def plural(n: Any, word: str) -> str:
 
 def class_order(cls: str) -> tuple[int, str]:
     """Classes in reading order: the data first, checkpoints next, ``other`` last."""
-    return ({"dataset": 0, "checkpoint": 1, "other": 9}.get(cls, 5), cls)
+    return ({"dataset": 0, "data": 0, "checkpoint": 1, "other": 9}.get(cls, 5), cls)
 
 
 def access_sentences(
