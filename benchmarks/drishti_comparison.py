@@ -176,6 +176,9 @@ def _spatial(sm: dict[str, Any], op: str, random: bool) -> tuple[str, str]:
     above 20% and 1000 are random, else mostly sequential)."""
     p = (sm["spatial"].get("counters") or {}).get(op)
     if not p or not p["ops"]:
+        left = sm["trace"]["excluded_paths"]
+        if left:  # Drishti's figure is of the excluded paths' calls
+            return "explained", f"no POSIX {op}s on the analysed paths; Drishti counts {left}"
         return "not stated", "no POSIX counters of this direction"
     fact = (
         f"spatial.counters: {p['consecutive']:,} consecutive, {p['sequential']:,} further on, "
