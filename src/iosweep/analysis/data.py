@@ -17,7 +17,13 @@ import pyarrow.compute as pc
 from iosweep.analysis.classify import classify_paths, matches
 from iosweep.analysis.intervals import merge
 from iosweep.analysis.settings import AnalysisSettings
-from iosweep.analysis.shared import SHARED_COLUMNS, SharedRecords, reduced, share_records
+from iosweep.analysis.shared import (
+    SHARED_COLUMNS,
+    SUBCOUNTS,
+    SharedRecords,
+    reduced,
+    share_records,
+)
 from iosweep.columns import numbers
 from iosweep.trace.schema import SIZE_BINS, Issue, RunMeta
 from iosweep.trace.store import open_store
@@ -49,17 +55,8 @@ COUNTER_COLUMNS = [
     "close_end",
     *[f"size_read_{b}" for b in SIZE_BINS],
     *[f"size_write_{b}" for b in SIZE_BINS],
-    "collective_reads",
-    "collective_writes",
-    "nonblocking_reads",
-    "nonblocking_writes",
-    "mem_not_aligned",
-    "file_not_aligned",
+    *SUBCOUNTS,
     "file_alignment",
-    "seq_reads",
-    "seq_writes",
-    "consec_reads",
-    "consec_writes",
     *SHARED_COLUMNS,
 ]
 

@@ -21,13 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-#: counter columns split in proportion to each rank's bytes (time where no bytes moved)
-_BY_VOLUME = (
-    "reads",
-    "writes",
-    "bytes_read",
-    "bytes_written",
-    # counts of some of the reads and writes: in the same proportions
+#: counts of some of a record's reads or writes (collective, misaligned, sequential ...)
+SUBCOUNTS = (
     "collective_reads",
     "collective_writes",
     "nonblocking_reads",
@@ -39,6 +34,8 @@ _BY_VOLUME = (
     "consec_reads",
     "consec_writes",
 )
+#: counter columns split in proportion to each rank's bytes (time where no bytes moved)
+_BY_VOLUME = ("reads", "writes", "bytes_read", "bytes_written", *SUBCOUNTS)
 #: counts every rank makes about equally (each opens the shared file)
 _EVENLY = ("opens", "stats", "seeks", "fsyncs")
 _TIMES = ("read_time", "write_time", "meta_time")
