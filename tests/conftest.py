@@ -45,3 +45,56 @@ def shared_fixture(rel: str) -> Path:
     if not path.exists():
         unavailable(f"shared fixture {rel} not found at {path}")
     return path
+
+
+#: Every fixture folder of shared/data the tests read (../shared/README.md says what each is).
+FIXTURES = (
+    *(
+        f"darshan-logs/{d}"
+        for d in (
+            "dlio_logs",
+            "empty_log",
+            "mpi_io_test_with_dxt",
+            "nonmpi_dxt_anonymized",
+            "partial_data_dxt",
+            "partial_data_stdio",
+            "release_logs",
+            "stdio_no_posix",
+        )
+    ),
+    *(
+        f"horovod-pytorch-mnist/{d}"
+        for d in ("darshan-2nodes-np4", "darshan-live-np2", "darshan-np1", "darshan-np2")
+    ),
+    *(f"horovod-pytorch-mnist/{t}-np{n}" for t in ("darshan", "dftracer") for n in (4, 1, 2)),
+    *(f"horovod-tf2-mnist/{t}-np{n}" for t in ("darshan", "dftracer") for n in (1, 2, 4)),
+    *(
+        f"imagenet-style-resnet50-h100/{d}"
+        for d in (
+            "darshan16",
+            "darshan2",
+            "darshan8",
+            "darshan8shm",
+            "dftracer8",
+            "none16",
+            "none8",
+            "none8shm",
+        )
+    ),
+)
+
+
+def missing_fixtures() -> list[str]:
+    data = shared_dir() / "data"
+    return [f for f in dict.fromkeys(FIXTURES) if not (data / f).is_dir()]
+
+
+def pytest_sessionstart(session) -> None:
+    """Where the environment is ours, a missing fixture stops the run at once with the list,
+    before minutes of other tests (each fixture test would also fail, naming its own)."""
+    if environment_is_ours() and (missing := missing_fixtures()):
+        pytest.exit(
+            f"{len(missing)} shared fixtures missing under {shared_dir() / 'data'} "
+            f"(set IOSWEEP_SHARED to the shared/ folder): {', '.join(missing)}",
+            returncode=1,
+        )

@@ -81,3 +81,23 @@ def test_report_lists_an_outdated_summary_as_a_problem(analysed_without_store: P
         [analysed_without_store], None, tmp_path / "r" / "report.html", ReportSettings()
     )
     assert "rerun the analysis" in out.read_text()
+
+
+def test_every_fixture_the_tests_name_is_checked_at_session_start():
+    """conftest.FIXTURES is what CI=true checks before running anything: every fixture
+    folder a test names must be in it, or a missing one would only show test by test."""
+    import re
+
+    from conftest import FIXTURES
+
+    named = set()
+    for src in (Path(__file__).parent).glob("*.py"):
+        for m in re.finditer(
+            r"\b((?:darshan-logs|horovod-pytorch-mnist|horovod-tf2-mnist|imagenet-style-resnet50-h100)"
+            r"/[A-Za-z0-9_.-]+)",
+            src.read_text(),
+        ):
+            named.add("/".join(m.group(1).split("/")[:2]))
+    # names built with an f-string ("darshan-np{n}") are covered by their expansions
+    unlisted = {n for n in named if not n.endswith("-np") and n not in FIXTURES}
+    assert not unlisted, unlisted
