@@ -138,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_store(path: Path, meta: RunMeta, logs_line: str, reused: bool, verbose: bool) -> int:
     """What ingest made of one store; 1 when it holds no process (and should have)."""
+    from iosweep.trace.ingest import MERGED_DARSHAN
     from iosweep.trace.store import open_store
 
     store = open_store(path)
@@ -165,6 +166,12 @@ def _print_store(path: Path, meta: RunMeta, logs_line: str, reused: bool, verbos
         ),
         f"  issues: {sev.get('error', 0)} errors, {sev.get('warning', 0)} warnings",
     ]
+    if (path / MERGED_DARSHAN).exists():
+        out.insert(
+            -1,
+            f"  merged log: {path / MERGED_DARSHAN} (one {len(ranks)}-rank Darshan job for "
+            "darshan-parser, PyDarshan, Drishti, DXT Explorer)",
+        )
     shown = (
         meta.issues
         if verbose or not meta.processes
