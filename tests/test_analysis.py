@@ -883,6 +883,19 @@ def test_collective_io_through_aggregators_is_not_an_imbalance():
 
 
 @pytest.mark.parametrize(
+    "mean, gap, fires",
+    [(4.0, 2.0, False), (4.0, 2.0625, True), (1.5, 0.9921875, False), (1.5, 1.0, True)],
+)
+def test_mpiio_overhead_boundary(mean, gap, fires):
+    # more than mpiio_overhead_share (0.5) of the MPI-IO time, and at least 1 s a rank
+    from iosweep.analysis.insights import mpiio_overhead
+
+    t = {"min": mean, "mean": mean, "max": mean}
+    fired = mpiio_overhead(_ctx(mpiio={"write": {"time": t, "gap_mean": gap}}))
+    assert [i.id for i in fired] == (["mpiio_overhead"] if fires else [])
+
+
+@pytest.mark.parametrize(
     "misaligned, ops, fires",
     [(999, 999, False), (1000, 10_000, False), (1000, 9_999, True), (1000, 1000, True)],
 )

@@ -132,6 +132,10 @@ def test_mpi_io_layer_of_mpi_io_test_is_what_the_application_printed(tmp_path):
     assert m["write"]["bytes"] == m["read"]["bytes"] == 2 << 30
     # the POSIX writes under them took about 0.03 s a rank: the time is above POSIX
     assert m["write"]["posix_time"]["max"] < 0.05 and m["write"]["gap_mean"] > 5.3
+    # ... which the findings say: the writes wait in MPI-IO; the reads do not (1.74 s of
+    # MPI-IO over about as much POSIX time)
+    (over,) = [i for i in sm["insights"] if i["id"] == "mpiio_overhead"]
+    assert over["numbers"]["op"] == "write" and "5.37 s in MPI-IO writes" in over["message"]
     # MPI-IO bytes are POSIX's too: read once, not twice
     assert sm["headline"]["bytes_read"] == 2 << 30
     # the straggler is the rank whose reads the application timed at max_t (2.657 s)

@@ -54,6 +54,8 @@ class AnalysisSettings:
     imbalance_min_bytes: int = field(default_factory=_default("imbalance_min_bytes"))
     misaligned_share: float = field(default_factory=_default("misaligned_share"))
     misaligned_min_count: int = field(default_factory=_default("misaligned_min_count"))
+    mpiio_overhead_share: float = field(default_factory=_default("mpiio_overhead_share"))
+    mpiio_overhead_min_s: float = field(default_factory=_default("mpiio_overhead_min_s"))
     mpiio_independent_share: float = field(default_factory=_default("mpiio_independent_share"))
     mpiio_independent_min_count: int = field(
         default_factory=_default("mpiio_independent_min_count")
