@@ -442,3 +442,17 @@ def test_an_mpi_simulation_s_hdf5_files_are_data_not_a_dataset(tmp_path):
     text.feed(page.split('<section id="provenance"')[0])
     said = [line for line in text.lines if DL_WORDS.search(line)]
     assert not said, said
+
+
+def test_lustre_striping_is_read_and_meets_the_alignment_darshan_measured(tmp_path):
+    """DLIO's 24 processes ran on Lustre: their LUSTRE records give each file's striping
+    (PyDarshan 3.5 does not read that module; the check is Darshan's POSIX module, which
+    measured its file alignment from the same file system: the 1 MiB stripe)."""
+    ingest([shared_fixture("darshan-logs/dlio_logs")], tmp_path / "store")
+    sm = run(tmp_path, tmp_path / "store")
+    a = sm["alignment"]
+    assert a["lustre"]["stripe_size"] == a["file_alignment"] == 1 << 20
+    assert a["lustre"]["files"] > 0 and a["lustre"]["stripe_count"] >= 1
+    assert "LUSTRE" not in {x["module"] for x in sm["layers"]}  # a layout, not I/O
+    (ins,) = [i for i in sm["insights"] if i["id"] == "misaligned_requests"]
+    assert "Lustre stripes (1,048,576 bytes" in ins["message"]

@@ -1,4 +1,4 @@
-"""Requests not aligned to the file system: Darshan's POSIX counters of requests whose file
+"""Requests not aligned to the file system, and the Lustre striping they meet: Darshan's POSIX counters of requests whose file
 offset, or memory buffer, is not a multiple of the file system's alignment (its block size;
 on Lustre, the stripe size). A misaligned request can touch one block (or stripe, and the
 server holding it) more than its size needs, and with several writers, contend for it.
@@ -25,6 +25,7 @@ def analyze_alignment(rd: RunData) -> dict[str, Any] | None:
     ops = int((c["reads"] + c["writes"]).sum())
     file_na, mem_na = int(c["file_not_aligned"].sum()), int(c["mem_not_aligned"].sum())
     values, counts = np.unique(c.loc[c["file_alignment"] > 0, "file_alignment"], return_counts=True)
+    lustre = rd.lustre[rd.lustre["stripe_size"] > 0]
     return {
         "ops": ops,
         "file_not_aligned": file_na,
@@ -33,4 +34,18 @@ def analyze_alignment(rd: RunData) -> dict[str, Any] | None:
         "mem_share": mem_na / ops if ops else 0.0,
         # the most common alignment among the files (Darshan records one per file)
         "file_alignment": int(values[counts.argmax()]) if len(values) else None,
+        # Lustre striping where the log has LUSTRE records: the most common of the files'
+        "lustre": {
+            "files": len(lustre),
+            "stripe_size": _most_common(lustre["stripe_size"]),
+            "stripe_count": _most_common(lustre["stripe_count"]),
+            "stripe_count_max": int(lustre["stripe_count"].max()),
+        }
+        if len(lustre)
+        else None,
     }
+
+
+def _most_common(v) -> int:
+    values, counts = np.unique(np.asarray(v, np.int64), return_counts=True)
+    return int(values[counts.argmax()])

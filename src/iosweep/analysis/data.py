@@ -57,6 +57,8 @@ COUNTER_COLUMNS = [
     *[f"size_write_{b}" for b in SIZE_BINS],
     *SUBCOUNTS,
     "file_alignment",
+    "stripe_size",
+    "stripe_count",
     *SHARED_COLUMNS,
 ]
 
@@ -175,6 +177,8 @@ class RunData:
     unattributed: dict[str, int]  # I/O by processes not tied to any rank
     shared_records: SharedRecords = field(default_factory=SharedRecords)  # MPI reduced records
     mpiio: MpiioLayer | None = None  # the MPI-IO layer's operations and records, if any
+    # Lustre striping of the analysed paths (LUSTRE records): file, stripe_size, stripe_count
+    lustre: pd.DataFrame = field(default_factory=pd.DataFrame)
     layers: pd.DataFrame = field(default_factory=pd.DataFrame)  # every module's totals
     issues: list[Issue] = field(default_factory=list)  # found while loading
     cache: dict = field(default_factory=dict, repr=False)  # sorts and unions several steps reuse
@@ -277,6 +281,7 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
     other = np.unique(module[io & ~keep_module[module]], return_counts=True)
     other_layer_ops = {modules.values[m]: int(n) for m, n in zip(*other, strict=True)}
     mpiio = _mpiio_layer(seg, cdf, modules, io & keep_path[path])
+    lustre, cdf = _lustre_layout(cdf, modules, keep_path)
     layers = _layer_totals(seg, cdf, modules, io & keep_path[path], keep_path)
     del module, path, op, io, on_excluded
 
@@ -335,6 +340,7 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
         unattributed=unattributed or {"ops": 0, "bytes": 0, "records": 0},
         shared_records=shared,
         mpiio=mpiio,
+        lustre=lustre,
         layers=layers,
         issues=issues,
     )
@@ -346,6 +352,19 @@ class MpiioLayer:
 
     ops: pd.DataFrame  # DXT_MPIIO: rank, file, op (READ/WRITE), length, start, end
     records: pd.DataFrame  # MPI-IO counter records, as ``counters`` (actor = the log's rank)
+
+
+def _lustre_layout(
+    cdf: pd.DataFrame, modules: StringCodes, keep_path: np.ndarray
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The LUSTRE records (each file's striping, on the paths kept), and ``cdf`` without
+    them: they describe a layout, not I/O."""
+    if "LUSTRE" not in modules.values:
+        return pd.DataFrame(columns=["file", "stripe_size", "stripe_count"]), cdf
+    is_lustre = cdf["module"].to_numpy() == modules.values.index("LUSTRE")
+    rows = cdf[is_lustre & keep_path[cdf["file"].to_numpy()]]
+    layout = rows[["file", "stripe_size", "stripe_count"]].drop_duplicates("file")
+    return layout.reset_index(drop=True), cdf[~is_lustre].reset_index(drop=True)
 
 
 def _mpiio_layer(

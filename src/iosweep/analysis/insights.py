@@ -462,8 +462,14 @@ def misaligned_requests(c: Context) -> list[Insight]:
         share = float(a.get(f"{where}_share") or 0.0)
         if n < s.misaligned_min_count or share <= s.misaligned_share:
             continue
-        block = a.get("file_alignment")
+        block, lustre = a.get("file_alignment"), a.get("lustre")
         unit = f"the file system's {block:,}-byte blocks" if block else "the file system's blocks"
+        if lustre and where == "file":
+            unit = (
+                f"the Lustre stripes ({lustre['stripe_size']:,} bytes, over "
+                f"{lustre['stripe_count']} OST{'s' if lustre['stripe_count'] > 1 else ''} "
+                f"for most of the {lustre['files']:,} files)"
+            )
         out.append(
             _mk(
                 "misaligned_requests",

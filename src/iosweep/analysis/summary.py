@@ -551,6 +551,13 @@ class Mpiio(_Model):
     write: MpiioDirection
 
 
+class LustreStriping(_Model):
+    files: int  # analysed files with a LUSTRE record
+    stripe_size: int  # bytes, the most common among them
+    stripe_count: int  # OSTs a file is striped over, the most common
+    stripe_count_max: int
+
+
 class Alignment(_Model):
     """POSIX requests not aligned to the file system (Darshan's counters; analysis/alignment.py)."""
 
@@ -560,6 +567,7 @@ class Alignment(_Model):
     file_share: float
     mem_share: float
     file_alignment: int | None  # bytes: the file system's block (Lustre: stripe) size
+    lustre: LustreStriping | None = None
 
 
 class Layer(_Model):

@@ -114,6 +114,9 @@ COUNTERS = pa.schema(
         pa.field("seq_writes", pa.int64()),
         pa.field("consec_reads", pa.int64()),
         pa.field("consec_writes", pa.int64()),
+        # LUSTRE only (a file's layout, no I/O): its first component's stripe size and count
+        pa.field("stripe_size", pa.int64()),
+        pa.field("stripe_count", pa.int64()),
         # a file shared by all ranks that Darshan reduced to one record (rank -1): its
         # counters are sums over the ranks; these say what the fastest and slowest rank
         # (by I/O time on the file) did, and the variance across ranks. Null otherwise.

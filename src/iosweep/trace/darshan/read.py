@@ -617,6 +617,44 @@ def _check_region(h: _Handle, path: Path, module: str, idx: int) -> Issue | None
     return None
 
 
+def _read_lustre(h: _Handle, path: Path, idx: int) -> tuple[dict[str, Any] | None, Issue | None]:
+    """LUSTRE records (each file's striping: no I/O) as counter rows of module LUSTRE with
+    their first layout component's stripe size and count; damage is a warning, as in
+    :func:`_check_region`."""
+    ids, ranks, sizes, counts = [], [], [], []
+    try:
+        for rec in h.records(idx, "struct darshan_lustre_record *"):
+            ids.append(int(rec.base_rec.id))
+            ranks.append(int(rec.base_rec.rank))
+            # LUSTRE_COMP_STRIPE_SIZE, LUSTRE_COMP_STRIPE_COUNT of the first component
+            first = rec.comps[0].counters if rec.num_comps > 0 else None
+            sizes.append(int(first[0]) if first is not None else -1)
+            counts.append(int(first[1]) if first is not None else -1)
+    except _RecordError:
+        h.reopen()
+        return None, _issue(
+            path,
+            "corrupt",
+            f"the LUSTRE data are damaged (libdarshan-util failed after {len(ids)} records); "
+            "iosweep reads only striping from it, and the modules it analyses are intact",
+            "warning",
+        )
+    if not ids:
+        return None, None
+    cols: dict[str, Any] = {
+        "file_id": np.array(ids, np.uint64),
+        "rank": np.array(ranks, np.int64),
+        "stripe_size": np.ma.masked_less(np.array(sizes, np.int64), 0),
+        "stripe_count": np.ma.masked_less(np.array(counts, np.int64), 0),
+    }
+    for f in COUNTERS:
+        if f.name not in cols and f.name not in _ID_COLUMNS:
+            dtype = np.float64 if pa.types.is_floating(f.type) else np.int64
+            cols[f.name] = np.ma.masked_all(len(ids), dtype)
+    cols["module"] = np.array(["LUSTRE"] * len(ids), object)
+    return cols, None
+
+
 def _issue(path: Path, kind: str, message: str, severity: str = "error") -> Issue:
     return Issue(source=str(path), kind=kind, message=message, severity=severity)
 
@@ -678,6 +716,11 @@ def _read(path: Path, layout: LogLayout, h: _Handle) -> ProcessLog:
     for name in by_idx:
         m = mods[name]
         if name in lost:
+            continue
+        if name == "LUSTRE":
+            part, problem = _read_lustre(h, path, m["idx"])
+            counter_parts.extend([part] if part is not None else [])
+            issues.extend([problem] if problem is not None else [])
             continue
         if name not in _DXT_MODULES and name not in _COUNTER_SPECS:
             if (problem := _check_region(h, path, name, m["idx"])) is not None:
