@@ -613,7 +613,11 @@ def imbalance(c: Context) -> list[Insight]:
                         "threshold_share": (s.imbalance_share, "share"),
                     },
                     "Balance the data each rank reads (equal shard sizes), and look at the "
-                    "stragglers' nodes (storage path, local contention).",
+                    "stragglers' nodes (storage path, local contention)."
+                    if c.training_job
+                    else "Balance the bytes each rank moves (the decomposition of the domain), "
+                    "and look at the stragglers' nodes and storage targets (a slow OST, local "
+                    "contention).",
                 )
             )
     return out
