@@ -95,6 +95,7 @@ def pytest_sessionstart(session) -> None:
     if environment_is_ours() and (missing := missing_fixtures()):
         pytest.exit(
             f"{len(missing)} shared fixtures missing under {shared_dir() / 'data'} "
-            f"(set IOSWEEP_SHARED to the shared/ folder): {', '.join(missing)}",
+            f"(set IOSWEEP_SHARED to the shared/ folder): {', '.join(missing)} "
+            "[a failure, not a skip: CI=true or IOSWEEP_STRICT=1]",
             returncode=1,
         )
