@@ -303,6 +303,9 @@ def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
     excluded_ops = int(n_total - len(ops))
     del seg, keep
 
+    # calls on excluded paths are left out, as Darshan's counter records of them are
+    ev_file = app["file"].to_numpy()
+    app = app[(ev_file < 0) | keep_path[np.maximum(ev_file, 0)]].reset_index(drop=True)
     if actor_kind == "process":
         app["actor"] = -1  # without ranks, app events cannot be tied to the process actors
     steps = store.table("steps").to_pandas()

@@ -28,8 +28,9 @@ _DATA = re.compile(
 )
 
 
-def from_app_events(rd: RunData) -> pd.DataFrame | None:
-    """Per actor counts and time of metadata calls traced as events; None when there are none."""
+def _event_calls(rd: RunData) -> tuple[np.ndarray, ...] | None:
+    """The timed POSIX/STDIO metadata calls of ranks traced as events: (actor, file, kind,
+    duration) per call (file -1: no path); None when there are none."""
     ev = rd.app_events
     if ev.empty:
         return None
@@ -49,18 +50,46 @@ def from_app_events(rd: RunData) -> pd.DataFrame | None:
     )
     kind = lut[ev["name"].cat.codes.to_numpy()]
     actor = ev["actor"].to_numpy()
-    sel = category_matches(ev["cat"], "^(POSIX|STDIO)$") & (actor >= 0) & (kind >= 0)
+    dur = ev["end"].to_numpy() - ev["start"].to_numpy()
+    # a call without both times is neither counted nor timed
+    sel = category_matches(ev["cat"], "^(?:POSIX|STDIO)$") & (actor >= 0) & (kind >= 0)
+    sel &= ~np.isnan(dur)
     if not sel.any():
         return None
-    actors, a = np.unique(actor[sel], return_inverse=True)
-    dur = (ev["end"].to_numpy() - ev["start"].to_numpy())[sel]
-    timed = ~np.isnan(dur)  # a call without both times is neither counted nor timed
+    return actor[sel], ev["file"].to_numpy()[sel], kind[sel], dur[sel]
+
+
+def _tally(key: np.ndarray, kind: np.ndarray, dur: np.ndarray) -> pd.DataFrame:
+    """Counts of each metadata kind and their time per distinct ``key``."""
+    keys, k = np.unique(key, return_inverse=True)
     nk = len(KINDS) + 1
-    counts = np.bincount(a * nk + kind[sel], weights=timed, minlength=len(actors) * nk)
-    counts = counts.reshape(len(actors), nk).astype(np.int64)
-    out = pd.DataFrame({k: counts[:, i] for i, k in enumerate(KINDS)}, index=actors)
-    out["meta_time"] = np.bincount(a, weights=np.where(timed, dur, 0.0), minlength=len(actors))
+    counts = np.bincount(k * nk + kind, minlength=len(keys) * nk).reshape(len(keys), nk)
+    out = pd.DataFrame({c: counts[:, i].astype(np.int64) for i, c in enumerate(KINDS)}, keys)
+    out["meta_time"] = np.bincount(k, weights=dur, minlength=len(keys))
     return out
+
+
+def from_app_events(rd: RunData) -> pd.DataFrame | None:
+    """Per actor counts and time of metadata calls traced as events; None when there are none."""
+    calls = _event_calls(rd)
+    if calls is None:
+        return None
+    actor, _, kind, dur = calls
+    return _tally(actor, kind, dur)
+
+
+def per_file_from_app_events(rd: RunData, nf: int) -> pd.DataFrame | None:
+    """The same per (actor, file), indexed by ``(actor + 1) * nf + file`` (the file tables'
+    key); calls without a path are left out. None when there are none."""
+    calls = _event_calls(rd)
+    if calls is None:
+        return None
+    actor, file, kind, dur = calls
+    on_file = file >= 0
+    if not on_file.any():
+        return None
+    key = (actor[on_file].astype(np.int64) + 1) * nf + file[on_file]
+    return _tally(key, kind[on_file], dur[on_file])
 
 
 def analyze_metadata(rd: RunData, ranks: pd.DataFrame) -> dict[str, Any]:

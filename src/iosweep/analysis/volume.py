@@ -16,6 +16,7 @@ import pandas as pd
 
 from iosweep.analysis import intervals
 from iosweep.analysis.data import READ, WHO, WRITE, RunData
+from iosweep.analysis.metadata import per_file_from_app_events
 from iosweep.analysis.spatial import CATEGORIES, Spatial, fractions
 from iosweep.trace.schema import SIZE_BINS
 
@@ -53,9 +54,11 @@ def build_tables(rd: RunData, sp: Spatial) -> Tables:
     nf = max(len(rd.paths), 1)
     seg = _segment_streams(rd, sp)
     ctr, ctr_posix_ops = _counter_streams(rd, nf)
-    streams = _Aligned(seg, ctr, nf)
+    # DFTracer: no counters, metadata calls traced one by one (Darshan's are counters)
+    meta = per_file_from_app_events(rd, nf) if not len(rd.counters) else None
+    streams = _Aligned(seg, ctr, nf, None if meta is None else meta.index.to_numpy())
     del seg, ctr
-    cols = _merge_streams(rd, streams)
+    cols = _merge_streams(rd, streams, meta)
     _coverage_and_pattern(rd, cols, streams)
     _size_bins(rd, cols, streams)
     del streams
@@ -217,9 +220,13 @@ class _Aligned:
     is a stream column (``seg_*``, ``ctr_*``, or a segment column such as ``first_io``) as one
     array over the keys, ``fill`` where that side has no row."""
 
-    def __init__(self, seg: pd.DataFrame, ctr: pd.DataFrame, nf: int) -> None:
+    def __init__(
+        self, seg: pd.DataFrame, ctr: pd.DataFrame, nf: int, more: np.ndarray | None = None
+    ) -> None:
         self.seg, self.ctr = seg, ctr
         self.key = np.union1d(seg["key"].to_numpy(), ctr["key"].to_numpy())
+        if more is not None:  # keys of (actor, file) pairs with neither stream (metadata only)
+            self.key = np.union1d(self.key, more)
         self.seg_at = np.searchsorted(self.key, seg["key"].to_numpy())
         self.ctr_at = np.searchsorted(self.key, ctr["key"].to_numpy())
         self.has_seg = np.zeros(len(self.key), bool)
@@ -249,25 +256,27 @@ class _Columns(dict):
         super().__setitem__(name, _narrow(name, a))
 
 
-def _merge_streams(rd: RunData, st: _Aligned) -> _Columns:
+def _merge_streams(rd: RunData, st: _Aligned, meta: pd.DataFrame | None) -> _Columns:
     """The columns of one row per (actor, file) from segments and counters, the larger of
-    the two per metric."""
+    the two per metric; the metadata columns from ``meta`` (per key) where it is given."""
     col = st.col
     file = (st.key % st.nf).astype(np.int32)
     cols = _Columns()
     cols["actor"] = (st.key // st.nf - 1).astype(np.int32)
     cols["file"] = file
-    cols["source"] = _labels(
-        ("both", "segments", "counters"),
-        np.where(st.has_seg & st.has_ctr, 0, np.where(st.has_seg, 1, 2)),
-    )
+    source = np.where(st.has_seg & st.has_ctr, 0, np.where(st.has_seg, 1, 2))
+    source[~st.has_seg & ~st.has_ctr] = 3
+    cols["source"] = _labels(("both", "segments", "counters", "events"), source)
     for m in ("reads", "writes", "bytes_read", "bytes_written"):
         cols[m] = np.maximum(col(f"seg_{m}"), col(f"ctr_{m}")).astype(np.int64)
     for m in ("read_time", "write_time"):
         cols[m] = np.maximum(col(f"seg_{m}", 0.0), col(f"ctr_{m}", 0.0))
-    for m in ("opens", "stats", "seeks", "fsyncs"):
-        cols[m] = col(f"ctr_{m}").astype(np.int64)
-    cols["meta_time"] = col("ctr_meta_time", 0.0).astype(np.float64)
+    for m in ("opens", "stats", "seeks", "fsyncs", "meta_time"):
+        cols[m] = col(f"ctr_{m}", 0.0 if m == "meta_time" else 0).astype(
+            np.float64 if m == "meta_time" else np.int64
+        )
+        if meta is not None:
+            cols[m][np.searchsorted(st.key, meta.index.to_numpy())] = meta[m].to_numpy()
     cols["class"] = rd.file_class[file] if len(file) else np.empty(0, np.int8)
     return cols
 
@@ -345,7 +354,9 @@ def _coverage_and_pattern(rd: RunData, fr: _Columns, st: _Aligned) -> None:
                 np.where(col(f"ctr_bytes_{done}") > 0, col(f"ctr_max_byte_{done}", -1) + 1, 0),
             ),
         ).astype(np.int64)
-    fr["coverage_source"] = _labels(("segments", "counters"), np.where(has_seg, 0, 1))
+    fr["coverage_source"] = _labels(
+        ("segments", "counters", "none"), np.where(has_seg, 0, np.where(st.has_ctr, 1, 2))
+    )
     thr = rd.settings.whole_file_coverage
     fr["read_whole"] = (fsz > 0) & (fr["read_coverage"] >= thr * fsz)
     fr["write_whole"] = (fsz > 0) & (fr["write_coverage"] >= thr * fsz)
