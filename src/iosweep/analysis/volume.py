@@ -56,7 +56,7 @@ def build_tables(rd: RunData, sp: Spatial) -> Tables:
     ctr, ctr_posix_ops = _counter_streams(rd, nf)
     # DFTracer: no counters, metadata calls traced one by one (Darshan's are counters)
     meta = per_file_from_app_events(rd, nf) if not len(rd.counters) else None
-    streams = _Aligned(seg, ctr, nf, None if meta is None else meta.index.to_numpy())
+    streams = _Aligned(seg, ctr, nf)
     del seg, ctr
     cols = _merge_streams(rd, streams, meta)
     _coverage_and_pattern(rd, cols, streams)
@@ -220,13 +220,9 @@ class _Aligned:
     is a stream column (``seg_*``, ``ctr_*``, or a segment column such as ``first_io``) as one
     array over the keys, ``fill`` where that side has no row."""
 
-    def __init__(
-        self, seg: pd.DataFrame, ctr: pd.DataFrame, nf: int, more: np.ndarray | None = None
-    ) -> None:
+    def __init__(self, seg: pd.DataFrame, ctr: pd.DataFrame, nf: int) -> None:
         self.seg, self.ctr = seg, ctr
         self.key = np.union1d(seg["key"].to_numpy(), ctr["key"].to_numpy())
-        if more is not None:  # keys of (actor, file) pairs with neither stream (metadata only)
-            self.key = np.union1d(self.key, more)
         self.seg_at = np.searchsorted(self.key, seg["key"].to_numpy())
         self.ctr_at = np.searchsorted(self.key, ctr["key"].to_numpy())
         self.has_seg = np.zeros(len(self.key), bool)
@@ -264,9 +260,10 @@ def _merge_streams(rd: RunData, st: _Aligned, meta: pd.DataFrame | None) -> _Col
     cols = _Columns()
     cols["actor"] = (st.key // st.nf - 1).astype(np.int32)
     cols["file"] = file
-    source = np.where(st.has_seg & st.has_ctr, 0, np.where(st.has_seg, 1, 2))
-    source[~st.has_seg & ~st.has_ctr] = 3
-    cols["source"] = _labels(("both", "segments", "counters", "events"), source)
+    cols["source"] = _labels(
+        ("both", "segments", "counters"),
+        np.where(st.has_seg & st.has_ctr, 0, np.where(st.has_seg, 1, 2)),
+    )
     for m in ("reads", "writes", "bytes_read", "bytes_written"):
         cols[m] = np.maximum(col(f"seg_{m}"), col(f"ctr_{m}")).astype(np.int64)
     for m in ("read_time", "write_time"):
@@ -275,10 +272,23 @@ def _merge_streams(rd: RunData, st: _Aligned, meta: pd.DataFrame | None) -> _Col
         cols[m] = col(f"ctr_{m}", 0.0 if m == "meta_time" else 0).astype(
             np.float64 if m == "meta_time" else np.int64
         )
-        if meta is not None:
-            cols[m][np.searchsorted(st.key, meta.index.to_numpy())] = meta[m].to_numpy()
+    if meta is not None:
+        _event_metadata(cols, st.key, meta)
     cols["class"] = rd.file_class[file] if len(file) else np.empty(0, np.int8)
     return cols
+
+
+def _event_metadata(cols: _Columns, key: np.ndarray, meta: pd.DataFrame) -> None:
+    """The metadata columns from calls traced as events, on the (actor, file) rows that read
+    or wrote: a file only stat'ed or opened (a class folder scanned, say) would otherwise
+    become a file of its class that moved no byte; the rank's totals keep those calls."""
+    if not len(key):
+        return
+    mk = meta.index.to_numpy()
+    at = np.minimum(np.searchsorted(key, mk), len(key) - 1)
+    hit = key[at] == mk
+    for m in ("opens", "stats", "seeks", "fsyncs", "meta_time"):
+        cols[m][at[hit]] = meta[m].to_numpy()[hit]
 
 
 #: per-(rank, file) counts held as int32 when small enough (halves most of a table that is
@@ -354,9 +364,7 @@ def _coverage_and_pattern(rd: RunData, fr: _Columns, st: _Aligned) -> None:
                 np.where(col(f"ctr_bytes_{done}") > 0, col(f"ctr_max_byte_{done}", -1) + 1, 0),
             ),
         ).astype(np.int64)
-    fr["coverage_source"] = _labels(
-        ("segments", "counters", "none"), np.where(has_seg, 0, np.where(st.has_ctr, 1, 2))
-    )
+    fr["coverage_source"] = _labels(("segments", "counters"), np.where(has_seg, 0, 1))
     thr = rd.settings.whole_file_coverage
     fr["read_whole"] = (fsz > 0) & (fr["read_coverage"] >= thr * fsz)
     fr["write_whole"] = (fsz > 0) & (fr["write_coverage"] >= thr * fsz)
