@@ -1009,6 +1009,37 @@ def test_files_per_rank_boundary_of_file_per_process(tmp_path, per_rank, strateg
     assert sm["classes"]["dataset"]["access"]["read"]["strategy"] == strategy
 
 
+def test_a_shared_file_read_whole_by_some_ranks_only_is_not_shared_whole(tmp_path):
+    # ranks 0-2 read the 1000-byte file whole, rank 3 its first half: every byte read by 2+
+    # ranks (overlapping), 3 whole readers of 4
+    p = "/data/train.bin"
+    segs = [s for r in range(3) for s in whole_read(r, p, 1000, 1 + r)]
+    segs.append((3, p, "read", 0, 500, 5.0, 5.1))
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=4))
+    acc = sm["classes"]["dataset"]["access"]["read"]
+    assert acc["strategy"] == "shared-overlapping"
+    assert acc["evidence"]["files_whole_by_every_rank"] == 0
+    row = pd.read_parquet(tmp_path / "out" / "files.parquet").set_index("path").loc[p]
+    assert (row["whole_readers"], row["n_readers"], row["read_strategy"]) == (
+        3,
+        4,
+        "shared-overlapping",
+    )
+
+
+@pytest.mark.parametrize("readers", [0, 1, 3])
+def test_checkpoint_writers_are_the_ranks_that_write_it(tmp_path, readers):
+    # rank 0 writes checkpoint-1.pt (61,135 B in two writes); ranks 1..readers read it back
+    # (a resume): they touched the checkpoint but wrote nothing
+    p = "/run/checkpoint-1.pt"
+    segs = [(0, p, "write", 0, 59904, 10.0, 10.01), (0, p, "write", 59904, 1231, 10.02, 10.03)]
+    segs += [(r, p, "read", 0, 61135, 20.0 + r, 20.1 + r) for r in range(1, readers + 1)]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=4))
+    ck = sm["checkpoints"]
+    assert (ck["writers"], ck["n_writers"], ck["bytes_written"]) == ([0], 1, 61135)
+    assert ck["only_one_rank_writes"] is True
+
+
 @pytest.mark.parametrize("shared, strategy", [(10, "shared-disjoint"), (11, "shared-overlapping")])
 def test_disjoint_overlap_boundary(tmp_path, shared, strategy):
     # disjoint_overlap_max = 0.01: of 1000 bytes touched, 10 read by both ranks is disjoint

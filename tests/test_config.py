@@ -39,6 +39,11 @@ def test_empty_config_gets_every_default():
         ({"repeats": 0}, "repeats"),
         ({"launcher": {"kind": "ssh"}}, "launcher.kind"),
         ({"training": {"timeout": "fast"}}, "training.timeout"),
+        ({"training": {"epochz": 2}}, "unknown config key 'training.epochz'"),
+        (
+            {"dataset": {"imagenet": {"classez": 1}}},
+            "unknown config key 'dataset.imagenet.classez'",
+        ),
     ],
 )
 def test_bad_keys_are_named(patch, message):

@@ -413,3 +413,28 @@ def test_written_log_reads_back_in_pydarshan_and_here(tmp_path: Path):
     assert recs["/data/x.bin"]["hostname"] == "node7"
     posix = rep.records["POSIX"].to_df()["counters"]
     assert sorted(posix["POSIX_READS"].tolist()) == [1, 3]
+
+
+def test_one_record_of_writes_then_reads_keeps_its_split(tmp_path: Path):
+    # A log of one DXT record takes the reader's one-record path (records are batched
+    # otherwise): 2 writes then 3 reads, as PyDarshan reads the same log.
+    seg = np.zeros(5, SEGMENT_DTYPE)
+    seg["offset"] = np.arange(5) * 4096
+    seg["length"] = [4096, 4096, 100, 200, 300]
+    seg["start"] = np.linspace(0.5, 2.5, 5)
+    seg["end"] = seg["start"] + 0.001
+    path = write_darshan_log(
+        tmp_path / "one.darshan",
+        [DxtFile("/data/x.bin", seg, writes=2)],
+        start=1_700_000_000.0,
+        end=1_700_000_003.0,
+        exe="python train.py",
+        jobid=7,
+    )
+    t = read_darshan_log(path).segments.to_pandas()
+    assert t.op.astype(str).tolist() == ["write", "write", "read", "read", "read"]
+    assert t.length.tolist() == [4096, 4096, 100, 200, 300]
+    rep = darshan.DarshanReport(str(path), read_all=True)
+    (rec,) = rep.records["DXT_POSIX"].to_df()
+    assert rec["write_segments"]["length"].tolist() == [4096, 4096]
+    assert rec["read_segments"]["offset"].tolist() == [8192, 12288, 16384]
