@@ -1122,3 +1122,15 @@ def test_a_run_without_steps_gets_the_io_analysis_and_says_why_not_the_wait(tmp_
     sm = run(tmp_path, make_store(tmp_path / "s", segs))
     assert sm["pipeline"]["available"] is False and "no compute phases" in sm["pipeline"]["reason"]
     assert sm["headline"]["bytes_read"] == 1000  # the I/O analysis is there
+
+
+@pytest.mark.parametrize(
+    "e, trend",
+    [(None, None), (-0.15, "shrinks"), (-0.149, "flat"), (0.149, "flat"), (0.15, "sublinear"),
+     (0.849, "sublinear"), (0.85, "linear"), (1.15, "linear"), (1.151, "superlinear")],
+)  # fmt: skip
+def test_scaling_trend_boundaries(e, trend):
+    # docs/analysis.md: flat |e| < 0.15, shrinks e <= -0.15, linear 0.85-1.15 (both ends in)
+    from iosweep.analysis.sweep import _trend
+
+    assert _trend(e) == trend

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import iosweep.config as cfg
 from iosweep.config import ConfigError, expand_sweep, load_config, point_by_run_id, validate_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -168,3 +169,68 @@ def test_settings_classes_are_the_schema_sections():
 def test_a_bad_analysis_regex_in_the_workflow_config_is_named():
     with pytest.raises(ConfigError, match=r"analysis\.exclude_pattern.*regex"):
         validate_config({"analysis": {"exclude_pattern": "(["}})
+
+
+def test_include_blocks_add_points_completed_from_the_main_block():
+    # the embedded default (config/config.yaml): MNIST, 2 frameworks x ppn 1, 2, 4; then its
+    # include block, ImageNet-style at ppn 2 with 0, 2, 4 loader workers, both frameworks
+    # taken from the main block: 6 + 6 points, in this order
+    ids = [p.run_id for p in expand_sweep(load_config(REPO / "config/config.yaml"))]
+    mnist = "workload~mnist/nodes~1/ppn~{}/steps~60/batch~64/workers~0/rep~0"
+    imagenet = "workload~imagenet/nodes~1/ppn~2/steps~0/batch~32/workers~{}/rep~0"
+    assert ids == [
+        *(f"framework~{f}/" + mnist.format(n) for f in ("pytorch", "tensorflow") for n in (1, 2, 4)),
+        *(f"framework~{f}/" + imagenet.format(w) for f in ("pytorch", "tensorflow") for w in (0, 2, 4)),
+    ]  # fmt: skip
+    # a block repeating points of another adds none
+    config = validate_config(
+        {"sweep": {"procs_per_node": [1, 2], "include": [{"procs_per_node": [2]}]}}
+    )
+    assert [p.run_id for p in expand_sweep(config)] == [
+        "framework~pytorch/nodes~1/ppn~1/rep~0",
+        "framework~pytorch/nodes~1/ppn~2/rep~0",
+    ]
+
+
+def test_the_whole_error_message_names_each_bad_key_once():
+    with pytest.raises(ConfigError) as e:
+        validate_config({"sweeep": {}, "repeats": "two", "sweep": {"nodes": [1], "rankz": [2]}})
+    assert str(e.value) == (
+        "invalid config:\n"
+        "  unknown config key 'sweeep'; allowed here: analysis, dataset, ingest, launcher, "
+        "repeats, report, results, staging, sweep, tracer, training\n"
+        "  config key 'repeats': 'two' is not of type integer\n"
+        "  unknown config key 'sweep.rankz'; allowed here: batch_size, epochs, frameworks, "
+        "include, loader_workers, nodes, procs_per_node, staging, steps_per_epoch, tracers, "
+        "workloads"
+    )
+    with pytest.raises(ConfigError) as e:
+        validate_config([1, 2])  # type: ignore[arg-type]
+    assert (
+        str(e.value) == "invalid config:\n  config key '<top level>': [1, 2] is not of type object"
+    )
+
+
+def test_doc_text_of_values_and_ranges():
+    assert (
+        cfg._flow({"a": [1, "^/proc"], "b": None, "c": True})
+        == "{a: [1, ^/proc], b: null, c: true}"
+    )
+    assert [cfg._range(s) for s in ({"minimum": 1}, {"maximum": 5}, {"minimum": 0, "maximum": 1}, {"exclusiveMinimum": 0}, {})] == [" ≥ 1", " ≤ 5", " in [0, 1]", " > 0", ""]  # fmt: skip
+    rows = cfg._rows("x", {"type": "object", "required": ["a"], "properties": {"a": {"type": "integer"}, "b": {"type": "string", "default": "s"}}})  # fmt: skip
+    assert rows == [
+        "| `x` | `{a}` | (optional) |  |",
+        "| `x.a` | integer | (required) |  |",
+        "| `x.b` | string | `s` |  |",
+    ]
+
+
+def test_write_docs_regenerates_a_stale_readme(tmp_path, capsys):
+    readme = tmp_path / "README.md"
+    text = (REPO / "config/README.md").read_text()
+    stale = re.sub(r"(<!-- keys: [a-z_ ]+ -->\n).*?(<!-- /keys -->)", r"\1| old |\n\2", text, flags=re.S)  # fmt: skip
+    assert stale != text
+    readme.write_text(stale)
+    assert cfg.main(["--write-docs", str(readme)]) == 0
+    assert readme.read_text() == text
+    assert "key tables regenerated" in capsys.readouterr().out

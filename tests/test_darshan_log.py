@@ -373,6 +373,7 @@ def test_no_corruption_crashes_the_process(tmp_path: Path, real_log: bytes):
             assert int(rest[0]) > 0, line
 
 
+@pytest.mark.slow
 def test_isolated_reader_gives_the_same_answer(tmp_path: Path, shared_data: Path):
     path = shared_data / PT_NP1
     assert read_darshan_log_isolated(path).segments.equals(read_darshan_log(path).segments)
@@ -427,7 +428,7 @@ def test_one_record_of_writes_then_reads_keeps_its_split(tmp_path: Path):
         tmp_path / "one.darshan",
         [DxtFile("/data/x.bin", seg, writes=2)],
         start=1_700_000_000.0,
-        end=1_700_000_003.0,
+        end=1_700_000_003.25,
         exe="python train.py",
         jobid=7,
     )
@@ -438,3 +439,9 @@ def test_one_record_of_writes_then_reads_keeps_its_split(tmp_path: Path):
     (rec,) = rep.records["DXT_POSIX"].to_df()
     assert rec["write_segments"]["length"].tolist() == [4096, 4096]
     assert rec["read_segments"]["offset"].tolist() == [8192, 12288, 16384]
+    # the counters the writer derives: last byte written 8191, read 16384 + 300 - 1
+    posix = rep.records["POSIX"].to_df()["counters"].iloc[0]
+    assert (posix["POSIX_MAX_BYTE_WRITTEN"], posix["POSIX_MAX_BYTE_READ"]) == (8191, 16683)
+    assert (posix["POSIX_WRITES"], posix["POSIX_READS"]) == (2, 3)
+    job = rep.metadata["job"]
+    assert (job["end_time_sec"], job["end_time_nsec"]) == (1_700_000_003, 250_000_000)

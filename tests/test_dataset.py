@@ -51,6 +51,7 @@ def test_synthetic_is_deterministic(tmp_path, small):
     assert other["md5"][IDX_FILES["train_images"]] != desc["md5"][IDX_FILES["train_images"]]
 
 
+@pytest.mark.slow
 def test_full_size_files_match_mnist(tmp_path):
     prepare_dataset(tmp_path, log=quiet)
     sizes = {name: (tmp_path / name).stat().st_size for name in IDX_FILES.values()}

@@ -184,6 +184,14 @@ def test_times_are_epoch_seconds_and_tables_relative():
         assert min(starts) >= 0 and all(e >= s for s, e in zip(starts, ends, strict=True))
         assert starts == sorted(starts)
         assert pl.start + max(ends) <= pl.end + 1e-6
+    # the log's span: the first event's ts to the last event's ts + dur, microseconds (raw)
+    timed = [
+        e
+        for ln in gzip.decompress(log.read_bytes()).splitlines()
+        if ln.strip().startswith(b"{") and "ts" in (e := json.loads(ln.strip().rstrip(b",")))
+    ]
+    assert pl.start == pytest.approx(min(e["ts"] for e in timed) / 1e6, abs=1e-6)
+    assert pl.end == pytest.approx(max(e["ts"] + e.get("dur", 0) for e in timed) / 1e6, abs=1e-6)
 
 
 # --------------------------------------------------------------------------- damaged files
@@ -552,6 +560,7 @@ def test_counter_records_are_app_events_not_lost_events(tmp_path):
     assert _segs(pl) == [("f", "POSIX", "read", 0, 8)]
 
 
+@pytest.mark.slow
 def test_benchmark_traces_read_as_their_real_templates(tmp_path):
     # benchmarks/bench_dftracer.py replays the real H100 traces under new pids and file
     # names: a generated trace must read exactly as the one it was made from

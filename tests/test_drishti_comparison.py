@@ -10,11 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import shared_dir, shared_fixture, unavailable
 
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_iosweep_states_drishti_s_findings_and_survives_where_drishti_crashes():
     if not (REPO / ".venv-tools/bin/drishti").exists():
         unavailable(".venv-tools/bin/drishti not found (tools/setup.sh installs it)")

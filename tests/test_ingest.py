@@ -424,6 +424,7 @@ def test_a_second_ingest_of_unchanged_logs_reuses_the_store(shared_data: Path, t
     assert json.loads((store / "inputs.json").read_text())["files"][0][0].startswith(str(run))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run, logs", [("darshan16", 17), ("dftracer8", 9)])
 def test_logs_read_in_parallel_give_the_same_store(shared_data: Path, tmp_path: Path, run, logs):
     # the rank and its loader workers (16 or 8): independent per-process logs

@@ -129,6 +129,7 @@ def test_drishti_reads_the_merged_log_as_4_processes(np4, tmp_path):
     assert re.search(r"FILES:\s+\d+ files", res.stdout)
 
 
+@pytest.mark.slow
 def test_dxt_explorer_sees_every_rank_read_the_training_images(np4, tmp_path):
     merged, _ = np4
     explorer = TOOLS / "dxt-explorer"
@@ -162,6 +163,7 @@ def test_darshan_parser_reads_the_merged_log_where_it_is_installed(np4):
     assert res.returncode == 0 and "# nprocs: 4" in res.stdout
 
 
+@pytest.mark.slow
 def test_workers_are_folded_into_their_rank(tmp_path):
     """ImageNet-style run: rank 0 and its 16 DataLoader workers, 17 logs, one rank."""
     run = shared_fixture("imagenet-style-resnet50-h100/darshan16")

@@ -280,6 +280,7 @@ class _Text(html.parser.HTMLParser):
             self.lines.append(" ".join(data.split()))
 
 
+@pytest.mark.slow
 def test_the_report_of_mpi_jobs_speaks_no_deep_learning(tmp_path):
     from iosweep.analysis import analyze_sweep
     from iosweep.report import render_report

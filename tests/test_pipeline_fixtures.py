@@ -13,6 +13,9 @@ from iosweep.analysis import analyze_run, analyze_sweep
 from iosweep.report import render_report
 from iosweep.trace.ingest import ingest
 
+# ingests eight runs (about 20 s) before its first test: too slow to repeat per mutant
+pytestmark = pytest.mark.slow
+
 RUNS = (
     "darshan2",
     "darshan8",

@@ -348,6 +348,7 @@ def test_figures_written_and_embedded(sweep):
     assert sweep["html"].stat().st_size < 20e6
 
 
+@pytest.mark.slow
 def test_size_budget_links_what_does_not_fit(sweep, tmp_path):
     out = render_report(
         sweep["dirs"],
@@ -369,6 +370,7 @@ def test_size_budget_links_what_does_not_fit(sweep, tmp_path):
 
 
 # --- anonymization and escaping -------------------------------------------------------------
+@pytest.mark.slow
 def test_anonymize_hides_user_and_prefixes(sweep, tmp_path):
     out = render_report(
         sweep["dirs"],
@@ -506,6 +508,7 @@ def test_sampling_keeps_rare_strata():
     assert allocate(np.array([10, 20]), 100).tolist() == [10, 20]
 
 
+@pytest.mark.slow
 def test_two_million_segments_stay_under_20_mb(tmp_path):
     n = 2_000_000
     paths = [f"/data/shard-{i:03d}.bin" for i in range(64)]
@@ -533,6 +536,7 @@ def test_two_million_segments_stay_under_20_mb(tmp_path):
 
 
 # --- command line -----------------------------------------------------------------------------
+@pytest.mark.slow
 def test_cli_finds_analyses_and_prints_the_path(sweep, tmp_path, capsys):
     from iosweep.cli import main
 
