@@ -6,7 +6,7 @@ CORES ?= all
 SNAKEMAKE_ARGS ?=
 PYTEST_ARGS ?= --durations=15
 
-.PHONY: setup setup-tf run test lint unit slurm-cluster slurm-cluster-stop clean
+.PHONY: setup setup-tf run test lint unit mutation slurm-cluster slurm-cluster-stop clean
 
 setup:
 	bash tools/setup.sh
@@ -40,6 +40,15 @@ test: setup-tf
 
 unit: setup
 	$(VENV)/bin/pytest -m "not integration and not slurm and not browser" $(PYTEST_ARGS)
+
+# Mutation testing of the analysis, trace and config-validation code (not in CI: slow). A seeded
+# sample of SAMPLE mutants per package (default 100; SAMPLE=0: all ~24,000, hours), then the
+# killed share per package with its 95% interval. docs/testing.md: how to read it.
+SAMPLE ?= 100
+SEED ?= 1
+mutation:
+	bash tools/setup.sh --with-mutation
+	$(VENV)/bin/python tools/mutation.py --sample $(SAMPLE) --seed $(SEED)
 
 # A SLURM cluster of 2 emulated nodes on this machine, to try `snakemake --profile slurm`.
 slurm-cluster:

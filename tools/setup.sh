@@ -6,7 +6,8 @@
 #   - .venv-tools with Darshan's analysis tools (drishti-io, dxt-explorer: the tests open
 #     merged logs with them);
 #   - with --with-tensorflow (or IOSWEEP_WITH_TF=1): .venv-tf with tensorflow-cpu 2.15.1
-#     and its own Horovod build, also cached.
+#     and its own Horovod build, also cached;
+#   - with --with-mutation: mutmut in .venv (`make mutation`).
 # Running it again redoes nothing that is already done.
 #
 # Environment:
@@ -20,11 +21,13 @@ HOROVOD_VERSION=0.28.1
 TORCH_VERSION=2.13.0
 TF_VERSION=2.15.1
 WITH_TF="${IOSWEEP_WITH_TF:-0}"
+WITH_MUTATION=0
 for arg in "$@"; do
   case "$arg" in
     --with-tensorflow) WITH_TF=1 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
-    *) echo "setup.sh: unknown argument '$arg' (known: --with-tensorflow)" >&2; exit 2 ;;
+    --with-mutation) WITH_MUTATION=1 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$arg' (known: --with-tensorflow, --with-mutation)" >&2; exit 2 ;;
   esac
 done
 
@@ -146,6 +149,10 @@ build_horovod "$ROOT/.venv" "HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_TENSORFLOW=1
 # Darshan's analysis tools (Drishti, DXT Explorer): what the tests open merged logs with
 make_venv "$ROOT/.venv-tools"
 pip_install_locked "$ROOT/.venv-tools" requirements -r "$ROOT/envs/requirements-tools.txt"
+
+if [[ "$WITH_MUTATION" == 1 ]]; then
+  pip_install_locked "$ROOT/.venv" mutation -r "$ROOT/envs/requirements-mutation.txt"
+fi
 
 if [[ "$WITH_TF" == 1 ]]; then
   make_venv "$ROOT/.venv-tf"
