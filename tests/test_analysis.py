@@ -16,6 +16,7 @@ from factories import make_store, seg_table
 from iosweep.analysis import AnalysisSettings, analyze_run, analyze_sweep, intervals
 from iosweep.analysis.classify import classify_path, matches
 from iosweep.analysis.data import StringCodes
+from iosweep.analysis.summary import SummaryError, read_sweep_file
 from iosweep.analysis.temporal import human_bytes
 from iosweep.cli import analyze as acli
 from iosweep.trace.schema import Issue, RunMeta
@@ -737,6 +738,13 @@ def test_sweep_scaling_insights_and_overhead(tmp_path):
     assert not any(o["fired"] for o in ov) and all(
         o["verdict"].startswith("no verdict") for o in ov
     )
+    # a damaged sweep file is refused naming the file and the first bad field
+    f = tmp_path / "sweep" / "scaling.json"
+    sc["series"][0]["points"][0]["ranks"] = "two"
+    f.write_text(json.dumps(sc))
+    with pytest.raises(SummaryError) as e:
+        read_sweep_file(f)
+    assert str(e.value).startswith(f"{f}: series.0.points.0.ranks.int: Input should be a valid")
     assert "tracer_overhead" not in ins
     traced = df[df["tracer"] == "darshan"]
     assert traced["tracer_overhead"].tolist() == pytest.approx([0.1, 0.1, 0.1])
@@ -1134,3 +1142,31 @@ def test_scaling_trend_boundaries(e, trend):
     from iosweep.analysis.sweep import _trend
 
     assert _trend(e) == trend
+
+
+def test_storage_bound_projection_by_hand():
+    # two runs of a sweep (sweep-table columns): the one closest to fully fed (AU 50%) sets
+    # a rank's demand, 100 MB/s / 0.5 = 200 MB/s; the most the file system delivered is
+    # max(2 x 100, 4 x 60) = 240 MB/s, so 240 / 200 = 1.2 ranks; opens per rank fully fed
+    # 200 / 2 / 0.5 = 200/s against the most seen, 240/s: 1.2 ranks too
+    from iosweep.analysis.levers import projection
+
+    df = pd.DataFrame(
+        {
+            "run_id": ["a", "b"],
+            "ranks": [2, 4],
+            "au": [0.5, 0.25],
+            "read_bandwidth_per_rank": [100e6, 60e6],
+            "dataset_files_read_per_epoch": [10, 10],
+            "files_per_s": [200.0, 240.0],
+        }
+    )
+    p = projection(df, AnalysisSettings())
+    assert p is not None and p["run_id"] == "a"
+    assert (p["demand_per_rank"], p["fs_bandwidth"]) == (200e6, 240e6)
+    assert p["ranks_at_bandwidth"] == pytest.approx(1.2)
+    assert (p["opens_per_rank"], p["fs_metadata_rate"]) == (200.0, 240.0)
+    assert p["ranks_at_metadata"] == pytest.approx(1.2)
+    assert p["fs_bandwidth_source"] == "highest observed"
+    # a job that loads its data before training reads no files per epoch: no projection
+    assert projection(df.assign(dataset_files_read_per_epoch=0), AnalysisSettings()) is None
