@@ -234,3 +234,22 @@ def test_write_docs_regenerates_a_stale_readme(tmp_path, capsys):
     assert cfg.main(["--write-docs", str(readme)]) == 0
     assert readme.read_text() == text
     assert "key tables regenerated" in capsys.readouterr().out
+
+
+def test_enum_any_of_and_setting_messages_are_whole():
+    with pytest.raises(ConfigError) as e:
+        validate_config({"sweep": {"frameworks": ["mxnet"]}})
+    assert str(e.value) == (
+        "invalid config:\n  config key 'sweep.frameworks.0': 'mxnet' is not one of "
+        "['pytorch', 'tensorflow']"
+    )
+    # anyOf (a choice or a path): the key's own description says what is allowed
+    with pytest.raises(ConfigError) as e:
+        validate_config({"dataset": {"source": 5}})
+    assert str(e.value).startswith(
+        "invalid config:\n  config key 'dataset.source': 5 is not allowed (`synthetic`: a "
+        "deterministic, learnable MNIST-shaped dataset"
+    )
+    with pytest.raises(cfg.SettingTypeError) as e:
+        cfg.check_section("analysis", {"file_classes": [{"name": "x", "pattern": 3}]})
+    assert str(e.value) == "analysis setting 'file_classes[0].pattern': 3 is not of type 'string'"
