@@ -6,6 +6,7 @@ into small lookup lists, so ten million segments stay a few hundred MB.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -532,8 +533,9 @@ def category_matches(col: pd.Series, pattern: str, search: bool = False) -> np.n
     ``re.search`` with ``search``), decided once per distinct value: app events run to
     millions of rows over a few dozen names."""
     cat = col.cat
-    values = cat.categories.astype(str).str
-    hit = np.asarray(values.contains(pattern) if search else values.match(pattern), bool)
+    rx = re.compile(pattern)
+    find = rx.search if search else rx.match
+    hit = np.array([find(v) is not None for v in cat.categories.astype(str)], bool)
     codes = cat.codes.to_numpy()
     return (codes >= 0) & hit[np.maximum(codes, 0)] if len(hit) else np.zeros(len(col), bool)
 
