@@ -280,6 +280,11 @@ def test_workflow_run_layout(shared_data: Path, tmp_path: Path):
     assert {"missing-log", "truncated", "child-process"} <= kinds
     (missing,) = [i for i in meta.issues if i.kind == "missing-log"]
     assert missing.source == "rank 2" and "pid 4242" in missing.message
+    # a child process is kept under its rank and said (a warning, not an error); the host of
+    # every process is its log's
+    (ch,) = [i for i in meta.issues if i.kind == "child-process"]
+    assert ch.severity == "warning" and ch.source == str(child)
+    assert {p.host for p in meta.processes} == {"vm"}
     assert meta.incomplete and meta.status == "partial"
 
     seg = _segments(store)
