@@ -86,12 +86,3 @@ def fractions(counts: np.ndarray) -> np.ndarray:
     """Row-normalised category counts (rows with no ops stay 0)."""
     tot = counts.sum(axis=1, keepdims=True)
     return np.divide(counts, tot, out=np.zeros_like(counts, dtype=np.float64), where=tot > 0)
-
-
-def label(frac_row: np.ndarray, whole: bool) -> str:
-    """One word for a (rank, file): whole-file, or the dominant category."""
-    if whole:
-        return "whole-file"
-    if frac_row.sum() == 0:
-        return "none"
-    return CATEGORIES[int(np.argmax(frac_row))]
