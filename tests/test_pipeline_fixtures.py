@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 
 from iosweep.analysis import analyze_run, analyze_sweep
@@ -177,3 +178,15 @@ def test_the_report_leads_with_the_verdict(h100):
     assert "Where the I/O happens: " in first and "190.1 MB written for checkpoints" in first
     head = _text(page[: page.find("</header>")])
     assert "tracers: darshan, dftracer, none" in head and "auto" not in head
+
+
+@pytest.mark.parametrize("run", sorted(README))
+def test_files_per_epoch_and_per_second_in_the_sweep_table(h100, run):
+    # every image read once an epoch (README: 19,968 per epoch, 1 epoch), at the epoch's pace;
+    # the staged Darshan run read them from /dev/shm, which Darshan does not trace: no figure
+    row = h100["sweep"]["table"].set_index("run_id").loc[run]
+    if run == "darshan8shm":
+        assert pd.isna(row["dataset_files_read_per_epoch"]) and pd.isna(row["files_per_s"])
+        return
+    assert row["dataset_files_read_per_epoch"] == IMAGES
+    assert row["files_per_s"] == pytest.approx(IMAGES / README[run][0], rel=0.01)
