@@ -13,10 +13,10 @@ Usage: python tools/mutation.py [--sample N] [--seed S] [--score] [--survivors]
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
-import random
 import subprocess
 import sys
 import time
@@ -78,12 +78,15 @@ def mutmut(*names: str) -> None:
 
 
 def sample(mutants: dict[str, tuple[str, int | None]], n: int, seed: int) -> list[str]:
-    """The first ``n`` of each package's mutants in a seeded shuffle: a smaller sample of a
-    seed is part of a larger one, so a run of 300 holds the results of 100."""
+    """The ``n`` mutants of each package that come first in an order set by a hash of the seed
+    and each mutant's own name: a smaller sample of a seed is part of a larger one, and a
+    change elsewhere in the code (mutants added or gone) leaves the others' places alone."""
     chosen = []
     for pkg in PACKAGES:
-        names = sorted(k for k, (p, _) in mutants.items() if p == pkg)
-        random.Random(f"{seed}/{pkg}").shuffle(names)
+        names = sorted(
+            (k for k, (p, _) in mutants.items() if p == pkg),
+            key=lambda k: hashlib.sha256(f"{seed}/{k}".encode()).digest(),
+        )
         chosen += names if n <= 0 else names[:n]
     return chosen
 
