@@ -416,9 +416,10 @@ def test_written_log_reads_back_in_pydarshan_and_here(tmp_path: Path):
     assert sorted(posix["POSIX_READS"].tolist()) == [1, 3]
 
 
-def test_one_record_of_writes_then_reads_keeps_its_split(tmp_path: Path):
+@pytest.mark.parametrize("writes", [0, 1, 2, 5])
+def test_one_record_of_writes_then_reads_keeps_its_split(tmp_path: Path, writes: int):
     # A log of one DXT record takes the reader's one-record path (records are batched
-    # otherwise): 2 writes then 3 reads, as PyDarshan reads the same log.
+    # otherwise): `writes` writes then reads, as PyDarshan reads the same log.
     seg = np.zeros(5, SEGMENT_DTYPE)
     seg["offset"] = np.arange(5) * 4096
     seg["length"] = [4096, 4096, 100, 200, 300]
@@ -426,22 +427,27 @@ def test_one_record_of_writes_then_reads_keeps_its_split(tmp_path: Path):
     seg["end"] = seg["start"] + 0.001
     path = write_darshan_log(
         tmp_path / "one.darshan",
-        [DxtFile("/data/x.bin", seg, writes=2)],
+        [DxtFile("/data/x.bin", seg, writes=writes)],
         start=1_700_000_000.0,
         end=1_700_000_003.25,
         exe="python train.py",
         jobid=7,
     )
     t = read_darshan_log(path).segments.to_pandas()
-    assert t.op.astype(str).tolist() == ["write", "write", "read", "read", "read"]
+    assert t.op.astype(str).tolist() == ["write"] * writes + ["read"] * (5 - writes)
     assert t.length.tolist() == [4096, 4096, 100, 200, 300]
     rep = darshan.DarshanReport(str(path), read_all=True)
     (rec,) = rep.records["DXT_POSIX"].to_df()
-    assert rec["write_segments"]["length"].tolist() == [4096, 4096]
-    assert rec["read_segments"]["offset"].tolist() == [8192, 12288, 16384]
-    # the counters the writer derives: last byte written 8191, read 16384 + 300 - 1
-    posix = rep.records["POSIX"].to_df()["counters"].iloc[0]
-    assert (posix["POSIX_MAX_BYTE_WRITTEN"], posix["POSIX_MAX_BYTE_READ"]) == (8191, 16683)
-    assert (posix["POSIX_WRITES"], posix["POSIX_READS"]) == (2, 3)
+    for side, want in (("write", seg["offset"][:writes]), ("read", seg["offset"][writes:])):
+        got = rec[f"{side}_segments"]
+        assert (got["offset"].tolist() if len(got) else []) == want.tolist()
+    # the counters the writer derives: last bytes, counts, first open (0.5 s after start)
+    posix = rep.records["POSIX"].to_df()
+    c, fc = posix["counters"].iloc[0], posix["fcounters"].iloc[0]
+    ends = seg["offset"] + seg["length"]
+    assert c["POSIX_MAX_BYTE_WRITTEN"] == (int(ends[:writes].max()) - 1 if writes else 0)
+    assert c["POSIX_MAX_BYTE_READ"] == (int(ends[writes:].max()) - 1 if writes < 5 else 0)
+    assert (c["POSIX_WRITES"], c["POSIX_READS"]) == (writes, 5 - writes)
+    assert fc["POSIX_F_OPEN_START_TIMESTAMP"] == pytest.approx(0.5)
     job = rep.metadata["job"]
     assert (job["end_time_sec"], job["end_time_nsec"]) == (1_700_000_003, 250_000_000)
