@@ -1170,3 +1170,20 @@ def test_storage_bound_projection_by_hand():
     assert p["fs_bandwidth_source"] == "highest observed"
     # a job that loads its data before training reads no files per epoch: no projection
     assert projection(df.assign(dataset_files_read_per_epoch=0), AnalysisSettings()) is None
+
+
+def test_heatmap_bins_by_hand(tmp_path):
+    # a 100 s run in 120 bins of 100/120 s: an operation counts in the bin where it starts
+    # (10.2 s and 10.5 s: bin 12; 50.1 s: bin 60; 95.1 s: bin 114), rank 0 included
+    segs = [
+        (0, "/data/a", "read", 0, 1000, 10.2, 10.3),
+        (0, "/data/b", "write", 0, 300, 10.5, 10.6),
+        (0, "/data/a", "read", 1000, 50, 50.1, 50.2),
+        (1, "/data/a", "read", 0, 200, 95.1, 95.2),
+    ]
+    run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=2))
+    hm = pd.read_parquet(tmp_path / "out" / "heatmap.parquet")
+    got = hm[["rank", "bin", "bytes_read", "bytes_written", "ops"]].values.tolist()
+    assert got == [[0, 12, 1000, 300, 2], [0, 60, 50, 0, 1], [1, 114, 200, 0, 1]]
+    assert hm["t0"].tolist() == pytest.approx([10.0, 50.0, 95.0])
+    assert (hm["t1"] - hm["t0"]).tolist() == pytest.approx([100 / 120] * 3)

@@ -253,3 +253,9 @@ def test_enum_any_of_and_setting_messages_are_whole():
     with pytest.raises(cfg.SettingTypeError) as e:
         cfg.check_section("analysis", {"file_classes": [{"name": "x", "pattern": 3}]})
     assert str(e.value) == "analysis setting 'file_classes[0].pattern': 3 is not of type 'string'"
+
+
+def test_unknown_nested_setting_names_its_path_and_the_known_keys():
+    with pytest.raises(cfg.UnknownSettingError) as e:
+        cfg.check_section("analysis", {"file_classes": [{"name": "x", "pattern": "a", "bogus": 1}]})
+    assert str(e.value) == "unknown analysis setting 'file_classes[0].bogus'; known: name, pattern"
