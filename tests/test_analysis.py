@@ -1187,3 +1187,21 @@ def test_heatmap_bins_by_hand(tmp_path):
     assert got == [[0, 12, 1000, 300, 2], [0, 60, 50, 0, 1], [1, 114, 200, 0, 1]]
     assert hm["t0"].tolist() == pytest.approx([10.0, 50.0, 95.0])
     assert (hm["t1"] - hm["t0"]).tolist() == pytest.approx([100 / 120] * 3)
+
+
+@pytest.mark.parametrize(
+    "workers, who",
+    [(0, "the training process itself (no loader workers)"), (1, "1 loader worker"),
+     (2, "2 loader workers"), (None, "the data loader")],
+)  # fmt: skip
+def test_preprocessing_verdict_names_who_does_the_work(workers, who):
+    from iosweep.analysis.pipeline import _verdict_text
+
+    tot = {"au": 0.11, "wait_per_rank": 54.0, "epoch_time_per_rank": 60.7,
+           "read_in_wait_share": 0.05, "no_read_share": 0.9}  # fmt: skip
+    text = _verdict_text("input-bound-preprocessing", tot, {"loader_workers": workers}, 0.0)
+    assert text == (
+        "the ranks compute 11% of their epoch time (MLPerf-Storage-style AU) and wait 54.0 s of "
+        "60.7 s for data; reads were in flight during only 5% of that wait (90% of it with no "
+        f"read at all): the time goes to decoding, augmentation and collation in {who}"
+    )
