@@ -30,7 +30,14 @@ _DATA = re.compile(
 
 def _event_calls(rd: RunData) -> tuple[np.ndarray, ...] | None:
     """The timed POSIX/STDIO metadata calls of ranks traced as events: (actor, file, kind,
-    duration) per call (file -1: no path); None when there are none."""
+    duration) per call (file -1: no path); None when there are none. Kept in ``rd.cache``:
+    the file tables and the ranks' totals both count them."""
+    if "metadata_calls" not in rd.cache:
+        rd.cache["metadata_calls"] = _select_calls(rd)
+    return rd.cache["metadata_calls"]
+
+
+def _select_calls(rd: RunData) -> tuple[np.ndarray, ...] | None:
     ev = rd.app_events
     if ev.empty:
         return None

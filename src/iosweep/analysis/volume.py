@@ -16,7 +16,7 @@ import pandas as pd
 
 from iosweep.analysis import intervals
 from iosweep.analysis.data import READ, WHO, WRITE, RunData
-from iosweep.analysis.metadata import per_file_from_app_events
+from iosweep.analysis.metadata import KINDS, per_file_from_app_events
 from iosweep.analysis.spatial import CATEGORIES, Spatial, fractions
 from iosweep.trace.schema import SIZE_BINS
 
@@ -268,10 +268,9 @@ def _merge_streams(rd: RunData, st: _Aligned, meta: pd.DataFrame | None) -> _Col
         cols[m] = np.maximum(col(f"seg_{m}"), col(f"ctr_{m}")).astype(np.int64)
     for m in ("read_time", "write_time"):
         cols[m] = np.maximum(col(f"seg_{m}", 0.0), col(f"ctr_{m}", 0.0))
-    for m in ("opens", "stats", "seeks", "fsyncs", "meta_time"):
-        cols[m] = col(f"ctr_{m}", 0.0 if m == "meta_time" else 0).astype(
-            np.float64 if m == "meta_time" else np.int64
-        )
+    for m in KINDS:
+        cols[m] = col(f"ctr_{m}").astype(np.int64)
+    cols["meta_time"] = col("ctr_meta_time", 0.0).astype(np.float64)
     if meta is not None:
         _event_metadata(cols, st.key, meta)
     cols["class"] = rd.file_class[file] if len(file) else np.empty(0, np.int8)
@@ -287,7 +286,7 @@ def _event_metadata(cols: _Columns, key: np.ndarray, meta: pd.DataFrame) -> None
     mk = meta.index.to_numpy()
     at = np.minimum(np.searchsorted(key, mk), len(key) - 1)
     hit = key[at] == mk
-    for m in ("opens", "stats", "seeks", "fsyncs", "meta_time"):
+    for m in (*KINDS, "meta_time"):
         cols[m][at[hit]] = meta[m].to_numpy()[hit]
 
 
