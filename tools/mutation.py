@@ -23,23 +23,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from mutmut.stats import status_by_exit_code
+
 ROOT = Path(__file__).resolve().parents[1]
 MUTANTS = ROOT / "mutants"
 MUTMUT = Path(sys.executable).with_name("mutmut")
 PACKAGES = ("analysis", "trace", "config")
-# mutmut's exit codes (mutmut/stats.py): detected = a test failed, timed out or crashed
-DETECTED = {
-    1: "killed",
-    3: "killed",
-    36: "timeout",
-    -24: "timeout",
-    24: "timeout",
-    152: "timeout",
-    255: "timeout",
-    -11: "segfault",
-    -9: "segfault",
-}
-UNDETECTED = {0: "survived", 5: "no tests", 33: "no tests"}
+# mutmut's own reading of a mutant's exit code; detected = a test failed, timed out or crashed
+DETECTED = {"killed", "timeout", "segfault"}
+UNDETECTED = {"survived", "no tests"}
 
 
 def package(meta: Path) -> str:
@@ -110,8 +102,8 @@ def score(mutants: dict[str, tuple[str, int | None]], names: list[str]) -> None:
         codes = [mutants[n][1] for n in names if mutants[n][0] == pkg]
         total = sum(1 for p, _ in mutants.values() if p == pkg)
         done = [c for c in codes if c is not None]
-        what = Counter(DETECTED.get(c) or UNDETECTED.get(c, "suspicious") for c in done)
-        killed = sum(1 for c in done if c in DETECTED)
+        what = Counter(status_by_exit_code[c] for c in done)
+        killed = sum(what[s] for s in DETECTED)
         lo, hi = wilson(killed, len(done))
         share = killed / len(done) if done else float("nan")
         print(
@@ -145,8 +137,9 @@ def main() -> None:
     names = sample(mutants, a.sample, a.seed)
     if a.survivors:
         for n in names:
-            if mutants[n][1] in UNDETECTED:
-                print(n, UNDETECTED[mutants[n][1]])
+            code = mutants[n][1]
+            if code is not None and status_by_exit_code[code] in UNDETECTED:
+                print(n, status_by_exit_code[code])
         return
     score(mutants, names)
     if not a.score:
