@@ -4,6 +4,8 @@ segments as tuples, counters as mappings, steps as tuples."""
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
 import numpy as np
@@ -131,3 +133,10 @@ def synthetic_store(
     if not checkpoint_writes:  # as DFTracer records a run: torch.save's writes are not seen
         seg = seg.slice(0, n)
     return write_store(path, m, {"segments": seg, "steps": steps})
+
+
+def pfw_events(path: Path) -> list[dict]:
+    """The JSON events of a DFTracer trace (``.pfw.gz``), read line by line here, apart from
+    the reader under test: one object a line, the array's brackets and commas dropped."""
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+    return [json.loads(s.rstrip(",")) for ln in lines if (s := ln.strip()).startswith("{")]

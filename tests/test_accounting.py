@@ -6,7 +6,6 @@ files are the dataset, ``checkpoint-*.pt`` the checkpoints; README of the fixtur
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import darshan
 import pandas as pd
 import pytest
+from factories import pfw_events
 
 from iosweep.analysis import analyze_run
 from iosweep.trace.ingest import ingest
@@ -69,13 +69,7 @@ def _dftracer_expected(run: Path) -> dict[tuple[int, str], dict[str, int]]:
     out: dict[tuple[int, str], dict[str, int]] = defaultdict(lambda: dict.fromkeys(METRICS, 0))
     for trace in sorted((run / "logs").glob("*.pfw.gz")):
         names: dict[str, str] = {}
-        with gzip.open(trace, "rt") as f:
-            lines = f.read().splitlines()
-        for raw in lines:
-            line = raw.strip().rstrip(",")
-            if not line.startswith("{"):
-                continue
-            ev = json.loads(line)
+        for ev in pfw_events(trace):
             args = ev.get("args", {})
             if ev["name"] == "FH":
                 names[args["value"]] = args["name"]

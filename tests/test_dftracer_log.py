@@ -14,6 +14,7 @@ from pathlib import Path
 import darshan
 import pytest
 from conftest import shared_dir, shared_fixture
+from factories import pfw_events
 
 from iosweep.trace.dftracer.read import INCOMPLETE_TRACE, read_dftracer_trace
 from iosweep.trace.logs import LogError, ProcessLog
@@ -185,11 +186,7 @@ def test_times_are_epoch_seconds_and_tables_relative():
         assert starts == sorted(starts)
         assert pl.start + max(ends) <= pl.end + 1e-6
     # the log's span: the first event's ts to the last event's ts + dur, microseconds (raw)
-    timed = [
-        e
-        for ln in gzip.decompress(log.read_bytes()).splitlines()
-        if ln.strip().startswith(b"{") and "ts" in (e := json.loads(ln.strip().rstrip(b",")))
-    ]
+    timed = [e for e in pfw_events(log) if "ts" in e]
     assert pl.start == pytest.approx(min(e["ts"] for e in timed) / 1e6, abs=1e-6)
     assert pl.end == pytest.approx(max(e["ts"] + e.get("dur", 0) for e in timed) / 1e6, abs=1e-6)
 
