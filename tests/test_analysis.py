@@ -946,6 +946,130 @@ def test_single_rank_checkpoint_rule_names_the_writer():
     assert single_rank_checkpoint(one_rank) == []
 
 
+def test_pipeline_table_by_hand(tmp_path):
+    # two ranks, one epoch [0, 10] s of three steps [1, 2], [4, 5], [7, 8] s: each rank waits
+    # 1 s for its first batch, then [2, 4] and [5, 7] (4 s); computes 1 s in step 0 (warm-up,
+    # left out of AU) and 2 s after it; AU = 2 / (10 - 2) = 25%; 2 s of tail after step 2.
+    # Rank 0 reads 100 B in 2.5-3.0 s and 200 B in 5.0-6.0 s, both inside its waits (1.5 s of
+    # its 4 s); rank 1 reads 50 B in 0.2-0.4 s (the first wait) and 400 B in 8.5-9.0 s (the
+    # tail): none of its 4 s of waiting has a read in flight
+    steps = [(r, 0, k, 1.0 + 3 * k, 2.0 + 3 * k) for r in (0, 1) for k in range(3)]
+    steps += [(r, 0, -1, 0.0, 10.0) for r in (0, 1)]
+    segs = [
+        (0, "/data/a.npy", "read", 0, 100, 2.5, 3.0),
+        (0, "/data/a.npy", "read", 100, 200, 5.0, 6.0),
+        (1, "/data/b.npy", "read", 0, 50, 0.2, 0.4),
+        (1, "/data/b.npy", "read", 50, 400, 8.5, 9.0),
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=2, steps=steps))
+    pt = pd.read_parquet(tmp_path / "out" / "pipeline.parquet").set_index("rank")
+    cols = ["epoch_time", "steps", "first_wait", "first_step", "compute", "wait", "tail", "au"]
+    assert pt[cols].to_numpy().tolist() == [[10.0, 3, 1.0, 1.0, 2.0, 4.0, 2.0, 0.25]] * 2
+    assert pt["reads"].tolist() == [2, 2] and pt["bytes_read"].tolist() == [300, 450]
+    assert pt["read_time"].tolist() == pytest.approx([1.5, 0.7])
+    assert pt["read_in_wait"].tolist() == pytest.approx([1.5, 0.0])
+    assert pt["no_read_share"].tolist() == pytest.approx([2.5 / 4, 1.0])
+    assert pt["other_in_wait"].tolist() == pytest.approx([2.5, 4.0])
+    t = sm["pipeline"]["totals"]
+    assert t["au"] == pytest.approx(0.25) and t["wait_per_rank"] == pytest.approx(4.0)
+    assert t["read_in_wait_share"] == pytest.approx(1.5 / 8)
+    assert t["no_read_share"] == pytest.approx(6.5 / 8)
+    # every step's compute, warm-up included, over the epoch: 3 s of 10 s
+    assert t["compute_share"] == pytest.approx(0.3) and t["compute_per_rank"] == 2.0
+    assert (t["ranks"], t["epochs"], t["epoch_time_per_rank"], t["training_time"]) == (
+        2,
+        1,
+        10.0,
+        10.0,
+    )
+    assert t["read_time_per_rank"] == pytest.approx(1.1) and t["bytes_read_in_epochs"] == 750
+    assert t["read_bandwidth_per_rank"] == pytest.approx(750 / 20)
+    (ep,) = sm["pipeline"]["epochs"]
+    assert (ep["epoch"], ep["epoch_time"], ep["compute_mean"], ep["wait_max"]) == (
+        0,
+        10.0,
+        2.0,
+        4.0,
+    )
+    assert (ep["au_mean"], ep["au_min"], ep["bytes_read"]) == (0.25, 0.25, 750)
+
+
+def _totals(**kw) -> dict:
+    """A run's pipeline totals: 60 s of training after 1 s of start-up in a 61 s run, AU 50%,
+    10 s of wait per rank; ``kw`` overrides."""
+    tot = {
+        "au": 0.5, "wait_per_rank": 10.0, "epoch_time_per_rank": 60.0, "epochs": 1,
+        "read_in_wait_share": 0.3, "meta_in_wait_share": 0.1, "no_read_share": 0.7,
+        "startup": 1.0, "training_time": 60.0, "run_time": 61.0,
+    }  # fmt: skip
+    return tot | kw
+
+
+@pytest.mark.parametrize(
+    "kw, kind",
+    [
+        ({"au": 0.89}, "input-bound-preprocessing"),  # au_threshold 0.9 (schema default)
+        ({"au": 0.9}, "compute-bound"),
+        ({"au": None}, "startup"),  # one step an epoch: only warm-up
+        # storage_wait_share 0.5: reads + metadata in flight during 0.49 / 0.5 of the wait
+        ({"read_in_wait_share": 0.39}, "input-bound-preprocessing"),
+        ({"read_in_wait_share": 0.4}, "input-bound-storage"),
+        ({"read_in_wait_share": 0.5, "meta_in_wait_share": None}, "input-bound-storage"),
+        # start-up above half the run and longer than training (startup_share 0.5)
+        ({"startup": 61.0, "run_time": 122.0}, "input-bound-preprocessing"),  # exactly half
+        ({"startup": 62.0, "run_time": 122.0}, "startup"),
+        ({"startup": 59.0, "training_time": 58.0, "run_time": 100.0}, "startup"),
+        ({"startup": 59.0, "training_time": 60.0, "run_time": 100.0}, "input-bound-preprocessing"),
+    ],
+)
+def test_verdict_boundaries(kw, kind):
+    from iosweep.analysis.pipeline import verdict
+
+    v = verdict(_totals(**kw), {"loader_workers": 4}, AnalysisSettings())
+    assert v["kind"] == kind
+    n = v["numbers"]
+    storage = (kw.get("read_in_wait_share", 0.3)) + (kw.get("meta_in_wait_share", 0.1) or 0.0)
+    assert n["storage_share_of_wait"] == pytest.approx(storage)
+    assert (n["au_threshold"], n["storage_threshold"]) == (0.9, 0.5)
+    assert (n["wait_per_rank_s"], n["epoch_time_per_rank_s"]) == (10.0, 60.0)
+
+
+def test_verdict_text_and_levers_by_kind():
+    from iosweep.analysis.pipeline import verdict
+
+    s = AnalysisSettings()
+    small = {"file_size_median": 100_000, "read_size_median": 65_536}
+    v = verdict(_totals(read_in_wait_share=0.45), {"loader_workers": 4, **small}, s)
+    assert v["title"] == "Input-bound by storage"
+    assert v["text"] == (
+        "the ranks compute 50% of their epoch time (MLPerf-Storage-style AU) and wait 10.0 s of "
+        "60.0 s for data; storage reads or metadata calls were in flight during 55% of that wait"
+    )
+    assert v["levers"] == [
+        "stage the data to node-local storage (sweep.staging: node-local)",
+        "pack the small files into larger record files (TFRecord, WebDataset tar, HDF5)",
+        "larger reads (a bigger read buffer, whole-file reads)",
+        "more loader workers or deeper prefetch, to keep more reads in flight",
+    ]
+    # staged already, files and reads of 1 MiB (not small): only more reads in flight
+    big = {"staging": "node-local", "file_size_median": 1 << 20, "read_size_median": 1 << 20}
+    v = verdict(_totals(read_in_wait_share=0.45), big, s)
+    assert v["levers"] == ["more loader workers or deeper prefetch, to keep more reads in flight"]
+    v = verdict(_totals(au=0.95), {}, s)
+    assert (v["title"], v["levers"]) == ("Compute-bound", [])
+    assert v["text"].endswith("wait 10.0 s of 60.0 s for data; the input pipeline keeps up")
+    v = verdict(_totals(startup=70.0, run_time=131.0), {}, s)
+    assert v["title"] == "Dominated by start-up"
+    assert v["text"] == (
+        "70.0 s passed before the first step, against 60.0 s of training in 1 epoch(s): the run "
+        "is too short to judge its input pipeline"
+    )
+    assert v["levers"] == ["run more steps or epochs before judging the input pipeline"]
+    v = verdict(_totals(), {"loader_workers": 0}, s)
+    assert v["levers"][0].startswith("loader workers (DataLoader num_workers > 0")
+    assert len(v["levers"]) == 3 and v["levers"][2] == "store samples pre-decoded or pre-resized"
+
+
 def test_reads_before_training_are_not_counted_in_an_epoch(tmp_path):
     # MNIST-like: both ranks read the data before epoch 0 and the test set after epoch 1;
     # nothing is read inside the epochs
@@ -1170,6 +1294,83 @@ def test_storage_bound_projection_by_hand():
     assert p["fs_bandwidth_source"] == "highest observed"
     # a job that loads its data before training reads no files per epoch: no projection
     assert projection(df.assign(dataset_files_read_per_epoch=0), AnalysisSettings()) is None
+
+
+def test_lever_series_by_hand():
+    # sweep-table rows: loader workers 8 and 2 (two repeats at 8), staging none and node-local
+    # at 8 workers, and a tensorflow run whose workers never vary (no series of its own)
+    from iosweep.analysis.levers import lever_series
+
+    df = pd.DataFrame(
+        {
+            "run_id": ["w8a", "w2", "w8b", "shm", "tf"],
+            "framework": ["pytorch"] * 4 + ["tensorflow"],
+            "loader_workers": [8, 2, 8, 8, 4],
+            "staging": ["none", "none", "none", "node-local", "none"],
+            "rep": [0, 0, 1, 0, 0],
+            "au": [0.4, 0.1, 0.5, 0.8, 0.3],
+            "compute_share": [0.4, 0.1, 0.6, 0.8, 0.3],
+            "samples_per_s": [900.0, 300.0, 1100.0, 1500.0, 200.0],
+        }
+    )
+    got = lever_series(df, ["framework", "loader_workers", "staging", "rep"])
+    assert [(s["lever"], s["key"]) for s in got] == [
+        ("loader_workers", {"framework": "pytorch", "staging": "none"}),
+        ("staging", {"framework": "pytorch", "loader_workers": 8}),
+    ]
+    w, st = got
+    # values in increasing order; the two repeats at 8 averaged: AU 45%, 1,000 samples/s
+    assert w["values"] == [2, 8] and w["reps"] == [1, 2]
+    assert w["au"] == pytest.approx([0.1, 0.45]) and w["samples_per_s"] == [300.0, 1000.0]
+    assert w["compute_share"] == pytest.approx([0.1, 0.5])
+    assert w["text"] == "loader workers 2 → 8: AU 10% → 45%, samples/s 300 → 1,000"
+    assert st["values"] == ["none", "node-local"] and st["reps"] == [2, 1]
+    assert st["text"] == "staging none → node-local: AU 45% → 80%, samples/s 1,000 → 1,500"
+    # an untraced run has samples/s but no AU: it is in the series, its AU a "?"
+    df.loc[df["run_id"] == "w2", "au"] = np.nan
+    w = lever_series(df, ["framework", "loader_workers", "staging", "rep"])[0]
+    assert w["au"] == [None, pytest.approx(0.45)]
+    assert w["text"] == "loader workers 2 → 8: AU ? → 45%, samples/s 300 → 1,000"
+    # a run with neither is not a point of any series
+    df.loc[df["run_id"] == "w2", "samples_per_s"] = np.nan
+    assert lever_series(df, ["framework", "loader_workers", "staging", "rep"])[0]["lever"] == (
+        "staging"
+    )
+
+
+@pytest.mark.parametrize(
+    "au8, fed", [(0.89, {"ranks": 4, "nodes": 1}), (0.9, {"ranks": 8, "nodes": 2})]
+)
+def test_scale_series_by_hand(au8, fed):
+    # one workload at 4 ranks on 1 node (two repeats) and 8 ranks on 2 nodes; the largest point
+    # at or above the 90% AU threshold is 8 ranks only when its AU reaches 0.9
+    from iosweep.analysis.levers import scale_series
+
+    df = pd.DataFrame(
+        {
+            "run_id": ["a", "b", "c"],
+            "workload": ["mnist"] * 3,
+            "ranks": [4, 4, 8],
+            "nodes": [1, 1, 2],
+            "rep": [0, 1, 0],
+            "au": [0.92, 0.96, au8],
+            "samples_per_s": [100.0, 200.0, 280.0],
+            "read_bandwidth_per_rank": [10e6, 20e6, 12e6],
+        }
+    )
+    (sc,) = scale_series(df, ["workload", "ranks", "nodes", "rep"], AnalysisSettings())
+    assert sc["key"] == {"workload": "mnist"}
+    assert (sc["ranks"], sc["nodes"]) == ([4, 8], [1, 2])
+    assert sc["au"] == pytest.approx([0.94, au8]) and sc["samples_per_s"] == [150.0, 280.0]
+    # per node: 15 MB/s x 4 ranks on 1 node; 12 MB/s x 8 ranks on 2 nodes
+    assert sc["read_bandwidth_per_rank"] == [15e6, 12e6]
+    assert sc["read_bandwidth_per_node"] == [60e6, 48e6]
+    assert sc["largest_fed"] == fed
+    # no point fed: none named
+    (sc,) = scale_series(
+        df.assign(au=0.5), ["workload", "ranks", "nodes", "rep"], AnalysisSettings()
+    )
+    assert sc["largest_fed"] is None
 
 
 def test_heatmap_bins_by_hand(tmp_path):

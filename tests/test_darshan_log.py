@@ -145,6 +145,41 @@ def test_matches_pydarshan_segment_for_segment(shared_data: Path):
         assert got == expected, rel
 
 
+def test_posix_counters_match_pydarshan_record_for_record(shared_data: Path):
+    # PyDarshan's POSIX counters of the same log, per file: the timestamps Darshan leaves at
+    # 0 (a file stat'ed and never opened, or never closed) are unknown here, not time 0
+    path = shared_data / "darshan-logs/nonmpi_dxt_anonymized/nonmpi_dxt_anonymized.darshan"
+    ours = read_darshan_log(path).counters.to_pandas()
+    ours = ours[ours["module"] == "POSIX"].set_index("file_id")
+    rep = darshan.DarshanReport(str(path), read_all=False)
+    rep.mod_read_all_records("POSIX")
+    df = rep.records["POSIX"].to_df()
+    c = df["counters"].set_index("id")
+    f = df["fcounters"].set_index("id")
+    assert sorted(ours.index) == sorted(c.index)
+    ours = ours.loc[c.index]
+    for col, name in (("opens", "OPENS"), ("reads", "READS"), ("writes", "WRITES"),
+                      ("stats", "STATS"), ("bytes_read", "BYTES_READ"),
+                      ("bytes_written", "BYTES_WRITTEN"), ("seq_reads", "SEQ_READS"),
+                      ("file_not_aligned", "FILE_NOT_ALIGNED")):  # fmt: skip
+        assert ours[col].tolist() == c[f"POSIX_{name}"].tolist(), col
+    for col, name in (("read_time", "READ_TIME"), ("meta_time", "META_TIME")):
+        assert ours[col].to_numpy() == pytest.approx(f[f"POSIX_F_{name}"].to_numpy()), col
+    never_opened = (c["POSIX_OPENS"] == 0).to_numpy()
+    never_closed = (f["POSIX_F_CLOSE_END_TIMESTAMP"] <= 0).to_numpy()
+    assert never_opened.sum() == 1 and never_closed.sum() == 6
+    assert ours["open_start"].isna().to_numpy().tolist() == never_opened.tolist()
+    assert ours["close_end"].isna().to_numpy().tolist() == never_closed.tolist()
+    opened = ~never_opened
+    assert ours["open_start"].to_numpy()[opened] == pytest.approx(
+        f["POSIX_F_OPEN_START_TIMESTAMP"].to_numpy()[opened]
+    )
+    closed = ~never_closed
+    assert ours["close_end"].to_numpy()[closed] == pytest.approx(
+        f["POSIX_F_CLOSE_END_TIMESTAMP"].to_numpy()[closed]
+    )
+
+
 def test_partial_dxt_is_kept_and_flagged(shared_data: Path):
     log = read_darshan_log(shared_data / "darshan-logs/partial_data_dxt/partial_data_dxt.darshan")
     assert log.segments.num_rows > 100_000  # what DXT held before its buffer ran out

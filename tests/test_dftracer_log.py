@@ -477,6 +477,26 @@ def test_two_open_handles_on_one_file_give_unknown_offsets(tmp_path):
     assert [i.kind for i in pl.issues] == ["ambiguous-offsets"]
 
 
+def test_a_close_of_a_handle_opened_before_tracing_is_not_counted(tmp_path):
+    # the trace starts with a close (its open came before DFTracer ran): the open depth stays
+    # at 0, so one open later is one handle (known offsets) and a second open makes two
+    t = _Trace()
+    e = t.file("/d/e")
+    t.event("close", fhash=e, ret=0)
+    t.event("close", fhash=e, ret=0)
+    t.event("open64", fhash=e, flags=0)
+    t.event("read", fhash=e, count=10, ret=10)  # 0
+    t.event("read", fhash=e, count=10, ret=10)  # 10
+    t.event("open64", fhash=e, flags=0)
+    t.event("read", fhash=e, count=10, ret=10)  # two handles: unknown
+    t.event("close", fhash=e, ret=0)
+    t.event("close", fhash=e, ret=0)
+    t.event("open64", fhash=e, flags=0)
+    t.event("read", fhash=e, count=10, ret=10)  # one handle again: 0
+    pl = read_dftracer_trace(t.write(tmp_path / "orphan.pfw.gz"))
+    assert [s[3] for s in _segs(pl)] == [0, 10, -1, 0]
+
+
 def test_positions_are_per_process_and_module(tmp_path):
     t = _Trace(pid=100)
     d = t.file("/d/d")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
+import darshan
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -117,6 +119,12 @@ def test_tf2_uname_children_and_file_per_process(shared_data: Path, tmp_path: Pa
     warned = {Path(i.source).name for i in meta.issues if i.kind == "unattributed"}
     assert warned == {p.source for p in children}
     assert all(i.severity == "warning" for i in meta.issues) and not meta.incomplete
+    # the merged log is the 4 ranks' job; the children's logs, with no rank, are named as left out
+    (part,) = [i for i in meta.issues if i.kind == "merge-partial"]
+    left = sorted(re.findall(r"(\S+\.darshan): no rank", part.message))
+    assert left == sorted(p.source for p in children)
+    rep = darshan.DarshanReport(str(tmp_path / "store" / MERGED_DARSHAN), read_all=False)
+    assert rep.metadata["job"]["nprocs"] == 4
     seg = _segments(tmp_path / "store")
     npz = seg[seg.name.str.endswith(".npz")]
     assert npz.groupby("rank")["name"].unique().map(list).to_dict() == {

@@ -182,6 +182,29 @@ def test_workers_are_folded_into_their_rank(tmp_path):
     assert dxt_count(rep) == sum(dxt_count(r) for r in inputs) == 80_156
 
 
+def test_merging_by_hand_ranks_hosts_and_a_log_left_out(tmp_path):
+    # the two logs of the 2-rank run placed as ranks 0 and 2 on two hosts (a rank between them
+    # has no log): a 3-rank job; a third input without a rank is named as left out
+    from iosweep.trace.darshan.merge import MergeInput, write_merged_log
+
+    logs = sorted(shared_fixture("horovod-pytorch-mnist/darshan-np2/logs").glob("*.darshan"))
+    out = tmp_path / "m.darshan"
+    res = write_merged_log(
+        [MergeInput(logs[0], 0, "a"), MergeInput(logs[1], 2, "b"), MergeInput(logs[1], -1)],
+        out,
+        jobid=77,
+    )
+    assert (res.path, res.nprocs, res.processes) == (out, 3, 2)
+    assert res.left_out == [f"{logs[1].name}: no rank"]
+    rep = report(out)
+    assert (rep.metadata["job"]["nprocs"], rep.metadata["job"]["jobid"]) == (3, 77)
+    assert set(posix(rep)["rank"]) == {0, 2}
+    seg = dxt_segments(rep)
+    assert seg.groupby("rank")["host"].unique().map(list).to_dict() == {0: ["a"], 2: ["b"]}
+    with pytest.raises(ValueError, match="no log with a rank"):
+        write_merged_log([MergeInput(logs[0], -1)], out)
+
+
 def test_rebinning_a_heatmap_by_hand():
     # bins of 1 s from 0.5 s onto bins of 2 s from 0: [0.5, 1.5) lies in [0, 2); [1.5, 2.5)
     # (empty) across 2 s; [2.5, 3.5) in [2, 4)

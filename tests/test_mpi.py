@@ -9,6 +9,7 @@ import html.parser
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import shared_fixture
@@ -63,6 +64,38 @@ def test_a_reduced_shared_record_is_handed_to_the_ranks(tmp_path):
     assert sm["trace"]["shared_records"] == {"records": 1, "spread": 1, "traced": 0, "ranks": 4}
     assert any("fastest and the slowest rank" in x for x in sm["limitations"])
     assert sm["access"]["other"]["read"] == "shared"
+
+
+def test_spread_rows_are_per_rank_records_not_reduced_ones():
+    # the record of SHARED (bytes in MiB) as analysis rows: handed to 4 ranks, each row is a
+    # rank's own record, so none keeps a fastest or slowest rank (-1) or their figures (0)
+    from iosweep.analysis.shared import SHARED_COLUMNS, reduced, share_records
+
+    cdf = pd.DataFrame(
+        {
+            "actor": [-1], "file": [0], "module": [0], "opens": [4], "reads": [10],
+            "bytes_read": [1000], "bytes_written": [0], "read_time": [10.0],
+            "write_time": [0.0], "meta_time": [0.0], "fastest_rank": [2],
+            "fastest_rank_bytes": [100], "fastest_rank_time": [1.0], "slowest_rank": [1],
+            "slowest_rank_bytes": [400], "slowest_rank_time": [4.0],
+        }
+    )  # fmt: skip
+    none = np.array([], np.int64)
+    seg = {k: none for k in ("actor", "file", "module", "op", "length")}
+    seg |= {"start": none.astype(float), "end": none.astype(float)}
+    out, info = share_records(cdf, seg, none.astype(bool), 4)
+    assert out["actor"].tolist() == [0, 1, 2, 3]
+    assert out["bytes_read"].tolist() == [250, 400, 100, 250]
+    assert out["read_time"].tolist() == pytest.approx([2.5, 4.0, 1.0, 2.5])
+    assert out[["fastest_rank", "slowest_rank"]].to_numpy().tolist() == [[-1, -1]] * 4
+    for c in SHARED_COLUMNS:
+        if not c.endswith("rank"):
+            assert out[c].tolist() == [0] * 4, c
+    assert not reduced(out).any()
+    assert info.to_json() == {"records": 1, "spread": 1, "traced": 0, "ranks": 4}
+    # no ranks to hand it to (a log without a rank count): the record stays as it was
+    same, info = share_records(cdf, seg, none.astype(bool), 0)
+    assert same is cdf and info.to_json() == {"records": 1, "spread": 0, "traced": 0, "ranks": 0}
 
 
 def test_dxt_and_a_reduced_record_of_one_file_count_its_bytes_once(tmp_path):
@@ -457,3 +490,29 @@ def test_lustre_striping_is_read_and_meets_the_alignment_darshan_measured(tmp_pa
     assert "LUSTRE" not in {x["module"] for x in sm["layers"]}  # a layout, not I/O
     (ins,) = [i for i in sm["insights"] if i["id"] == "misaligned_requests"]
     assert "Lustre stripes (1,048,576 bytes" in ins["message"]
+
+
+def test_alignment_and_striping_by_hand(tmp_path):
+    # three POSIX files (16 requests, 4 misaligned in the file, 2 in memory; alignments 1 MiB,
+    # 1 MiB, 4 KiB: the most common 1 MiB) and their LUSTRE layouts: 1 MiB x 4 stripes twice,
+    # 4 MiB x 8 once; a fourth layout of stripe size 0 (unknown) is not counted, else the
+    # widest would be its 16
+    posix = [
+        {"rank": 0, "path": f"/lus/f{i}", "reads": 4, "writes": 2, "file_not_aligned": fna,
+         "mem_not_aligned": mna, "file_alignment": al}
+        for i, (fna, mna, al) in enumerate([(0, 0, MiB), (2, 1, MiB), (2, 1, 4096)])
+    ]  # fmt: skip
+    layouts = [(MiB, 4), (MiB, 4), (4 * MiB, 8), (0, 16)]
+    lustre = [
+        {"rank": 0, "path": f"/lus/f{i}", "module": "LUSTRE", "stripe_size": sz,
+         "stripe_count": n}
+        for i, (sz, n) in enumerate(layouts)
+    ]  # fmt: skip
+    sm = run(tmp_path, make_store(tmp_path / "s", [], n_ranks=1, counters=posix + lustre))
+    a = sm["alignment"]
+    assert (a["ops"], a["file_not_aligned"], a["mem_not_aligned"]) == (18, 4, 2)
+    assert a["file_share"] == pytest.approx(4 / 18) and a["mem_share"] == pytest.approx(2 / 18)
+    assert a["file_alignment"] == MiB
+    assert a["lustre"] == {
+        "files": 3, "stripe_size": MiB, "stripe_count": 4, "stripe_count_max": 8,
+    }  # fmt: skip

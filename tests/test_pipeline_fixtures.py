@@ -14,9 +14,6 @@ from iosweep.analysis import analyze_run, analyze_sweep
 from iosweep.report import render_report
 from iosweep.trace.ingest import ingest
 
-# ingests eight runs (about 20 s) before its first test: too slow to repeat per mutant
-pytestmark = pytest.mark.slow
-
 RUNS = (
     "darshan2",
     "darshan8",
@@ -39,22 +36,40 @@ README = {
 }
 
 
+class Runs:
+    """Each run ingested (labelled with its staging, as a user labels existing logs) and
+    analysed on first use: a test of one run pays for that run only (a second or two), so the
+    per-run tests stay in mutation runs; the sweep and the report need all eight."""
+
+    def __init__(self, src, base):
+        self.src, self.base, self.sums = src, base, {}
+
+    def __getitem__(self, run: str) -> dict:
+        if run not in self.sums:
+            staging = "node-local" if run.endswith("shm") else "none"
+            params = {"staging": staging, "workload": "imagenet"}
+            ingest([self.src / run], self.base / run / "store", params=params)
+            self.sums[run] = analyze_run(self.base / run / "store", self.analysis(run))
+        return self.sums[run]
+
+    def analysis(self, run: str):
+        return self.base / run / "analysis"
+
+
 @pytest.fixture(scope="module")
-def h100(shared_data, tmp_path_factory):
-    """Every run ingested (labelled with its staging, as a user labels existing logs),
-    analysed, compared across the sweep and reported."""
-    base = tmp_path_factory.mktemp("h100")
-    src = shared_data / "imagenet-style-resnet50-h100"
-    sums = {}
-    for r in RUNS:
-        staging = "node-local" if r.endswith("shm") else "none"
-        ingest([src / r], base / r / "store", params={"staging": staging, "workload": "imagenet"})
-        sums[r] = analyze_run(base / r / "store", base / r / "analysis")
-    sweep = analyze_sweep([base / r / "analysis" for r in RUNS], base / "sweep")
-    html = render_report(
-        [base / r / "analysis" for r in RUNS], base / "sweep", base / "report.html"
-    )
-    return {"sums": sums, "sweep": sweep, "html": html.read_text(), "base": base}
+def runs(shared_data, tmp_path_factory) -> Runs:
+    return Runs(shared_data / "imagenet-style-resnet50-h100", tmp_path_factory.mktemp("h100"))
+
+
+@pytest.fixture(scope="module")
+def h100(runs):
+    """Every run analysed, compared across the sweep and reported (about 20 s under load:
+    the tests that use it are `slow`)."""
+    sums = {r: runs[r] for r in RUNS}
+    dirs = [runs.analysis(r) for r in RUNS]
+    sweep = analyze_sweep(dirs, runs.base / "sweep")
+    html = render_report(dirs, runs.base / "sweep", runs.base / "report.html")
+    return {"sums": sums, "sweep": sweep, "html": html.read_text()}
 
 
 def _text(page: str) -> str:
@@ -64,8 +79,8 @@ def _text(page: str) -> str:
 
 
 @pytest.mark.parametrize("run", sorted(README))
-def test_compute_share_epoch_and_throughput_are_the_readme_figures(h100, run):
-    t = h100["sums"][run]["pipeline"]["totals"]
+def test_compute_share_epoch_and_throughput_are_the_readme_figures(runs, run):
+    t = runs[run]["pipeline"]["totals"]
     epoch, compute = README[run]
     assert t["epoch_time_per_rank"] == pytest.approx(epoch, abs=0.06)
     assert t["compute_share"] == pytest.approx(compute / epoch, abs=0.01)
@@ -73,8 +88,8 @@ def test_compute_share_epoch_and_throughput_are_the_readme_figures(h100, run):
     assert t["samples_per_s"] == pytest.approx(IMAGES / epoch, rel=0.01)
 
 
-def test_two_workers_starve_the_gpu_on_decoding_not_storage(h100):
-    sm = h100["sums"]["darshan2"]
+def test_two_workers_starve_the_gpu_on_decoding_not_storage(runs):
+    sm = runs["darshan2"]
     t, v = sm["pipeline"]["totals"], sm["pipeline"]["verdict"]
     # README: "the GPU computes about 11% of the epoch and waits for data the rest (about 54 s)"
     assert t["wait_per_rank"] + t["first_wait_max"] == pytest.approx(54, abs=1.5)
@@ -89,10 +104,9 @@ def test_two_workers_starve_the_gpu_on_decoding_not_storage(h100):
     assert "input_bound_preprocessing" in ins and "exposed_io" not in ins
 
 
-def test_the_verdict_follows_the_workers(h100):
+def test_the_verdict_follows_the_workers(runs):
     kinds = {
-        r: h100["sums"][r]["pipeline"]["verdict"]["kind"]
-        for r in ("darshan2", "darshan8", "darshan16")
+        r: runs[r]["pipeline"]["verdict"]["kind"] for r in ("darshan2", "darshan8", "darshan16")
     }
     assert kinds == {
         "darshan2": "input-bound-preprocessing",
@@ -102,6 +116,7 @@ def test_the_verdict_follows_the_workers(h100):
     }
 
 
+@pytest.mark.slow
 def test_workers_and_staging_trends_across_the_sweep(h100):
     levers = {(s["lever"], s["key"]["tracer"]): s for s in h100["sweep"]["pipeline"]["levers"]}
     w = levers[("loader_workers", "darshan")]
@@ -120,8 +135,8 @@ def test_workers_and_staging_trends_across_the_sweep(h100):
     assert 1.33 <= untraced["samples_per_s"][1] / untraced["samples_per_s"][0] <= 1.46
 
 
-def test_the_staged_darshan_run_is_known_blind(h100):
-    sm = h100["sums"]["darshan8shm"]
+def test_the_staged_darshan_run_is_known_blind(runs):
+    sm = runs["darshan8shm"]
     (check,) = sm["completeness"]
     assert check["kind"] == "dataset-reads" and check["seen"] == 0
     assert "19,968 samples" in check["message"]
@@ -130,12 +145,12 @@ def test_the_staged_darshan_run_is_known_blind(h100):
     assert any(i["id"] == "trace_missed_dataset_reads" for i in sm["insights"])
 
 
-def test_checkpoint_traced_by_darshan_placed_from_opens_for_dftracer(h100):
-    ck = h100["sums"]["darshan8"]["checkpoints"]
+def test_checkpoint_traced_by_darshan_placed_from_opens_for_dftracer(runs):
+    ck = runs["darshan8"]["checkpoints"]
     assert ck["writers"] == [0] and ck["bytes_written"] == CKPT_BYTES
     assert 160 <= ck["write_ops"] <= 180  # "about 170 writes"
     assert ck["n_checkpoints"] == 1 and ck["events"][0]["after_epoch"] == 0
-    d = h100["sums"]["dftracer8"]
+    d = runs["dftracer8"]
     assert d["checkpoints"]["bytes_written"] == 0  # DFTracer does not see torch.save's writes
     (opened,) = d["checkpoints"]["opened"]
     assert not opened["traced"] and opened["bytes"] == CKPT_BYTES and opened["after_epoch"] == 0
@@ -143,8 +158,8 @@ def test_checkpoint_traced_by_darshan_placed_from_opens_for_dftracer(h100):
     assert [c["kind"] for c in d["completeness"]] == ["checkpoint-writes"]
 
 
-def test_many_small_files_are_described_by_shape(h100):
-    shapes = h100["sums"]["darshan8"]["file_shapes"]
+def test_many_small_files_are_described_by_shape(runs):
+    shapes = runs["darshan8"]["file_shapes"]
     assert shapes["files"] == IMAGES
     top = shapes["shapes"][0]
     # "each worker's reads per file are a 4 KiB read at 0, then 60-64 KiB sequential reads,
@@ -156,18 +171,19 @@ def test_many_small_files_are_described_by_shape(h100):
         "19,968 files, each opened once per epoch and read by one process"
     )
     # "About 80,000 reads, 75% under 1 MB": the zero-byte EOF reads are not sizes
-    r = h100["sums"]["darshan8"]["sizes"]["by_class"]["dataset"]["read"]
+    r = runs["darshan8"]["sizes"]["by_class"]["dataset"]["read"]
     assert r["ops"] == pytest.approx(80_000, rel=0.01)
     assert r["small"] / r["ops"] == pytest.approx(0.75, abs=0.01) and r["zero_length"] == IMAGES
     assert r["median"] > 0
 
 
-def test_partitioned_within_the_epoch(h100):
-    pe = h100["sums"]["darshan8"]["classes"]["dataset"]["per_epoch"]
+def test_partitioned_within_the_epoch(runs):
+    pe = runs["darshan8"]["classes"]["dataset"]["per_epoch"]
     assert pe["epochs"] == 1 and pe["files_per_epoch"] == [IMAGES]
     assert pe["shared_in_epoch_share"] == 0 and pe["redundant_bytes_in_epochs"] == 0
 
 
+@pytest.mark.slow
 def test_the_report_leads_with_the_verdict(h100):
     page = h100["html"]
     ov = page[page.find('id="overview"') :]
@@ -181,6 +197,7 @@ def test_the_report_leads_with_the_verdict(h100):
 
 
 @pytest.mark.parametrize("run", sorted(README))
+@pytest.mark.slow
 def test_files_per_epoch_and_per_second_in_the_sweep_table(h100, run):
     # every image read once an epoch (README: 19,968 per epoch, 1 epoch), at the epoch's pace;
     # the staged Darshan run read them from /dev/shm, which Darshan does not trace: no figure
