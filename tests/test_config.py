@@ -69,6 +69,35 @@ def test_shell_metacharacters_are_rejected(patch):
         validate_config(copy.deepcopy(patch))
 
 
+def test_a_path_with_shell_characters_is_refused_with_the_rule():
+    # the schema's path definition: no ";" (and no space first)
+    with pytest.raises(ConfigError) as e:
+        validate_config({"results": "out; rm -rf ~"})
+    assert str(e.value) == (
+        "invalid config:\n  config key 'results': 'out; rm -rf ~' contains characters that are "
+        "not allowed (must match ^[A-Za-z0-9_./~+@%:,=-][A-Za-z0-9_./~+@%:,= -]*$)"
+    )
+
+
+def test_a_config_that_is_not_a_mapping_is_named(tmp_path):
+    bad = tmp_path / "c.yaml"
+    bad.write_text("- frameworks\n- pytorch\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(bad)
+    assert str(e.value) == f"{bad}: the config must be a mapping of keys to values"
+
+
+def test_each_config_gets_its_own_copy_of_a_default():
+    # a default changed in one validated config must not change the next one's, down to the
+    # mappings inside a default list (the file classes: the first is "other")
+    a = validate_config({})
+    a["sweep"]["frameworks"].append("tensorflow")
+    a["analysis"]["file_classes"][0]["name"] = "changed"
+    b = validate_config({})
+    assert b["sweep"]["frameworks"] == ["pytorch"]
+    assert b["analysis"]["file_classes"][0]["name"] == "other"
+
+
 def test_unknown_analysis_key_is_named():
     with pytest.raises(ConfigError) as e:
         validate_config({"analysis": {"no_such_setting": 1}})

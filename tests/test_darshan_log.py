@@ -180,6 +180,29 @@ def test_posix_counters_match_pydarshan_record_for_record(shared_data: Path):
     )
 
 
+def test_fastest_and_slowest_rank_counters_only_on_a_reduced_record(shared_data: Path):
+    # Darshan keeps them for a file shared by all ranks (rank -1): mpi-io-test's one POSIX
+    # record, as PyDarshan reads it; a per-process record (rank >= 0) has none (null here)
+    path = shared_data / "darshan-logs/release_logs/mpi-io-test-x86_64-3.5.0.darshan"
+    ours = read_darshan_log(path).counters.to_pandas()
+    (row,) = ours[ours["module"] == "POSIX"].to_dict("records")
+    rep = darshan.DarshanReport(str(path), read_all=False)
+    rep.mod_read_all_records("POSIX")
+    df = rep.records["POSIX"].to_df()
+    (c,) = df["counters"].to_dict("records")
+    (f,) = df["fcounters"].to_dict("records")
+    assert row["rank"] == c["rank"] == -1
+    for col in ("fastest_rank", "fastest_rank_bytes", "slowest_rank", "slowest_rank_bytes"):
+        assert row[col] == c[f"POSIX_{col.upper()}"], col
+    for col in ("fastest_rank_time", "slowest_rank_time", "variance_rank_time"):
+        assert row[col] == pytest.approx(f[f"POSIX_F_{col.upper()}"]), col
+    assert row["variance_rank_bytes"] == f["POSIX_F_VARIANCE_RANK_BYTES"]
+    per_process = read_darshan_log(shared_data / PT_NP1).counters.to_pandas()
+    assert (per_process["rank"] >= 0).all()
+    shared = [c for c in per_process if c.startswith(("fastest_", "slowest_", "variance_"))]
+    assert len(shared) == 8 and per_process[shared].isna().all().all()
+
+
 def test_partial_dxt_is_kept_and_flagged(shared_data: Path):
     log = read_darshan_log(shared_data / "darshan-logs/partial_data_dxt/partial_data_dxt.darshan")
     assert log.segments.num_rows > 100_000  # what DXT held before its buffer ran out

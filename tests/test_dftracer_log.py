@@ -272,6 +272,19 @@ def test_zero_length_file_is_empty(tmp_path):
     assert _error(_write(tmp_path, "zero.pfw", b"")).kind == "empty"
 
 
+def test_a_trace_of_metadata_records_only_is_empty(tmp_path):
+    # a process that ended before its first traced call: the file and host records, no event
+    t = _Trace()
+    t.file("/d/a")
+    meta = [ln for ln in t.lines if '"ph": 4' in ln]
+    assert len(meta) == 3  # host, command, file
+    e = _error(_write(tmp_path, "meta.pfw", "\n".join(meta).encode() + b"\n"))
+    assert (e.kind, e.message) == (
+        "empty",
+        "DFTracer trace holds metadata records but no timed event",
+    )
+
+
 def test_plain_text_is_not_a_trace(tmp_path):
     e = _error(_write(tmp_path, "notes.pfw", b"hello, this is not a trace\nsecond line\n"))
     assert e.kind == "corrupt" and "line 1" in e.message
@@ -336,8 +349,8 @@ def test_one_damaged_line_costs_only_itself(tmp_path, tf_trace):
 def test_missing_end_event_is_flagged(tmp_path, tf_trace):
     lines = [ln for ln in gzip.decompress(tf_trace[1]).splitlines() if b'"name":"end"' not in ln]
     pl = read_dftracer_trace(_write(tmp_path, "noend.pfw", b"\n".join(lines) + b"\n"))
-    assert [i.kind for i in pl.issues] == ["truncated"]
-    assert "'end'" in pl.issues[0].message
+    assert [(i.kind, i.severity) for i in pl.issues] == [("truncated", "error")]
+    assert pl.issues[0].message.startswith("no 'end' event: the process stopped before")
 
 
 def test_lost_events_are_counted_against_the_end_event(tmp_path, tf_trace):
@@ -346,7 +359,8 @@ def test_lost_events_are_counted_against_the_end_event(tmp_path, tf_trace):
     kept = [ln for k, ln in enumerate(lines) if k not in reads]
     pl = read_dftracer_trace(_write(tmp_path, "lost.pfw", b"\n".join(kept) + b"\n"))
     (issue,) = pl.issues
-    assert issue.kind == "missing-events" and "591" in issue.message and "588" in issue.message
+    assert (issue.kind, issue.severity) == ("missing-events", "error")
+    assert issue.message == "DFTracer logged 591 events but 588 are in the file"
 
 
 # --------------------------------------------------------------------------- position model
@@ -434,6 +448,8 @@ def test_position_rules_posix(tmp_path):
     ]
     names = [e["name"] for e in pl.app_events.to_pylist()]
     assert names.count("read") == 1  # the failed one
+    for table in (pl.segments, pl.app_events):
+        assert set(table.column("source").to_pylist()) == {"posix.pfw.gz"}
     assert pl.issues == []
     assert (pl.host, pl.exe, pl.ppid, pl.version) == ("node7", "python train.py", 1, "20003")
 
@@ -495,6 +511,21 @@ def test_a_close_of_a_handle_opened_before_tracing_is_not_counted(tmp_path):
     t.event("read", fhash=e, count=10, ret=10)  # one handle again: 0
     pl = read_dftracer_trace(t.write(tmp_path / "orphan.pfw.gz"))
     assert [s[3] for s in _segs(pl)] == [0, 10, -1, 0]
+
+
+def test_closes_before_tracing_on_one_file_leave_another_file_alone(tmp_path):
+    # three closes of handles opened before tracing on f, then one handle on g: g's depth is
+    # its own (one handle, known offsets), whatever came before it on f
+    t = _Trace()
+    f, g = t.file("/d/f"), t.file("/d/g")
+    for _ in range(3):
+        t.event("close", fhash=f, ret=0)
+    t.event("open64", fhash=g, flags=0)
+    t.event("read", fhash=g, count=10, ret=10)
+    t.event("read", fhash=g, count=10, ret=10)
+    pl = read_dftracer_trace(t.write(tmp_path / "two-files.pfw.gz"))
+    assert [(s[0], s[3]) for s in _segs(pl)] == [("g", 0), ("g", 10)]
+    assert pl.issues == []
 
 
 def test_positions_are_per_process_and_module(tmp_path):

@@ -187,7 +187,15 @@ def test_one_bad_log_does_not_stop_the_others(shared_data: Path, tmp_path: Path)
     assert [(p.rank, p.role) for p in meta.processes] == [(0, "rank")]
     kinds = {i.kind: i for i in meta.issues}
     assert kinds["truncated"].source == str(bad) and kinds["truncated"].severity == "error"
-    assert "rank 1" in kinds["missing-log"].source
+    # the rank file: rank 1, pid 10973 on vm; its log is the one cut short
+    assert kinds["missing-log"].source == "rank 1"
+    assert kinds["missing-log"].message == (
+        "rank 1 (pid 10973 on vm) has no readable trace log (1 log(s) could not be read)"
+    )
+    assert [(r.rank, r.local_rank, r.size, r.pid, r.host) for r in meta.ranks] == [
+        (0, 0, 2, 10972, "vm"),
+        (1, 1, 2, 10973, "vm"),
+    ]
     assert meta.incomplete and meta.status == "partial"
 
 
@@ -483,3 +491,19 @@ def test_a_store_builds_each_table_only_when_its_turn_comes(tmp_path: Path):
         "open64"
     ]
     assert s.table("counters").num_rows == 0
+
+
+def test_a_log_is_tied_to_a_rank_by_host_and_pid():
+    # rank files: pid 100 on hosts a and b (two nodes), pid 200 on a, pid 300 with no host
+    from iosweep.trace.ingest import _RankIndex
+    from iosweep.trace.schema import RankInfo
+
+    ranks = [RankInfo(0, 0, 4, 100, "a"), RankInfo(1, 0, 4, 100, "b"),
+             RankInfo(2, 1, 4, 200, "a"), RankInfo(3, 1, 4, 300, "")]  # fmt: skip
+    find = _RankIndex(ranks).find
+    assert find(100, "b").rank == 1 and find(100, "a").rank == 0
+    assert find(100, None) is None  # which node's pid 100? unknown
+    assert find(200, None).rank == 2  # a log without a host: the only pid 200
+    assert find(200, "c") is None  # pid 200 of another host
+    assert find(300, "c").rank == 3  # the rank file names no host: the pid decides
+    assert find(None, "a") is None and find(400, "a") is None
