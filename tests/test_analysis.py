@@ -1268,6 +1268,40 @@ def test_scaling_trend_boundaries(e, trend):
     assert _trend(e) == trend
 
 
+def test_a_sweep_row_takes_its_scale_from_the_params_or_the_ranks_seen():
+    from iosweep.analysis.sweep import _row
+
+    # logs from elsewhere: no params; 4 ranks seen on 2 hosts: 2 a node. The headline's own
+    # counts (hosts seen, ranks traced) do not override the point
+    sm = {"run_id": "x", "ranks": {"count": 4, "nodes": 2}, "headline": {"nodes": 9, "ranks": 9}}
+    r = _row(sm)
+    assert (r["nodes"], r["ppn"], r["ranks"], r["rep"]) == (2, 2, 4, 0)
+    # a sweep point: 1 node x 2 processes, the ranks not written: 2
+    r = _row({"params": {"nodes": 1, "ppn": 2, "rep": 3, "loader_workers": 4, "x": [1]}})
+    assert (r["nodes"], r["ppn"], r["ranks"], r["rep"]) == (1, 2, 2, 3)
+    assert r["loader_workers"] == 4 and "x" not in r  # a list is no sweep-table cell
+    assert (r["status"], r["analysis_status"], r["incomplete"], r["issues"]) == ("", "", False, 0)
+    r = _row({"error": "boom", "issues": [{}, {}]})
+    assert (r["analysis_status"], r["incomplete"], r["issues"]) == ("error", True, 2)
+
+
+@pytest.mark.parametrize(
+    "mean, reps, want",
+    [
+        ([1.0, 2.0, 4.0], [2, 2, 2], (1.0, "linear", "")),
+        ([1.0, 2.0, 4.0], [2, 1, 2], (None, "noisy", "one run per point: no trend fitted")),
+        ([1.0, 3.0, 2.0], [2, 2, 2], (None, "noisy", "not monotonic: no trend fitted")),
+        ([1.0, np.nan, np.nan], [2, 2, 2], (None, None, "")),
+    ],
+)
+def test_fit_trend_by_hand(mean, reps, want):
+    # ranks 1, 2, 4: a mean that doubles with the ranks has slope 1 in log-log (linear)
+    from iosweep.analysis.sweep import fit_trend
+
+    e, trend, why = fit_trend(np.array([1, 2, 4]), np.array(mean), reps)
+    assert (e if e is None else pytest.approx(e), trend, why) == want
+
+
 def test_storage_bound_projection_by_hand():
     # two runs of a sweep (sweep-table columns): the one closest to fully fed (AU 50%) sets
     # a rank's demand, 100 MB/s / 0.5 = 200 MB/s; the most the file system delivered is

@@ -334,10 +334,22 @@ def test_truncated_inside_header(tmp_path: Path, real_log: bytes):
     assert e.kind == "truncated" and "header" in e.message
 
 
-def test_truncated_in_the_name_records(tmp_path: Path, real_log: bytes):
-    off, _ = check_log(_write(tmp_path, real_log, "ok.darshan")).regions["names"]
+@pytest.mark.parametrize("region, what", [("job", "job record is"), ("names", "file-name records are")])  # fmt: skip
+def test_truncated_in_the_job_or_name_records(tmp_path: Path, real_log: bytes, region, what):
+    layout = check_log(_write(tmp_path, real_log, "ok.darshan"))
+    off, _ = layout.regions[region]
+    mapped = max(o + n for o, n in layout.regions.values())
     e = _error(_write(tmp_path, real_log[: off + 50]))
-    assert e.kind == "truncated" and "file-name records are cut off" in e.message
+    assert e.kind == "truncated"
+    assert e.message == f"file is {off + 50} bytes but its header maps {mapped}: the {what} cut off"
+
+
+def test_unknown_compression_type(tmp_path: Path, real_log: bytes):
+    # darshan_header: version string (8 bytes), magic number (8), then the compression type
+    data = bytearray(real_log)
+    data[16] = 7
+    e = _error(_write(tmp_path, bytes(data)))
+    assert (e.kind, e.message) == ("corrupt", "unknown compression type 7 in the header")
 
 
 def test_truncated_in_dxt_keeps_counters_and_flags_the_loss(tmp_path: Path, real_log: bytes):

@@ -168,10 +168,17 @@ def test_every_collection_log_ingests_or_says_why(shared_data: Path, tmp_path: P
 
 
 def test_mpi_log_keeps_its_ranks(shared_data: Path, tmp_path: Path):
-    meta = ingest([shared_data / "darshan-logs/mpi_io_test_with_dxt"], tmp_path / "store")
+    src = shared_data / "darshan-logs/mpi_io_test_with_dxt"
+    meta = ingest([src], tmp_path / "store")
     assert [r.rank for r in meta.ranks] == list(range(32))
     assert {p.attributed_by for p in meta.processes} == {"mpi"} and len(meta.processes) == 32
     assert sorted(_segments(tmp_path / "store")["rank"].unique()) == list(range(32))
+    # its name (Darshan before 3.2) holds the job id and no pid: rank 0's pid is not the job
+    # id (4373053, the scheduler's, as PyDarshan reads it); no rank's pid is known
+    rep = darshan.DarshanReport(str(next(src.glob("*.darshan"))), read_all=False)
+    assert rep.metadata["job"]["jobid"] == 4373053
+    assert {p.pid for p in meta.processes} == {-1}
+    assert _segments(tmp_path / "store")["pid"].isna().all()
 
 
 def test_one_bad_log_does_not_stop_the_others(shared_data: Path, tmp_path: Path):

@@ -6,6 +6,7 @@ Expected values are worked out by hand in each test from the records it states."
 from __future__ import annotations
 
 import html.parser
+import json
 import re
 from pathlib import Path
 
@@ -243,6 +244,10 @@ def test_logs_of_unrelated_jobs_become_one_store_per_job(tmp_path, capsys):
         assert meta.end - meta.start < 60
     # no store at the top: analysing it there would merge the jobs again
     assert not (tmp_path / "out" / "run.json").exists()
+    listing = json.loads((tmp_path / "out" / "jobs.json").read_text())
+    # five logs; Darshan logs are read in one process (ingest.read_workers)
+    assert (listing["logs"], listing["read_processes"]) == (5, 1)
+    assert sorted(listing["jobs"]) == sorted(p.name for p, _ in stores)
     with pytest.raises(ValueError, match="5 different jobs"):
         ingest([src], tmp_path / "single")
 

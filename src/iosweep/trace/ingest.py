@@ -956,7 +956,7 @@ def _place_all(
     processes: list[ProcessInfo] = []
     for e in read:
         L = e.plog
-        # an MPI log is one process per rank; only rank 0's pid is known
+        # an MPI log is one process per rank; only rank 0's pid may be known (the log's name)
         members = (
             [(r, L.pid if r == 0 else -1, mpi_hosts[id(e)].get(r, e.host)) for r in range(L.nprocs)]
             if L.mpi

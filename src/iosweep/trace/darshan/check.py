@@ -193,11 +193,11 @@ def _regions(
         if end <= size:
             continue
         if not name.startswith("slot"):
-            what = "job record" if name == "job" else "file-name records"
+            what = "job record is" if name == "job" else "file-name records are"
             raise LogError(
                 path,
                 "truncated",
-                f"file is {size} bytes but its header maps {mapped_end}: the {what} are cut off",
+                f"file is {size} bytes but its header maps {mapped_end}: the {what} cut off",
             )
         lost.append(int(name[4:]))
     if regions["job"][1] <= 0:

@@ -783,14 +783,14 @@ def _read(path: Path, layout: LogLayout, h: _Handle) -> ProcessLog:
             )
         )
 
-    pid = _pid_of(path, job["jobid"])
     nprocs = job["nprocs"]
     mpi = nprocs > 1
+    pid = _pid_of(path, job["jobid"], mpi)
     host_of_rank: dict[int, str] = {}
     for p in dxt_parts:
         host_of_rank.setdefault(p.rank, p.host)
-    # a per-process log is rank 0 of itself; in an MPI log only rank 0's pid is known
-    pid_of_rank = {0: pid}
+    # a per-process log is rank 0 of itself; in an MPI log only rank 0's pid may be known
+    pid_of_rank = {0: pid} if pid >= 0 else {}
     source = path.name
     segments = _segments_table(dxt_parts, layout.names, source, pid_of_rank)
     counters = _counters_table(counter_parts, layout.names, source, host_of_rank, pid_of_rank)
@@ -822,10 +822,14 @@ def _read(path: Path, layout: LogLayout, h: _Handle) -> ProcessLog:
     )
 
 
-def _pid_of(path: Path, jobid: int) -> int:
-    """The pid from the log's file name; without one, the job id (the pid in non-MPI mode)."""
+def _pid_of(path: Path, jobid: int, mpi: bool) -> int:
+    """The pid from the log's file name (an MPI job's: rank 0's); without one, the job id of
+    a non-MPI log (its pid when no scheduler set one), -1 (unknown) for an MPI job, whose job
+    id is the scheduler's (names before Darshan 3.2 hold no pid)."""
     m = _PID_IN_NAME.search(path.name)
-    return int(m.group(2)) if m else int(jobid)
+    if m:
+        return int(m.group(2))
+    return -1 if mpi else int(jobid)
 
 
 def _child(path: str, conn) -> None:
