@@ -107,6 +107,22 @@ def test_shared_file_read_whole_by_every_rank(tmp_path):
     assert sm["nodes"][0]["read_redundancy"] == pytest.approx(4.0)
 
 
+def test_redundant_reads_message_by_hand(tmp_path):
+    # a.bin (4 MiB) read whole by 4 ranks, b.bin (4 MiB) by ranks 0 and 1: 12 + 4 MiB of the
+    # 24 MiB read are repeats (16.8 MB of 25.2 MB)
+    segs = [(r, "/data/a.bin", "read", 0, 4 * M, 1.0 + r, 1.5 + r) for r in range(4)]
+    segs += [(r, "/data/b.bin", "read", 0, 4 * M, 6.0 + r, 6.5 + r) for r in range(2)]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=4))
+    (red,) = [i for i in sm["insights"] if i["id"] == "redundant_reads"]
+    assert red["message"].startswith(
+        "2 files are read by 2-4 ranks each; 16.8 MB of the 25.2 MB read from them are repeats "
+        "of bytes another rank (or read) already moved"
+    )
+    n = red["numbers"]
+    assert (n["files"], n["ranks_per_file_max"], n["redundant_bytes"]) == (2, 4, 16 * M)
+    assert (n["bytes_read"], n["unique_bytes"]) == (24 * M, 8 * M)
+
+
 def test_shared_file_disjoint_parts(tmp_path):
     segs = [(r, "/data/big.h5", "read", r * 250, 250, 1.0, 1.1) for r in range(4)]
     sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=4))
@@ -458,6 +474,105 @@ def test_dftracer_events_give_compute_and_metadata(tmp_path):
         1.0
     )
     assert sm["overlap"]["compute_source"] == "app_events"
+
+
+def test_checkpoints_placed_from_opens_by_hand(tmp_path):
+    # DFTracer sees torch.save's fopen/fclose, not its writes. Rank 0 saves model and optimizer
+    # (10.0-10.51 s and 11.0-11.2 s: 0.49 s apart, within phase_gap_s 1.0: one checkpoint of
+    # 1,000 + 500 bytes on disk); rank 1 saves another at 50-50.6 s (2,000 bytes). The read of
+    # a checkpoint and the opens of dataset files are not saves.
+    ev = [
+        (0, "STDIO", "fopen", 10.0, 10.01, "/ckpt/model-0.pth"),
+        (0, "STDIO", "fclose", 10.5, 10.51, "/ckpt/model-0.pth"),
+        (0, "STDIO", "fopen", 11.0, 11.01, "/ckpt/optim-0.pth"),
+        (0, "STDIO", "fclose", 11.1, 11.2, "/ckpt/optim-0.pth"),
+        (0, "POSIX", "read", 30.0, 31.0, "/ckpt/optim-0.pth"),
+        (0, "POSIX", "open64", 20.0, 20.1, "/data/a.jpg"),
+        (1, "POSIX", "open64", 50.0, 50.1, "/ckpt/model-1.pth"),
+        (1, "POSIX", "close", 50.5, 50.6, "/ckpt/model-1.pth"),
+    ]
+    app = pa.table(
+        {
+            "rank": pa.array([e[0] for e in ev], pa.int32()),
+            "cat": pa.array([e[1] for e in ev]).dictionary_encode(),
+            "name": pa.array([e[2] for e in ev]).dictionary_encode(),
+            "start": pa.array([e[3] for e in ev], pa.float64()),
+            "end": pa.array([e[4] for e in ev], pa.float64()),
+            "path": pa.array([e[5] for e in ev]).dictionary_encode(),
+        }
+    )
+    outputs = [
+        {"path": "/ckpt/model-0.pth", "size": 1000},
+        {"path": "/elsewhere/optim-0.pth", "bytes": 500},  # found by its name
+        {"path": "/ckpt/model-1.pth", "size": 2000},
+    ]
+    segs = [(0, "/data/a.jpg", "read", 0, 100, 20.2, 20.3)]
+    store = make_store(tmp_path / "s", segs, n_ranks=2, tracer="dftracer")
+    meta = json.loads((store / "run.json").read_text())
+    meta["manifest"] = {"outputs": outputs}
+    write_store(store, RunMeta.from_dict(meta), {"segments": seg_table(segs), "app_events": app})
+    ck = run(tmp_path, store)["checkpoints"]
+    assert ck["bytes_written"] == 0 and ck["on_disk"] == {"files": 3, "bytes": 3500}
+    got = [{k: e[k] for k in ("files", "bytes", "ranks", "traced")} for e in ck["opened"]]
+    assert got == [
+        {"files": 2, "bytes": 1500, "ranks": 1, "traced": False},
+        {"files": 1, "bytes": 2000, "ranks": 1, "traced": False},
+    ]
+    first, second = ck["opened"]
+    assert (first["start"], first["end"]) == (10.0, 11.2)
+    assert first["duration"] == pytest.approx(1.2)
+    assert (second["start"], second["end"]) == (50.0, 50.6)
+    assert ck["marks"] == ck["opened"]
+
+
+@pytest.mark.parametrize("on_disk, missed", [(201_999, False), (202_000, False), (202_001, True)])
+def test_missed_checkpoint_writes_boundary(on_disk, missed):
+    # up to 1% more on disk than the trace wrote is the same checkpoint (file headers, sizes
+    # rounded); beyond it the tracer missed writes. Traced: 200,000 bytes
+    from iosweep.analysis.completeness import _checkpoint_check
+
+    got = _checkpoint_check({"on_disk": {"files": 2, "bytes": on_disk}, "bytes_written": 200_000})
+    assert (got is not None) == missed
+    if missed:
+        assert (got["kind"], got["expected"], got["seen"]) == (
+            "checkpoint-writes",
+            202_001,
+            200_000,
+        )
+        assert got["message"].startswith(
+            "the job left 2 checkpoint file(s) (202.0 kB) on disk, but the trace holds 200.0 kB "
+            "of checkpoint writes: the tracer missed"
+        )
+    # nothing on disk, or no file recorded: nothing to compare
+    assert _checkpoint_check({"on_disk": {"files": 0, "bytes": 0}, "bytes_written": 0}) is None
+
+
+@pytest.mark.parametrize("seen, blind", [(1799, True), (1800, False), (1801, False)])
+def test_missed_dataset_reads_boundary(seen, blind):
+    # an ImageNet-style run of whole epochs (steps: 0) over a 1,000-byte dataset of 10 files,
+    # 2 epochs: 2,000 bytes must be read; under 90% of them (1,800) the tracer missed reads
+    from types import SimpleNamespace
+
+    from iosweep.analysis.completeness import _dataset_check
+
+    data = {"workload": "imagenet", "bytes": 1000, "files": 10}
+    rd = SimpleNamespace(meta=SimpleNamespace(manifest={"data": data}, params={"steps": 0}))
+    pipeline = {"totals": {"epochs": 2, "samples": 20}}
+    got = _dataset_check(rd, seen, 10, pipeline)
+    assert (got is not None) == blind
+    if blind:
+        assert got == {
+            "kind": "dataset-reads", "expected": 2000, "seen": 1799,
+            "message": "the tracer saw 1.8 kB of the 2.0 kB of dataset reads that 2 whole "
+            "epoch(s) over 10 files must have made",
+        }  # fmt: skip
+    # a run cut to some steps reads part of the data: only "none at all" is a sure miss
+    rd.meta.params["steps"] = 5
+    assert _dataset_check(rd, seen, 10, pipeline) is None
+    assert _dataset_check(rd, 0, 0, pipeline) == {
+        "kind": "dataset-reads", "expected": None, "seen": 0,
+        "message": "the tracer saw no dataset reads at all, while the run consumed 20 samples",
+    }  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------
