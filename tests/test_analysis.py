@@ -1061,6 +1061,68 @@ def test_single_rank_checkpoint_rule_names_the_writer():
     assert single_rank_checkpoint(one_rank) == []
 
 
+def _epochs_of_reads(tmp_path: Path, who: dict[int, list[list[int]]]) -> dict:
+    """2 ranks; epoch e is [10e, 10e + 9] s; ``who[e][r]``: the files f<i> (100 bytes each)
+    rank r reads in epoch e; rank 1 also writes a file it never reads."""
+    segs, steps = [], []
+    for e, ranks in who.items():
+        for r, files in enumerate(ranks):
+            steps += [(r, e, 0, 10 * e + 0.5, 10 * e + 8.0), (r, e, -1, 10 * e, 10 * e + 9)]
+            for k, f in enumerate(files):
+                t = 10 * e + 1 + k
+                segs.append((r, f"/data/f{f}.bin", "read", 0, 100, t, t + 0.5))
+    segs.append((1, "/data/out.bin", "write", 0, 100, 5.0, 5.5))
+    return run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=2, steps=steps))
+
+
+def test_per_epoch_reads_by_hand(tmp_path):
+    # Epoch 0: rank 0 reads f0, f1, rank 1 f2, f3; epoch 1: rank 0 f0, f2, rank 1 f1, f3 (f1
+    # and f2 changed reader, f0 and f3 did not); epoch 2: both read f0 (shared in the epoch:
+    # 100 bytes twice), rank 0 f1, rank 1 f2 (both changed reader again). Readers changed on
+    # 4 of the 6 files read by one rank in two consecutive epochs; 1 of the 11 (epoch, file)
+    # pairs is shared
+    sm = _epochs_of_reads(tmp_path, {0: [[0, 1], [2, 3]], 1: [[0, 2], [1, 3]], 2: [[0, 1], [0, 2]]})
+    pe = sm["classes"]["dataset"]["per_epoch"]
+    assert (pe["epochs"], pe["files_per_epoch"], pe["max_readers_in_epoch"]) == (3, [4, 4, 3], 2)
+    assert pe["shared_in_epoch_share"] == pytest.approx(1 / 11)
+    assert pe["redundant_bytes_in_epochs"] == 100
+    assert pe["reader_changed_share"] == pytest.approx(4 / 6)
+    # (rank, file) pairs that read: rank 0 f0-f2, rank 1 f0-f3; the written file is not one
+    assert sm["classes"]["dataset"]["spatial"]["read_pairs"] == 7
+
+
+def test_a_partition_reshuffled_each_epoch_is_judged_within_epochs(tmp_path):
+    # every file read by one rank an epoch, by the other in the next: over the run all four
+    # are read by both ranks, within each epoch none is
+    sm = _epochs_of_reads(tmp_path, {0: [[0, 1], [2, 3]], 1: [[2, 3], [0, 1]]})
+    pe = sm["classes"]["dataset"]["per_epoch"]
+    assert (pe["shared_in_epoch_share"], pe["reader_changed_share"]) == (0.0, 1.0)
+    acc = sm["classes"]["dataset"]["access"]["read"]
+    assert (acc["run_strategy"], acc["strategy"]) == ("shared-whole", "partitioned-reshuffled")
+    assert not [i for i in sm["insights"] if i["id"] == "redundant_reads"]
+
+
+def test_placement_boundaries_by_hand(tmp_path):
+    # one epoch [0.5, 5.0] s: reads starting at 0.4 s (before training), exactly at 0.5 s and
+    # exactly at 5.0 s (both ends belong to the epoch), at 5.1 s (after training)
+    steps = [(0, 0, 0, 1.0, 2.0), (0, 0, 1, 3.0, 4.0), (0, 0, -1, 0.5, 5.0)]
+    segs = [
+        (0, "/data/a.npy", "read", 0, 10, 0.4, 0.45),
+        (0, "/data/a.npy", "read", 10, 20, 0.5, 0.6),
+        (0, "/data/a.npy", "read", 30, 40, 5.0, 5.05),
+        (0, "/data/a.npy", "read", 70, 80, 5.1, 5.3),
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, steps=steps))
+    pl = sm["placement"]["places"]
+    got = {k: (v["ops"], v["bytes_read"]) for k, v in pl.items()}
+    assert got == {
+        "before training": (1, 10), "in epochs": (2, 60), "between epochs": (0, 0),
+        "after training": (1, 80), "checkpoints": (0, 0),
+    }  # fmt: skip
+    assert pl["after training"]["io_time"] == pytest.approx(0.2)
+    assert sm["placement"]["io_time"] == pytest.approx(0.05 + 0.1 + 0.05 + 0.2)
+
+
 def test_pipeline_table_by_hand(tmp_path):
     # two ranks, one epoch [0, 10] s of three steps [1, 2], [4, 5], [7, 8] s: each rank waits
     # 1 s for its first batch, then [2, 4] and [5, 7] (4 s); computes 1 s in step 0 (warm-up,
@@ -1222,6 +1284,52 @@ def test_darshan_size_bins_hold_their_upper_bound(tmp_path):
     t = pd.read_parquet(tmp_path / "out" / "sizes.parquet")
     t = t[(t["binning"] == "darshan") & (t["class"] == "dataset")]
     assert dict(zip(t["bin"], t["count"], strict=True)) == {0: 1, 1: 2, 2: 1, 4: 1, 5: 1}
+
+
+def test_file_shape_by_hand(tmp_path):
+    # three files read alike in epoch 0 by rank 0: 512 B at offset 100 (not 0), then 1,000 B
+    # contiguous reads, the last shorter (300 B), then a 0-byte read at end of file
+    steps = [(0, 0, 0, 1.0, 2.0), (0, 0, -1, 0.0, 50.0)]
+    segs = []
+    for f in range(3):
+        reads = [(100, 512), (612, 1000), (1612, 1000), (2612, 300), (2912, 0)]
+        for k, (off, n) in enumerate(reads):
+            t = 3 + 10 * f + k
+            segs.append((0, f"/data/f{f}.bin", "read", off, n, t, t + 0.5))
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, steps=steps))
+    (top,) = sm["file_shapes"]["shapes"]
+    assert (top["files"], top["first_read"], top["first_at_0"], top["eof_read"]) == (
+        3,
+        512,
+        False,
+        True,
+    )
+    assert (top["body_read_min"], top["body_read_max"]) == (1000, 1000)
+    assert top["text"] == (
+        "3 files, each read once per epoch by one process: 512 B at an offset, then 1.0 kB "
+        "contiguous reads (the last of a file shorter), then 0 B at EOF"
+    )
+
+
+def test_log2_size_bins_by_hand(tmp_path):
+    # bin b holds [2^(b-1), 2^b): 1 B in bin 1, 4095 B in bin 12, 4096 and 4097 B in bin 13;
+    # a 100-byte write in bin 7 of the writes
+    segs = [
+        (0, "/data/a.bin", "read", i * 8192, n, 1 + i, 1.5 + i)
+        for i, n in enumerate([1, 4095, 4096, 4097])
+    ]
+    segs.append((0, "/data/b.bin", "write", 0, 100, 9.0, 9.5))
+    run(tmp_path, make_store(tmp_path / "s", segs))
+    t = pd.read_parquet(tmp_path / "out" / "sizes.parquet")
+    t = t[(t["binning"] == "log2") & (t["class"] == "dataset")]
+    cols = ["op", "bin", "bin_lower", "bin_upper", "count", "bytes"]
+    assert t[cols].values.tolist() == [
+        ["read", 1, 1, 2, 1, 1],
+        ["read", 12, 2048, 4096, 1, 4095],
+        ["read", 13, 4096, 8192, 2, 8193],
+        ["write", 7, 64, 128, 1, 100],
+    ]
+    assert t["cum_fraction"].tolist() == pytest.approx([0.25, 0.5, 1.0, 1.0])
 
 
 def test_small_requests_are_strictly_below_the_threshold(tmp_path):
@@ -1537,6 +1645,9 @@ def test_heatmap_bins_by_hand(tmp_path):
     assert got == [[0, 12, 1000, 300, 2], [0, 60, 50, 0, 1], [1, 114, 200, 0, 1]]
     assert hm["t0"].tolist() == pytest.approx([10.0, 50.0, 95.0])
     assert (hm["t1"] - hm["t0"]).tolist() == pytest.approx([100 / 120] * 3)
+    # no steps or epochs recorded: where each I/O phase lies in training is not known
+    ph = pd.read_parquet(tmp_path / "out" / "phases.parquet")
+    assert len(ph) == 3 and set(ph["where"]) == {"not known"} and ph["epoch"].isna().all()
 
 
 @pytest.mark.parametrize(

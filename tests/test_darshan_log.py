@@ -443,7 +443,6 @@ def test_no_corruption_crashes_the_process(tmp_path: Path, real_log: bytes):
             assert int(rest[0]) > 0, line
 
 
-@pytest.mark.slow
 def test_isolated_reader_gives_the_same_answer(tmp_path: Path, shared_data: Path):
     path = shared_data / PT_NP1
     assert read_darshan_log_isolated(path).segments.equals(read_darshan_log(path).segments)
