@@ -987,6 +987,29 @@ def test_imbalance_of_bytes_needs_a_mebibyte_on_the_busiest_rank(busiest, fires)
     assert bool(imbalance(_ctx(imbalance=imb))) is fires
 
 
+@pytest.mark.parametrize("slowest, fires", [(0.09, False), (0.1, True), (0.11, True)])
+def test_imbalance_of_io_time_needs_a_tenth_of_a_second_on_the_slowest_rank(slowest, fires):
+    # imbalance_min_io_time_s = 0.1 (schema default): a 50% spread of I/O time fires from a
+    # slowest rank of 0.1 s on; the message names the spread and the stragglers
+    from iosweep.analysis.insights import imbalance
+
+    imb = {"bytes": None, "io_time": 0.5, "io_time_max": slowest, "stragglers": [3]}
+    got = imbalance(_ctx(imbalance=imb))
+    (ins,) = got  # the stragglers alone are enough to say it
+    assert ins.severity == "warn" and ins.title == "I/O imbalance across ranks"
+    if fires:
+        assert (
+            ins.message == "(max - min) / max of io time per rank is 50.0%; stragglers: ranks [3]"
+        )
+        assert ins.numbers["io_time_spread"] == 0.5
+    else:
+        assert ins.message == "stragglers: ranks [3]"
+        assert "io_time_spread" not in ins.numbers
+    assert ins.numbers["stragglers"] == [3]
+    quiet = imbalance(_ctx(imbalance={**imb, "stragglers": []}))
+    assert bool(quiet) is fires
+
+
 def test_collective_io_through_aggregators_is_not_an_imbalance():
     # 4 ranks, 1 of them doing the file I/O under 64 collective MPI-IO writes: an info about
     # aggregators, not a byte imbalance (the spread is collective buffering's design)
@@ -1047,6 +1070,61 @@ def test_independent_mpiio_boundary(independent, ops, fires):
     assert [i.id for i in fired] == (["mpiio_independent"] if fires else [])
     if fires:
         assert f"{independent:,} of {ops:,} MPI-IO writes" in fired[0].message
+
+
+@pytest.mark.parametrize("ranks, fires", [(63, False), (64, True)])
+def test_file_per_process_at_scale_boundary(ranks, fires):
+    # fpp_min_ranks = 64 (schema default): 64 ranks each opening their own files load the
+    # metadata servers together
+    from iosweep.analysis.insights import file_per_process_at_scale
+
+    acc = {"read": {"strategy": "file-per-process", "evidence": {"files": 128}}, "write": None}
+    ctx = _ctx(classes={"dataset": {"access": acc}})
+    ctx.summary["ranks"]["count"] = ranks
+    got = file_per_process_at_scale(ctx)
+    assert len(got) == int(fires)
+    if fires:
+        (ins,) = got
+        assert (ins.severity, ins.class_) == ("warn", "dataset")
+        assert ins.title == "File-per-process dataset reads at 64 ranks"
+        assert ins.message == "128 dataset files, one set per rank, opened by 64 ranks"
+        assert ins.numbers == {"ranks": 64, "files": 128, "op": "read", "threshold_ranks": 64}
+        assert ins.units == {
+            "ranks": "count",
+            "files": "count",
+            "op": "text",
+            "threshold_ranks": "count",
+        }
+
+
+@pytest.mark.parametrize("share, fires", [(0.1, False), (0.11, True)])
+def test_exposed_io_boundary(share, fires):
+    # exposed_io_share = 0.1 (schema default), strictly above it; not said once the input
+    # pipeline has a verdict (it says whether and why the ranks wait)
+    from iosweep.analysis.insights import exposed_io
+
+    ov = {
+        "available": True,
+        "exposed_share_of_epochs_max": share,
+        "exposed_io_time_in_epochs_max": 2.5,
+    }
+    got = exposed_io(_ctx(overlap=ov))
+    assert len(got) == int(fires)
+    if fires:
+        (ins,) = got
+        assert (ins.severity, ins.title) == ("warn", "I/O not hidden behind compute")
+        assert ins.message == "Up to 11.0% of a rank's epoch time is I/O with no compute running"
+        assert ins.numbers == {
+            "exposed_share_max": 0.11,
+            "exposed_io_time_max": 2.5,
+            "threshold_share": 0.1,
+        }
+        assert ins.units == {
+            "exposed_share_max": "share",
+            "exposed_io_time_max": "s",
+            "threshold_share": "share",
+        }
+    assert exposed_io(_ctx(overlap=ov, pipeline={"verdict": {"kind": "compute-bound"}})) == []
 
 
 def test_single_rank_checkpoint_rule_names_the_writer():
@@ -1648,6 +1726,10 @@ def test_heatmap_bins_by_hand(tmp_path):
     # no steps or epochs recorded: where each I/O phase lies in training is not known
     ph = pd.read_parquet(tmp_path / "out" / "phases.parquet")
     assert len(ph) == 3 and set(ph["where"]) == {"not known"} and ph["epoch"].isna().all()
+    # phases 1 s apart at most are one: [10.2, 10.6], [50.1, 50.2], [95.1, 95.2]; bytes whole
+    cols = ["ops", "reads", "writes", "bytes_read", "bytes_written"]
+    assert ph[cols].values.tolist() == [[2, 1, 1, 1000, 300], [1, 1, 0, 50, 0], [1, 1, 0, 200, 0]]
+    assert {str(ph[c].dtype) for c in cols} == {"int64"}
 
 
 @pytest.mark.parametrize(

@@ -265,6 +265,23 @@ def test_write_docs_regenerates_a_stale_readme(tmp_path, capsys):
     assert "key tables regenerated" in capsys.readouterr().out
 
 
+def test_write_docs_defaults_to_config_readme_and_says_what_it_does(tmp_path, monkeypatch, capsys):
+    # run from a checkout's root: config/README.md is the file it regenerates
+    (tmp_path / "config").mkdir()
+    readme = tmp_path / "config" / "README.md"
+    readme.write_text((REPO / "config/README.md").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert cfg.main(["--write-docs"]) == 0
+    assert capsys.readouterr().out == (
+        "config/README.md: key tables regenerated from config.schema.yaml\n"
+    )
+    with pytest.raises(SystemExit):
+        cfg.main(["--help"])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m iosweep.config [-h] --write-docs [readme]")
+    assert "python -m iosweep.config --write-docs [README]``: regenerate the key tables" in out
+
+
 def test_enum_any_of_and_setting_messages_are_whole():
     with pytest.raises(ConfigError) as e:
         validate_config({"sweep": {"frameworks": ["mxnet"]}})

@@ -312,7 +312,14 @@ def _error(path: Path) -> LogError:
 
 def test_zero_length_file(tmp_path: Path):
     e = _error(_write(tmp_path, b""))
-    assert e.kind == "unreadable" and "0 bytes" in e.message
+    assert (e.kind, e.message) == ("unreadable", "empty file (0 bytes), not a Darshan log")
+
+
+def test_a_path_that_cannot_be_read(tmp_path: Path):
+    e = _error(tmp_path / "missing.darshan")
+    assert (e.kind, e.message) == ("unreadable", "cannot read the file (No such file or directory)")
+    e = _error(tmp_path)  # a directory
+    assert (e.kind, e.message) == ("unreadable", "cannot read the file (Is a directory)")
 
 
 def test_not_a_darshan_log(tmp_path: Path, real_log: bytes):

@@ -231,8 +231,9 @@ def test_logs_of_unrelated_jobs_become_one_store_per_job(tmp_path, capsys):
     facts = sorted(_job_facts(f) for f in src.glob("*.darshan"))
     # the README: five releases' runs of mpi-io-test with 4 processes each
     assert len(facts) == 5 and {n for _, n in facts} == {4}
-    stores = ingest_jobs([src], tmp_path / "out")
+    stores = ingest_jobs([src], tmp_path / "out", run_id="releases")
     assert sorted(int(p.name.rsplit("job", 1)[1]) for p, _ in stores) == [j for j, _ in facts]
+    assert [meta.run_id for p, meta in stores] == [f"releases.{p.name}" for p, _ in stores]
     for path, meta in stores:
         assert path.parent == tmp_path / "out" and (path / "run.json").is_file()
         assert [r.rank for r in meta.ranks] == [0, 1, 2, 3]

@@ -603,10 +603,16 @@ def imbalance(c: Context) -> list[Insight]:
                     "warn",
                     "I/O imbalance across ranks",
                     "; ".join(
-                        f"(max - min) / max of {k.removesuffix('_spread').replace('_', ' ')} per rank is {v[0]:.1%}"
-                        for k, v in fired.items()
-                    )
-                    + (f"; stragglers: ranks {imb['stragglers']}" if imb.get("stragglers") else ""),
+                        [
+                            f"(max - min) / max of {k.removesuffix('_spread').replace('_', ' ')} per rank is {v[0]:.1%}"
+                            for k, v in fired.items()
+                        ]
+                        + (
+                            [f"stragglers: ranks {imb['stragglers']}"]
+                            if imb.get("stragglers")
+                            else []
+                        )
+                    ),
                     {
                         **fired,
                         "stragglers": (imb.get("stragglers", []), "ranks"),
