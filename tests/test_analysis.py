@@ -1603,6 +1603,87 @@ def test_fit_trend_by_hand(mean, reps, want):
     assert (e if e is None else pytest.approx(e), trend, why) == want
 
 
+@pytest.mark.parametrize(
+    "metric, trend, said",
+    [
+        ("au", "flat", "ideal"),  # AU should stay flat as ranks grow, higher is better
+        ("au", "shrinks", "worse than ideal"),
+        ("samples_per_s", "linear", "as expected"),
+        ("samples_per_s", "superlinear", "better than ideal"),
+        ("samples_per_s", "sublinear", "worse than ideal"),
+        ("wait_per_rank", "linear", "worse than ideal"),  # lower is better
+        ("wait_per_rank", "shrinks", "better than ideal"),
+        ("bytes_read", "superlinear", "more than ideal"),  # no better or worse: only more
+        ("bytes_read", "sublinear", "less than ideal"),
+        ("bytes_written", "linear", ""),  # no ideal
+        ("au", "noisy", ""),
+        ("au", None, ""),
+        ("not_a_metric", "flat", ""),
+    ],
+)
+def test_scaling_judgement_by_hand(metric, trend, said):
+    from iosweep.analysis.sweep import judge
+
+    assert judge(metric, trend) == said
+
+
+P1, P2, P4 = ({"ranks": r, "nodes": 1} for r in (1, 2, 4))
+
+
+@pytest.mark.parametrize(
+    "frac, status, appears, disappears",
+    [
+        ([1.0, 1.0, 1.0], "always", None, None),
+        ([0.0, 0.0, 0.0], "never", None, None),
+        ([0.0, 0.5, 1.0], "appears", P2, None),  # half the repeats at 2 ranks is fired
+        ([1.0, 0.0, 0.0], "disappears", None, P2),
+        ([1.0, 1.0, 0.0], "disappears", None, P4),
+        ([0.0, 1.0, 0.0], "intermittent", P2, None),
+        ([1.0, 0.0, 1.0], "intermittent", None, P2),
+    ],
+)
+def test_insight_changes_across_scale_by_hand(frac, status, appears, disappears):
+    from iosweep.analysis.sweep import _changes
+
+    got = _changes(frac, [P1, P2, P4])
+    assert got == {"fired_share": frac, "status": status, "appears_at": appears,
+                   "disappears_at": disappears}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "traced, base, verdict",
+    [
+        ([11.0, 11.2], [10.0, 10.2], "above threshold"),  # +10.9% > 5%, no overlap
+        ([10.4, 10.5], [10.0, 10.2], "below threshold"),  # +3.5%
+        ([10.1, 11.0], [10.0, 10.2], "within the noise: the traced and untraced run times overlap"),
+        ([11.0], [10.0, 10.2], "no verdict: 1 traced and 2 untraced run(s), 2 of each needed"),
+    ],
+)
+def test_tracer_overhead_by_hand(traced, base, verdict):
+    # run times of a traced point against the untraced runs of the same point; the
+    # threshold is tracer_overhead_share 0.05 (schema default)
+    from iosweep.analysis.sweep import tracer_overhead
+
+    rows = [("darshan", t) for t in traced] + [("none", t) for t in base]
+    df = pd.DataFrame(
+        {
+            "run_id": [f"r{i}" for i in range(len(rows))],
+            "framework": "pytorch", "nodes": 1, "ppn": 2, "ranks": 2,
+            "rep": list(range(len(rows))),
+            "tracer": [t for t, _ in rows], "run_time": [x for _, x in rows],
+            "analysis_status": "complete",
+        }
+    )  # fmt: skip
+    (o,) = tracer_overhead(df, AnalysisSettings())
+    assert o["tracer"] == "darshan" and o["verdict"] == verdict
+    assert o["fired"] is (verdict == "above threshold")
+    assert o["overhead"] == pytest.approx(np.mean(traced) / np.mean(base) - 1)
+    assert (o["traced_runs"], o["baseline_runs"]) == (len(traced), len(base))
+    assert (o["traced_min"], o["traced_max"]) == (min(traced), max(traced))
+    assert (o["baseline_min"], o["baseline_max"], o["threshold"]) == (10.0, 10.2, 0.05)
+    assert o["point"]["ranks"] == 2 and "tracer" not in o["point"]
+
+
 def test_storage_bound_projection_by_hand():
     # two runs of a sweep (sweep-table columns): the one closest to fully fed (AU 50%) sets
     # a rank's demand, 100 MB/s / 0.5 = 200 MB/s; the most the file system delivered is
@@ -1706,6 +1787,82 @@ def test_scale_series_by_hand(au8, fed):
         df.assign(au=0.5), ["workload", "ranks", "nodes", "rep"], AnalysisSettings()
     )
     assert sc["largest_fed"] is None
+
+
+def test_files_ranks_nodes_and_headline_by_hand(tmp_path):
+    # rank 0 on n0 reads a.bin 0-100 (1.0-1.5 s) and 100-300 (2.0-2.5 s), writes 50 B of
+    # ckpt-0.pt (5.0-5.2 s); rank 1 on n1 reads a.bin 0-100 (1.0-1.4 s) and b.bin 0-400
+    # (3.0-4.0 s). Run: 100 s
+    segs = [
+        (0, "/data/a.bin", "read", 0, 100, 1.0, 1.5),
+        (0, "/data/a.bin", "read", 100, 200, 2.0, 2.5),
+        (0, "/ckpt/ckpt-0.pt", "write", 0, 50, 5.0, 5.2),
+        (1, "/data/a.bin", "read", 0, 100, 1.0, 1.4),
+        (1, "/data/b.bin", "read", 0, 400, 3.0, 4.0),
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=2, hosts={0: "n0", 1: "n1"}))
+    files = pd.read_parquet(tmp_path / "out" / "files.parquet").set_index("path")
+    a, ck, b = files.loc["/data/a.bin"], files.loc["/ckpt/ckpt-0.pt"], files.loc["/data/b.bin"]
+    # a.bin: 3 reads, 400 B in 1.4 s, 300 B long; rank 0 read it whole, rank 1 its first
+    # 100 B, which both read: 100 of the 300 B union are shared
+    assert (a["class"], a["reads"], a["bytes_read"], a["size"]) == ("dataset", 3, 400, 300)
+    assert a["read_time"] == pytest.approx(1.4) and (a["first_io"], a["last_io"]) == (1.0, 2.5)
+    assert (a["n_ranks"], a["n_readers"], a["whole_readers"], a["n_hosts"]) == (2, 2, 1, 2)
+    assert (a["max_rank_bytes_read"], a["min_rank_bytes_read"]) == (300, 100)
+    assert (a["read_union"], a["read_shared"]) == (300, 100)
+    assert a["read_overlap"] == pytest.approx(1 / 3) and a["read_strategy"] == "shared-overlapping"
+    assert (ck["class"], ck["writes"], ck["bytes_written"], ck["n_writers"]) == (
+        "checkpoint",
+        1,
+        50,
+        1,
+    )
+    assert (ck["whole_writers"], ck["write_union"], ck["write_strategy"]) == (1, 50, "exclusive")
+    assert (b["reads"], b["bytes_read"], b["size"], b["read_strategy"]) == (
+        1,
+        400,
+        400,
+        "exclusive",
+    )
+    ranks = pd.read_parquet(tmp_path / "out" / "ranks.parquet").set_index("rank")
+    cols = ["host", "reads", "writes", "bytes_read", "bytes_written", "files", "processes"]
+    assert ranks[cols].values.tolist() == [["n0", 2, 1, 300, 50, 2, 1], ["n1", 2, 0, 500, 0, 2, 1]]
+    assert ranks["bytes_written_checkpoint"].tolist() == [50, 0]
+    assert ranks["bytes_read_dataset"].tolist() == [300, 500]
+    assert ranks["io_time"].tolist() == pytest.approx([1.2, 1.4])
+    assert (ranks["first_io"].tolist(), ranks["last_io"].tolist()) == ([1.0, 1.0], [5.2, 4.0])
+    # bytes moved over I/O time; I/O time over the 100 s run
+    assert ranks["bandwidth"].tolist() == pytest.approx([350 / 1.2, 500 / 1.4])
+    assert ranks["io_share"].tolist() == pytest.approx([0.012, 0.014])
+    nodes = pd.read_parquet(tmp_path / "out" / "nodes.parquet").set_index("host")
+    assert nodes[["ranks", "bytes_read", "bytes_written", "unique_bytes_read"]].values.tolist() == [
+        [1, 300, 50, 300],
+        [1, 500, 0, 500],
+    ]
+    assert nodes["read_amplification"].tolist() == [1.0, 1.0]
+    h = sm["headline"]
+    assert (h["ranks"], h["nodes"], h["files"], h["reads"], h["writes"]) == (2, 2, 3, 4, 1)
+    assert (h["bytes_read"], h["bytes_written"], h["bytes_read_per_rank"]) == (800, 50, 400.0)
+    assert (h["bytes_read_per_rank_min"], h["bytes_read_per_rank_max"]) == (300, 500)
+    assert (h["dataset_bytes_read"], h["dataset_files"], h["checkpoint_files"]) == (800, 2, 1)
+    assert (h["ranks_writing"], h["bytes_written_per_writer"], h["checkpoint_writers"]) == (
+        1,
+        50.0,
+        1,
+    )
+    assert (h["io_time_max"], h["io_time_mean"]) == pytest.approx((1.4, 1.3))
+    assert h["io_busy_time_total"] == pytest.approx(2.6)
+    # all bytes over the slowest rank's I/O time; the ranks' own bandwidths averaged
+    assert h["bandwidth_aggregate"] == pytest.approx(850 / 1.4)
+    assert h["bandwidth_per_rank_mean"] == pytest.approx((350 / 1.2 + 500 / 1.4) / 2)
+    # (max - min) / max per rank: bytes 350 and 500, I/O time 1.2 and 1.4 s
+    assert h["imbalance_bytes"] == pytest.approx(0.3)
+    assert h["imbalance_io_time"] == pytest.approx(0.2 / 1.4)
+    # sizes 100, 200, 100, 400: the nearest-rank median is 100; every read contiguous
+    assert (h["read_size_median"], h["small_read_share"], h["contiguous_share"]) == (100, 1.0, 1.0)
+    # gaps of at most phase_gap_s (1 s): one phase
+    assert (h["phases"], h["checkpoints"]) == (1, 1)
+    assert h["checkpoint_duration_mean"] == pytest.approx(0.2)
 
 
 def test_heatmap_bins_by_hand(tmp_path):
