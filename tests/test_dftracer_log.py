@@ -546,6 +546,99 @@ def test_positions_are_per_process_and_module(tmp_path):
     ]
 
 
+def _issues(pl: ProcessLog) -> list[tuple[str, str, str]]:
+    return [(i.kind, i.severity, i.message) for i in pl.issues]
+
+
+def test_an_unknown_time_unit_is_read_as_microseconds_with_a_warning(tmp_path):
+    t = _Trace()
+    a = t.file("/d/a")
+    t.lines.append(t._meta("CM", "time_metric", "fortnight"))
+    t.event("read", fhash=a, count=1, ret=1)
+    pl = read_dftracer_trace(t.write(tmp_path / "unit.pfw.gz"))
+    assert _issues(pl) == [
+        ("bad-time-unit", "warning", "unknown time_metric 'FORTNIGHT'; read as µs")
+    ]
+    assert pl.start == pytest.approx(1_700_000_000.00001)  # the first event, in µs
+
+
+def test_times_that_are_no_unix_time_are_said(tmp_path):
+    t = _Trace()
+    t.ts = 1000  # µs after boot, say: not after 2000-01-01
+    a = t.file("/d/a")
+    t.event("read", fhash=a, count=1, ret=1)
+    pl = read_dftracer_trace(t.write(tmp_path / "boot.pfw.gz"))
+    assert _issues(pl) == [
+        ("bad-timestamps", "warning", "first event time 1010 (US) is not a Unix epoch time "
+         "between 2000 and 2100: this trace cannot be put on the run's clock"),
+    ]  # fmt: skip
+
+
+def test_calls_without_arguments_stay_app_events(tmp_path):
+    # a read with no file hash or sizes (DFTracer's metadata option off): no segment
+    t = _Trace()
+    a = t.file("/d/a")
+    t.event("read")
+    t.event("read", fhash=a, count=1, ret=1)
+    pl = read_dftracer_trace(t.write(tmp_path / "noargs.pfw.gz"))
+    assert _issues(pl) == [
+        ("no-args", "warning", "1 read/write calls carry no file hash or sizes "
+         "(DFTRACER_INC_METADATA off?); they are kept as app events only"),
+    ]  # fmt: skip
+    assert _segs(pl) == [("a", "POSIX", "read", -1, 1)]
+    assert [e["name"] for e in pl.app_events.to_pylist()].count("read") == 1
+
+
+def test_an_app_trace_that_took_over_from_the_preloaded_tracer(tmp_path):
+    # hybrid mode: the Python API's -app trace numbers its events on from the preloaded
+    # library's; its first 5 (the tracer's start record among them) are in the -preload file
+    t = _Trace()
+    t.lines = [ln for ln in t.lines if '"start"' not in ln]
+    t.id = 5
+    a = t.file("/d/a")
+    t.event("open64", fhash=a, flags=0)
+    t.event("read", fhash=a, count=1, ret=1)
+    pl = read_dftracer_trace(t.write(tmp_path / "trace-1-app.pfw.gz"))
+    assert _issues(pl) == [
+        ("hybrid-start", "warning", "DFTracer's Python API took this process's trace over (an "
+         "-app trace): the 5 events logged before that (the tracer's own start record, calls "
+         "before the training script's first line) are not in it"),
+    ]  # fmt: skip
+    # the same numbering in a trace that is not an -app trace: events were lost
+    pl = read_dftracer_trace(t.write(tmp_path / "trace-1-preload.pfw.gz"))
+    assert [(i.kind, i.severity) for i in pl.issues] == [("missing-events", "error")]
+
+
+def test_aggregated_events_are_app_events_with_a_warning(tmp_path):
+    # DFTracer's aggregation mode writes a summary event (ph 3) instead of each call
+    t = _Trace()
+    a = t.file("/d/a")
+    t.event("read", fhash=a, count=1, ret=1)
+    t.event("read", fhash=a, count=10, ret=10)
+    ev = json.loads(t.lines[-1])
+    t.lines[-1] = json.dumps(ev | {"ph": 3})
+    pl = read_dftracer_trace(t.write(tmp_path / "agg.pfw.gz"))
+    assert _issues(pl) == [
+        ("aggregated", "warning", "1 aggregated events (DFTRACER aggregation on): per-call "
+         "I/O is not in the trace; they are kept as app events"),
+    ]  # fmt: skip
+    assert _segs(pl) == [("a", "POSIX", "read", -1, 1)]
+    assert [e["name"] for e in pl.app_events.to_pylist()] == ["read"]
+
+
+def test_zero_padding_after_the_last_gzip_member_is_a_warning(tmp_path):
+    t = _Trace()
+    a = t.file("/d/a")
+    t.event("read", fhash=a, count=1, ret=1)
+    p = t.write(tmp_path / "pad.pfw.gz")
+    p.write_bytes(p.read_bytes() + bytes(4096))
+    pl = read_dftracer_trace(p)
+    assert _issues(pl) == [
+        ("trailing-bytes", "warning", "4096 zero bytes after the last gzip member")
+    ]
+    assert _segs(pl) == [("a", "POSIX", "read", -1, 1)]
+
+
 def test_annotations_hosts_and_mpi_rank(tmp_path):
     t = _Trace(pid=300)
     t.lines.append(
