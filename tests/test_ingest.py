@@ -381,6 +381,36 @@ def test_bad_rank_file_and_bad_manifest(tmp_path: Path, shared_data: Path):
         ingest([d / "nope"], tmp_path / "s3")
 
 
+def test_two_logs_of_one_rank_and_a_bad_step_record_are_said(tmp_path: Path):
+    # pid 300 on host n wrote two logs (a restarted job reusing the pid): both are rank 0's;
+    # of the manifest's three step records, one has a start that is no time, one no end
+    d = tmp_path / "run"
+    for jobid in (300, 301):
+        _synthetic(d / "logs/x", pid=300, jobid=jobid, start=1e9, host="n", exe="python t.py")
+    (d / "ranks").mkdir()
+    (d / "ranks/rank-0.json").write_text(json.dumps({"rank": 0, "pid": 300, "host": "n"}))
+    steps = [
+        {"rank": 0, "epoch": 0, "step": 0, "start": 1e9 + 0.5, "end": 1e9 + 0.6},
+        {"rank": 0, "epoch": 0, "step": 1, "start": "soon", "end": 1e9 + 0.8},
+        {"rank": 0, "epoch": 0, "step": 2, "start": 1e9 + 0.9},
+    ]
+    (d / "manifest.json").write_text(json.dumps({"steps": steps}))
+    meta = ingest([d], tmp_path / "store", manifest=d / "manifest.json")
+    got = {(i.kind, i.source): (i.severity, i.message) for i in meta.issues}
+    assert got == {
+        ("duplicate-rank", "rank 0"): (
+            "warning", "2 logs claim to be rank 0: their I/O is all counted under rank 0"
+        ),
+        ("bad-step", "manifest steps[1]"): (
+            "warning", "not a step record (could not convert string to float: 'soon')"
+        ),
+        ("bad-step", "manifest steps[2]"): ("warning", "not a step record ('end')"),
+    }  # fmt: skip
+    assert [(p.rank, p.role) for p in meta.processes] == [(0, "rank"), (0, "rank")]
+    st = open_store(tmp_path / "store").table("steps").to_pandas()
+    assert st["step"].tolist() == [0] and st["start"].tolist() == pytest.approx([0.5])
+
+
 # ---------------------------------------------------------------------------------------
 # the command line
 # ---------------------------------------------------------------------------------------
