@@ -394,6 +394,19 @@ def test_anonymize_hides_user_and_prefixes(sweep, tmp_path):
     assert "read shared-whole" in index
 
 
+def test_series_names_say_unset_parameters_and_whole_numbers():
+    # the fixture logs (no parameters) beside a workflow run (batch 64, 2 epochs): pandas
+    # carried the numbers as floats and the missing ones as None or NaN
+    from iosweep.report.sections.overview import series_name
+
+    logs = {"framework": None, "batch_size": None, "epochs": float("nan"), "tracer": "darshan"}
+    run = {"framework": "pytorch", "batch_size": 64.0, "epochs": 2.0, "tracer": "darshan"}
+    keys = [logs, run]
+    assert series_name(logs, keys) == "batch_size=unset epochs=unset"
+    assert series_name(run, keys) == "pytorch batch_size=64 epochs=2"
+    assert series_name({"framework": None}, [{"framework": None}]) == "all runs"
+
+
 def test_anonymizer_unit():
     a = Anonymizer(
         users=["bob", "root"], prefixes={"/home/bob": "~", "/gpfs/proj/bob/data": "<data>"}

@@ -225,15 +225,25 @@ def _largest_first(r: RunView) -> tuple[int, int, int]:
 def series_name(key: dict[str, Any], all_keys: list[dict[str, Any]]) -> str:
     """A series by the parameters that tell it from the others (framework first)."""
     keys = [k for k in key if k == "framework" or len({str(s.get(k)) for s in all_keys}) > 1]
-    return (
-        " ".join(f"{key[k]}" if k in ("framework", "tracer") else f"{k}={key[k]}" for k in keys)
-        or "all runs"
-    )
+    words = [
+        _value(key[k]) if k in ("framework", "tracer") else f"{k}={_value(key[k])}"
+        for k in keys
+        if k not in ("framework", "tracer") or key[k]
+    ]
+    return " ".join(words) or "all runs"
 
 
 def _int(v: Any) -> Any:
     """2.0 -> 2 (pandas turns an int column with gaps into floats)."""
     return int(v) if isinstance(v, float) and float(v).is_integer() else v
+
+
+def _value(v: Any) -> str:
+    """A parameter's value in a series name: a run without it (logs from elsewhere) says
+    "unset", not "None" or "nan"."""
+    if v is None or (isinstance(v, float) and v != v):
+        return "unset"
+    return str(_int(v))
 
 
 def _across(ctx: Context) -> dict[str, list[str]]:
@@ -254,7 +264,7 @@ def _across(ctx: Context) -> dict[str, list[str]]:
             if st != "never":
                 at = ""
                 if where and where.ranks is not None:
-                    at = f" at {_int(where.ranks)} ranks"
+                    at = f" at {plural(_int(where.ranks), 'rank')}"
                     if where.nodes is not None:
                         at += f" on {plural(_int(where.nodes), 'node')}"
                 out[iid].append(f"{name}: {st}{at}")
