@@ -550,11 +550,20 @@ def _issues(pl: ProcessLog) -> list[tuple[str, str, str]]:
     return [(i.kind, i.severity, i.message) for i in pl.issues]
 
 
-def test_an_unknown_time_unit_is_read_as_microseconds_with_a_warning(tmp_path):
+def _one_read(ts: int | None = None) -> tuple[_Trace, str]:
+    """A trace of one 1-byte read of /d/a (no open seen: offset unknown), and a's hash;
+    ``ts``: the clock before the first event."""
     t = _Trace()
+    if ts is not None:
+        t.ts = ts
     a = t.file("/d/a")
-    t.lines.append(t._meta("CM", "time_metric", "fortnight"))
     t.event("read", fhash=a, count=1, ret=1)
+    return t, a
+
+
+def test_an_unknown_time_unit_is_read_as_microseconds_with_a_warning(tmp_path):
+    t, _ = _one_read()
+    t.lines.append(t._meta("CM", "time_metric", "fortnight"))
     pl = read_dftracer_trace(t.write(tmp_path / "unit.pfw.gz"))
     assert _issues(pl) == [
         ("bad-time-unit", "warning", "unknown time_metric 'FORTNIGHT'; read as µs")
@@ -563,10 +572,7 @@ def test_an_unknown_time_unit_is_read_as_microseconds_with_a_warning(tmp_path):
 
 
 def test_times_that_are_no_unix_time_are_said(tmp_path):
-    t = _Trace()
-    t.ts = 1000  # µs after boot, say: not after 2000-01-01
-    a = t.file("/d/a")
-    t.event("read", fhash=a, count=1, ret=1)
+    t, _ = _one_read(ts=1000)  # µs after boot, say: not after 2000-01-01
     pl = read_dftracer_trace(t.write(tmp_path / "boot.pfw.gz"))
     assert _issues(pl) == [
         ("bad-timestamps", "warning", "first event time 1010 (US) is not a Unix epoch time "
@@ -576,10 +582,8 @@ def test_times_that_are_no_unix_time_are_said(tmp_path):
 
 def test_calls_without_arguments_stay_app_events(tmp_path):
     # a read with no file hash or sizes (DFTracer's metadata option off): no segment
-    t = _Trace()
-    a = t.file("/d/a")
+    t, _ = _one_read()
     t.event("read")
-    t.event("read", fhash=a, count=1, ret=1)
     pl = read_dftracer_trace(t.write(tmp_path / "noargs.pfw.gz"))
     assert _issues(pl) == [
         ("no-args", "warning", "1 read/write calls carry no file hash or sizes "
@@ -611,9 +615,7 @@ def test_an_app_trace_that_took_over_from_the_preloaded_tracer(tmp_path):
 
 def test_aggregated_events_are_app_events_with_a_warning(tmp_path):
     # DFTracer's aggregation mode writes a summary event (ph 3) instead of each call
-    t = _Trace()
-    a = t.file("/d/a")
-    t.event("read", fhash=a, count=1, ret=1)
+    t, a = _one_read()
     t.event("read", fhash=a, count=10, ret=10)
     ev = json.loads(t.lines[-1])
     t.lines[-1] = json.dumps(ev | {"ph": 3})
@@ -627,9 +629,7 @@ def test_aggregated_events_are_app_events_with_a_warning(tmp_path):
 
 
 def test_zero_padding_after_the_last_gzip_member_is_a_warning(tmp_path):
-    t = _Trace()
-    a = t.file("/d/a")
-    t.event("read", fhash=a, count=1, ret=1)
+    t, _ = _one_read()
     p = t.write(tmp_path / "pad.pfw.gz")
     p.write_bytes(p.read_bytes() + bytes(4096))
     pl = read_dftracer_trace(p)
