@@ -1201,6 +1201,26 @@ def test_placement_boundaries_by_hand(tmp_path):
     assert sm["placement"]["io_time"] == pytest.approx(0.05 + 0.1 + 0.05 + 0.2)
 
 
+def test_epochs_from_steps_alone_and_a_rank_without_steps(tmp_path):
+    # no epoch records (step -1): rank 1's epoch 0 spans its steps, [1, 4] s, step 0 included;
+    # rank 0 logged no steps (often only rank 0 does; here the other way round): its reads
+    # are placed by the run's epochs, and it does not stop rank 1's from being placed
+    steps = [(1, 0, 0, 1.0, 2.0), (1, 0, 1, 3.0, 4.0)]
+    segs = [
+        (0, "/data/a.npy", "read", 0, 10, 1.5, 1.6),  # rank 0, inside the run's epoch 0
+        (0, "/data/a.npy", "read", 10, 5, 0.5, 0.6),  # rank 0, before it
+        (1, "/data/b.npy", "read", 0, 20, 1.5, 1.6),  # during step 0
+        (1, "/data/b.npy", "read", 20, 40, 3.5, 3.6),  # during step 1
+        (1, "/data/b.npy", "read", 60, 80, 6.0, 6.1),  # after its epoch
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, n_ranks=2, steps=steps))
+    got = {k: v["bytes_read"] for k, v in sm["placement"]["places"].items()}
+    assert got == {
+        "before training": 5, "in epochs": 70, "between epochs": 0,
+        "after training": 80, "checkpoints": 0,
+    }  # fmt: skip
+
+
 def test_pipeline_table_by_hand(tmp_path):
     # two ranks, one epoch [0, 10] s of three steps [1, 2], [4, 5], [7, 8] s: each rank waits
     # 1 s for its first batch, then [2, 4] and [5, 7] (4 s); computes 1 s in step 0 (warm-up,

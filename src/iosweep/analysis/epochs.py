@@ -48,12 +48,21 @@ def rank_windows(rd: RunData) -> pd.DataFrame:
     return out.sort_values(["actor", "start"]).reset_index(drop=True)
 
 
+def run_windows(windows: pd.DataFrame) -> pd.DataFrame:
+    """Per epoch: from the first rank's start to the last rank's end (for the ranks that
+    logged no steps of their own: often only rank 0 does)."""
+    w = windows.groupby("epoch", as_index=False).agg(start=("start", "min"), end=("end", "max"))
+    return w.sort_values("start").reset_index(drop=True)
+
+
 def op_epochs(rd: RunData, windows: pd.DataFrame) -> np.ndarray:
-    """int16 epoch of every operation (its rank's window it starts in), else OUTSIDE."""
+    """int16 epoch of every operation (the window of its rank, or of the run where the rank
+    logged no steps, that it starts in), else OUTSIDE."""
     ops = rd.ops
     out = np.full(len(ops), OUTSIDE, np.int16)
     if windows.empty or not len(ops):
         return out
+    whole_run = run_windows(windows)
     order = rd.actor_time_order()  # ranks' ops, by (actor, time)
     actors = ops.actor[order]
     bounds = np.searchsorted(actors, np.unique(actors), side="left")
@@ -61,7 +70,7 @@ def op_epochs(rd: RunData, windows: pd.DataFrame) -> np.ndarray:
         a = int(actors[lo])
         w = windows[windows["actor"] == a]
         if w.empty:
-            continue
+            w = whole_run
         ws, we = w["start"].to_numpy(np.float64), w["end"].to_numpy(np.float64)
         idx = order[lo:hi]
         t = ops.start[idx]
@@ -86,8 +95,9 @@ def placement(rd: RunData, op_epoch: np.ndarray, windows: pd.DataFrame) -> dict[
     if not windows.empty and len(ops):
         first = windows.groupby("actor")["start"].min()
         last = windows.groupby("actor")["end"].max()
-        lut_first = np.full(int(ops.actor.max(initial=0)) + 2, np.inf)
-        lut_last = np.full(len(lut_first), -np.inf)
+        # a rank that logged no steps: the run's training span
+        lut_first = np.full(int(ops.actor.max(initial=0)) + 2, first.min())
+        lut_last = np.full(len(lut_first), last.max())
         lut_first[first.index.to_numpy()] = first.to_numpy()
         lut_last[last.index.to_numpy()] = last.to_numpy()
         a = np.where(ops.actor >= 0, ops.actor, len(lut_first) - 1)
