@@ -579,6 +579,29 @@ def test_missed_dataset_reads_boundary(seen, blind):
 # Bad input: incomplete, empty, unattributed
 
 
+def test_ranks_without_a_trace_are_named(tmp_path):
+    # 3 ranks expected, processes unknown (a store from elsewhere): rank 1 did I/O, rank 0
+    # only opened a file (a trace, still), rank 2 left nothing
+    ctr = [
+        {"rank": 0, "path": "/data/a.bin", "opens": 1},
+        {"rank": 1, "path": "/data/a.bin", "reads": 1, "bytes_read": 10},
+    ]
+    store = make_store(tmp_path / "s", [], n_ranks=3, counters=ctr, processes=False)
+    sm = run(tmp_path, store)
+    (miss,) = [i for i in sm["issues"] if i["kind"] == "missing-log"]
+    assert (miss["source"], miss["message"]) == ("rank 2", "rank 2 of 3 left no trace")
+    # what ingest or the launcher already said of rank 2 is not said twice
+    for kind in ("missing-log", "failed-rank"):
+        said = Issue("rank 2", kind, "rank 2 exited with code 9")
+        store = make_store(
+            tmp_path / kind, [], n_ranks=3, counters=ctr, processes=False, issues=[said]
+        )
+        sm = analyze_run(store, tmp_path / f"out-{kind}", AnalysisSettings.from_dict({}))
+        assert [
+            (i["source"], i["kind"], i["message"]) for i in sm["issues"] if i["source"] == "rank 2"
+        ] == [("rank 2", kind, "rank 2 exited with code 9")]
+
+
 def test_truncated_and_incomplete_run(tmp_path):
     segs = [(0, "/data/a.npy", "read", i * 10, 10, 1 + i, 1.5 + i) for i in range(50)]
     c = [{"rank": 0, "path": "/data/a.npy", "reads": 100, "bytes_read": 1000, "max_byte_read": 999}]
@@ -1127,6 +1150,66 @@ def test_exposed_io_boundary(share, fires):
     assert exposed_io(_ctx(overlap=ov, pipeline={"verdict": {"kind": "compute-bound"}})) == []
 
 
+@pytest.mark.parametrize(
+    "issues, completeness, fires",
+    [
+        ([{"kind": "no-dxt", "severity": "warning"}], None, False),
+        ([{"kind": "truncated", "severity": "error"}], None, True),
+        ([{"kind": "truncated"}], None, True),  # an issue without a severity is an error
+        ([], 0.99, False),  # trace_completeness_min 0.99 (schema default)
+        ([], 0.98, True),
+    ],
+)
+def test_incomplete_trace_rule(issues, completeness, fires):
+    from iosweep.analysis.insights import no_io_or_truncated
+
+    trace = {"completeness": completeness, "segments": 10, "counter_records": 2}
+    got = no_io_or_truncated(_ctx(trace=trace, issues=issues, analysis_status="partial"))
+    assert [i.id for i in got] == (["truncated_trace"] if fires else [])
+    if fires:
+        (ins,) = got
+        assert (ins.severity, ins.title) == ("high", "The trace is incomplete")
+        tail = (
+            "" if completeness is None else "; DXT holds 98.0% of the operations the counters saw"
+        )
+        assert ins.message == (
+            "Some traces are missing, truncated or partial, so every figure here is a lower bound"
+            + tail
+        )
+        errors = sum(i.get("severity", "error") == "error" for i in issues)
+        assert (ins.numbers["issues"], ins.numbers["error_issues"]) == (len(issues), errors)
+
+
+def test_only_excluded_paths_names_three_of_them():
+    from iosweep.analysis.insights import no_io_or_truncated
+
+    paths = ["<STDOUT>", "<STDERR>", "/proc/self/maps", "/etc/hosts"]
+    trace = {"completeness": None, "segments": 0, "counter_records": 0, "excluded_records": 4,
+             "excluded_ops": 9, "excluded_paths": paths}  # fmt: skip
+    (ins,) = no_io_or_truncated(_ctx(trace=trace, issues=[], analysis_status="empty"))
+    assert (ins.id, ins.severity) == ("only_excluded_paths", "info")
+    assert ins.message == (
+        "The tracer worked, but every file it recorded is one the analysis leaves out "
+        "(exclude_pattern), e.g. <STDOUT>, <STDERR>, /proc/self/maps: the job did no other file I/O"
+    )
+    assert ins.numbers == {"records": 4, "operations": 9}
+    trace["excluded_paths"] = []
+    (ins,) = no_io_or_truncated(_ctx(trace=trace, issues=[], analysis_status="empty"))
+    assert "e.g. terminal streams: the job" in ins.message
+
+
+def test_no_io_recorded_rule():
+    from iosweep.analysis.insights import no_io_or_truncated
+
+    trace = {"completeness": None, "segments": 0, "counter_records": 0}
+    (ins,) = no_io_or_truncated(_ctx(trace=trace, issues=[], analysis_status="empty"))
+    assert (ins.id, ins.severity, ins.title) == ("no_io_recorded", "high", "No I/O was recorded")
+    assert ins.numbers == {"segments": 0, "counter_records": 0, "issues": 0}
+    assert ins.recommendation.endswith(
+        "and that the logs were collected after the processes exited."
+    )
+
+
 def test_single_rank_checkpoint_rule_names_the_writer():
     from iosweep.analysis.insights import single_rank_checkpoint
 
@@ -1167,6 +1250,28 @@ def test_per_epoch_reads_by_hand(tmp_path):
     assert pe["reader_changed_share"] == pytest.approx(4 / 6)
     # (rank, file) pairs that read: rank 0 f0-f2, rank 1 f0-f3; the written file is not one
     assert sm["classes"]["dataset"]["spatial"]["read_pairs"] == 7
+
+
+@pytest.mark.parametrize(
+    "run_strategy, shared, epochs, moved, said",
+    [
+        ("shared-whole", 0.0, 2, 0.5, "partitioned-reshuffled"),
+        ("shared-whole", 0.0, 2, 0.0, "partitioned"),  # the same partition every epoch
+        ("shared-whole", 0.0, 1, None, "partitioned"),
+        ("file-per-process", 0.0, 1, None, "file-per-process"),
+        ("partitioned", 0.0, 3, 0.0, "partitioned"),
+        ("shared-whole", 0.01, 2, 0.5, "partitioned-reshuffled"),  # disjoint_overlap_max 0.01
+        ("shared-whole", 0.011, 2, 0.5, "shared-whole"),
+        ("single-rank", 0.0, 2, 0.5, "single-rank"),
+        (None, 0.0, 2, 0.5, None),
+    ],
+)
+def test_epoch_strategy_by_hand(run_strategy, shared, epochs, moved, said):
+    from iosweep.analysis.access import epoch_strategy
+
+    pe = {"shared_in_epoch_share": shared, "epochs": epochs, "reader_changed_share": moved}
+    assert epoch_strategy(run_strategy, pe, AnalysisSettings()) == said
+    assert epoch_strategy(run_strategy, None, AnalysisSettings()) == run_strategy
 
 
 def test_a_partition_reshuffled_each_epoch_is_judged_within_epochs(tmp_path):
@@ -1219,6 +1324,27 @@ def test_epochs_from_steps_alone_and_a_rank_without_steps(tmp_path):
         "before training": 5, "in epochs": 70, "between epochs": 0,
         "after training": 80, "checkpoints": 0,
     }  # fmt: skip
+
+
+@pytest.mark.parametrize("first_step, warned", [(214.0, False), (216.0, True)])
+def test_a_step_log_outside_the_traced_io_is_said(tmp_path, first_step, warned):
+    # I/O from 100 to 200 s; the steps must lie within 0.1 x 100 + 5 = 15 s of it, else they
+    # are another run's (or the clocks disagree)
+    segs = [
+        (0, "/data/a.npy", "read", 0, 10, 100.0, 100.5),
+        (0, "/data/a.npy", "read", 10, 10, 199.5, 200.0),
+    ]
+    steps = [(0, 0, k, first_step + 10 * k, first_step + 10 * k + 5) for k in range(3)]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, steps=steps, end=400.0))
+    cov = sm["pipeline"]["coverage"]
+    if warned:
+        assert cov == (
+            f"the step log ({first_step:.1f}-{first_step + 25:.1f} s) lies outside the traced I/O "
+            "(100.0-200.0 s): another run's manifest, or clocks that disagree; the wait analysis "
+            "may be wrong"
+        )
+    else:
+        assert cov == ""
 
 
 def test_pipeline_table_by_hand(tmp_path):
@@ -1623,6 +1749,19 @@ def test_fit_trend_by_hand(mean, reps, want):
     assert (e if e is None else pytest.approx(e), trend, why) == want
 
 
+def test_changes_under_2_percent_of_the_values_are_no_direction():
+    # 100 -> 101 -> 100.5: up 1% then down 0.5%: noise, not a turn; a flat series is fitted
+    # (its least-squares slope in log-log is about 0.004)
+    from iosweep.analysis.sweep import fit_trend
+
+    ranks, mean = np.array([1, 2, 4]), np.array([100.0, 101.0, 100.5])
+    e, trend, why = fit_trend(ranks, mean, [2, 2, 2])
+    assert (trend, why) == ("flat", "")
+    assert e == pytest.approx(np.polyfit(np.log(ranks), np.log(mean), 1)[0])
+    # 100 -> 110 -> 105: a turn of 10% and 5%
+    assert fit_trend(ranks, np.array([100.0, 110.0, 105.0]), [2, 2, 2])[1] == "noisy"
+
+
 @pytest.mark.parametrize(
     "metric, trend, said",
     [
@@ -1696,6 +1835,11 @@ def test_tracer_overhead_by_hand(traced, base, verdict):
     )  # fmt: skip
     (o,) = tracer_overhead(df, AnalysisSettings())
     assert o["tracer"] == "darshan" and o["verdict"] == verdict
+    # a sweep over one parameter only (its point: the ranks) compares the same way
+    (one,) = tracer_overhead(
+        df[["run_id", "ranks", "tracer", "run_time", "analysis_status"]], AnalysisSettings()
+    )
+    assert (one["point"], one["verdict"]) == ({"ranks": 2}, verdict)
     assert o["fired"] is (verdict == "above threshold")
     assert o["overhead"] == pytest.approx(np.mean(traced) / np.mean(base) - 1)
     assert (o["traced_runs"], o["baseline_runs"]) == (len(traced), len(base))
@@ -1767,6 +1911,14 @@ def test_lever_series_by_hand():
     w = lever_series(df, ["framework", "loader_workers", "staging", "rep"])[0]
     assert w["au"] == [None, pytest.approx(0.45)]
     assert w["text"] == "loader workers 2 → 8: AU ? → 45%, samples/s 300 → 1,000"
+    # runs that do not say their framework (logs labelled by hand) still form their series
+    unlabelled = lever_series(
+        df.assign(framework=None), ["framework", "loader_workers", "staging", "rep"]
+    )
+    assert [(s["lever"], s["key"]["framework"], s["values"]) for s in unlabelled] == [
+        ("loader_workers", None, [2, 4, 8]),
+        ("staging", None, ["none", "node-local"]),
+    ]
     # a run with neither is not a point of any series
     df.loc[df["run_id"] == "w2", "samples_per_s"] = np.nan
     assert lever_series(df, ["framework", "loader_workers", "staging", "rep"])[0]["lever"] == (
@@ -1883,6 +2035,20 @@ def test_files_ranks_nodes_and_headline_by_hand(tmp_path):
     # gaps of at most phase_gap_s (1 s): one phase
     assert (h["phases"], h["checkpoints"]) == (1, 1)
     assert h["checkpoint_duration_mean"] == pytest.approx(0.2)
+
+
+def test_the_summary_keeps_the_first_100_phases(tmp_path):
+    # 150 reads of 0.1 s, 2 s apart (over phase_gap_s, 1 s): 150 phases; the summary lists
+    # the first 100 and counts them all (phases.parquet has every one)
+    segs = [(0, "/data/a.bin", "read", 10 * k, 10, 2.0 * k, 2.0 * k + 0.1) for k in range(150)]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, end=400.0))
+    ph = sm["temporal"]["phases"]
+    assert ph["count"] == 150 and len(ph["phases"]) == 100
+    assert ph["io_active_time"] == pytest.approx(15.0)
+    assert [p["start"] for p in ph["phases"][:2]] == [0.0, 2.0] and ph["phases"][-1][
+        "start"
+    ] == 198.0
+    assert len(pd.read_parquet(tmp_path / "out" / "phases.parquet")) == 150
 
 
 def test_heatmap_bins_by_hand(tmp_path):

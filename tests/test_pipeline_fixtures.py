@@ -99,6 +99,8 @@ def test_two_workers_starve_the_gpu_on_decoding_not_storage(runs):
     # so reads were in flight during a small part of the 54 s wait: it is decoding
     assert t["read_in_wait_share"] < 0.15 and t["no_read_share"] > 0.85
     assert v["kind"] == "input-bound-preprocessing"
+    # the manifest's loader_workers: 2 (the README's W)
+    assert v["text"].endswith("decoding, augmentation and collation in 2 loader workers")
     assert "more loader workers" in v["levers"][0]
     ins = {i["id"] for i in sm["insights"]}
     assert "input_bound_preprocessing" in ins and "exposed_io" not in ins
