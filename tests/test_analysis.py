@@ -1210,6 +1210,21 @@ def test_no_io_recorded_rule():
     )
 
 
+def test_small_writes_alone_are_said():
+    # a job that only writes (no reads at all): 2,000 of 2,000 writes under 1 MiB, all to
+    # checkpoint files
+    from iosweep.analysis.insights import small_requests
+
+    w = {"ops": 2000, "small": 2000, "small_share": 1.0, "median": 4096}
+    sizes = {"by_class": {"all": {"write": w}, "checkpoint": {"write": w}}}
+    (ins,) = small_requests(_ctx(sizes=sizes))
+    assert (ins.id, ins.title) == ("small_requests", "Many small write requests")
+    assert ins.message == (
+        "2,000 of 2,000 write requests (100.0%) are smaller than 1.0 MB; most go to checkpoint files"
+    )
+    assert (ins.numbers["op"], ins.numbers["median_size"]) == ("write", 4096)
+
+
 def test_single_rank_checkpoint_rule_names_the_writer():
     from iosweep.analysis.insights import single_rank_checkpoint
 
@@ -2035,6 +2050,39 @@ def test_files_ranks_nodes_and_headline_by_hand(tmp_path):
     # gaps of at most phase_gap_s (1 s): one phase
     assert (h["phases"], h["checkpoints"]) == (1, 1)
     assert h["checkpoint_duration_mean"] == pytest.approx(0.2)
+
+
+def test_file_tables_keep_the_files_that_moved_the_most(tmp_path):
+    # 99 files of 1,000-1,098 bytes and two of 5 bytes (tie-a, tie-b); table_max_files 100:
+    # the 99 and, of the tie, the path that sorts first; the summary counts them all
+    segs = [
+        (0, f"/data/f{i:03d}.bin", "read", 0, 1000 + i, 1 + i * 0.01, 1.005 + i * 0.01)
+        for i in range(99)
+    ]
+    segs += [(0, f"/data/tie-{x}.bin", "read", 0, 5, 3.0 + k, 3.1 + k) for k, x in enumerate("ba")]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs), table_max_files=100)
+    files = pd.read_parquet(tmp_path / "out" / "files.parquet")
+    kept = set(files["path"])
+    assert len(kept) == 100 and "/data/tie-a.bin" in kept and "/data/tie-b.bin" not in kept
+    assert sm["file_tables"] == {
+        "files": 101, "zero_byte_files": 0, "file_rank_rows": 101, "counter_only_ops": 0,
+        "max_files": 100, "files_kept": 100, "file_rank_rows_kept": 100,
+    }  # fmt: skip
+    assert sm["headline"]["files"] == 101  # every file still counts
+    assert len(pd.read_parquet(tmp_path / "out" / "file_ranks.parquet")) == 100
+
+
+def test_operations_of_layers_not_analysed_are_counted_aside(tmp_path):
+    # 2 POSIX reads and, above them, 3 MPI-IO reads (DXT_MPIIO), which analysis.modules
+    # (POSIX, STDIO, DFS by default) leaves out of the figures: counted, not drawn
+    segs = [(0, "/scratch/f.dat", "read", 100 * k, 100, 1.0 + k, 1.5 + k) for k in range(2)]
+    segs += [
+        (0, "/scratch/f.dat", "read", 100 * k, 100, 1.0 + k, 1.6 + k, 1000, "n0", "MPIIO")
+        for k in range(3)
+    ]
+    sm = run(tmp_path, make_store(tmp_path / "s", segs))
+    assert sm["ops_sample"]["other_layers"] == {"MPIIO": 3}
+    assert (sm["headline"]["reads"], sm["headline"]["bytes_read"]) == (2, 200)
 
 
 def test_the_summary_keeps_the_first_100_phases(tmp_path):
