@@ -15,6 +15,7 @@ import pandas as pd
 
 from iosweep.analysis import intervals
 from iosweep.analysis.data import RunData, category_matches
+from iosweep.analysis.epochs import rank_windows
 
 COLUMNS = [
     "rank",
@@ -59,21 +60,7 @@ def analyze_overlap(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
         return pd.DataFrame(columns=COLUMNS), {"available": False, "reason": why}
     comp = pd.concat(comp_parts, ignore_index=True).dropna()
 
-    # Epoch windows per rank: the whole-epoch rows, else the span of the epoch's steps.
-    if not st.empty:
-        ew = st[st["step"] < 0][["actor", "epoch", "start", "end"]]
-        have = set(zip(ew["actor"], ew["epoch"], strict=True))
-        spans = (
-            st[st["step"] >= 0]
-            .groupby(["actor", "epoch"], as_index=False)
-            .agg(start=("start", "min"), end=("end", "max"))
-        )
-        spans = spans[
-            [(a, e) not in have for a, e in zip(spans["actor"], spans["epoch"], strict=True)]
-        ]
-        ew = pd.concat([ew, spans], ignore_index=True)
-    else:
-        ew = pd.DataFrame(columns=["actor", "epoch", "start", "end"])
+    ew = rank_windows(rd)  # per rank: the whole-epoch rows, else the span of its steps
 
     ga, ilo, ihi = rd.io_spans()
     gc, clo, chi = intervals.merge(
