@@ -47,6 +47,15 @@ def ctr_table(rows: list[dict]) -> pa.Table:
     return table("counters", full, fill=zeros)
 
 
+EVENT_FIELDS = ("rank", "cat", "name", "start", "end", "path")
+
+
+def events_table(rows: list[tuple]) -> pa.Table:
+    """rows: (rank, cat, name, start, end[, path]) of the app events (DFTracer's calls that
+    are not reads or writes, and annotations); the path defaults to none."""
+    return table("app_events", [dict(zip(EVENT_FIELDS, r, strict=False)) for r in rows])
+
+
 def steps_table(rows: list[tuple]) -> pa.Table:
     """rows: (rank, epoch, step, start, end)."""
     return table(
@@ -63,6 +72,7 @@ def make_store(
     steps: list[tuple] | None = None,
     hosts: dict[int, str] | None = None,
     processes: bool = True,
+    app_events: list[tuple] | None = None,
     **meta_kw,
 ) -> Path:
     """A store of ``n_ranks`` ranks (pids 1000 + r) over [0, 100] s, traced by Darshan."""
@@ -78,6 +88,7 @@ def make_store(
         segments=seg_table(segs) if segs else None,
         counters=ctr_table(counters) if counters else None,
         steps=steps_table(steps) if steps else None,
+        app_events=events_table(app_events) if app_events else None,
     )
 
 

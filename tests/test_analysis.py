@@ -449,19 +449,7 @@ def test_dftracer_events_give_compute_and_metadata(tmp_path):
         (0, "POSIX", "close", 6.1, 6.2),
         (0, "compute", "forward", 1.5, 5.5),
     ]
-    app = pa.table(
-        {
-            "rank": pa.array([e[0] for e in ev], pa.int32()),
-            "cat": pa.array([e[1] for e in ev]).dictionary_encode(),
-            "name": pa.array([e[2] for e in ev]).dictionary_encode(),
-            "start": pa.array([e[3] for e in ev], pa.float64()),
-            "end": pa.array([e[4] for e in ev], pa.float64()),
-        }
-    )
-    store = make_store(tmp_path / "s", segs, tracer="dftracer")
-    meta = json.loads((store / "run.json").read_text())
-    write_store(store, RunMeta.from_dict(meta), {"segments": seg_table(segs), "app_events": app})
-    sm = run(tmp_path, store)
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, tracer="dftracer", app_events=ev))
     md = sm["metadata"]
     assert md["source"] == "events"
     assert md["totals"] == {"opens": 1, "stats": 1, "seeks": 1, "fsyncs": 0}
@@ -491,26 +479,16 @@ def test_checkpoints_placed_from_opens_by_hand(tmp_path):
         (1, "POSIX", "open64", 50.0, 50.1, "/ckpt/model-1.pth"),
         (1, "POSIX", "close", 50.5, 50.6, "/ckpt/model-1.pth"),
     ]
-    app = pa.table(
-        {
-            "rank": pa.array([e[0] for e in ev], pa.int32()),
-            "cat": pa.array([e[1] for e in ev]).dictionary_encode(),
-            "name": pa.array([e[2] for e in ev]).dictionary_encode(),
-            "start": pa.array([e[3] for e in ev], pa.float64()),
-            "end": pa.array([e[4] for e in ev], pa.float64()),
-            "path": pa.array([e[5] for e in ev]).dictionary_encode(),
-        }
-    )
     outputs = [
         {"path": "/ckpt/model-0.pth", "size": 1000},
         {"path": "/elsewhere/optim-0.pth", "bytes": 500},  # found by its name
         {"path": "/ckpt/model-1.pth", "size": 2000},
     ]
     segs = [(0, "/data/a.jpg", "read", 0, 100, 20.2, 20.3)]
-    store = make_store(tmp_path / "s", segs, n_ranks=2, tracer="dftracer")
-    meta = json.loads((store / "run.json").read_text())
-    meta["manifest"] = {"outputs": outputs}
-    write_store(store, RunMeta.from_dict(meta), {"segments": seg_table(segs), "app_events": app})
+    store = make_store(
+        tmp_path / "s", segs, n_ranks=2, tracer="dftracer", app_events=ev,
+        manifest={"outputs": outputs},
+    )  # fmt: skip
     ck = run(tmp_path, store)["checkpoints"]
     assert ck["bytes_written"] == 0 and ck["on_disk"] == {"files": 3, "bytes": 3500}
     got = [{k: e[k] for k in ("files", "bytes", "ranks", "traced")} for e in ck["opened"]]
