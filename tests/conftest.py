@@ -84,6 +84,16 @@ FIXTURES = (
 )
 
 
+def pydarshan_records(log: Path, module: str = "POSIX") -> dict:
+    """PyDarshan's reading of one module of a Darshan log: ``{"counters": DataFrame,
+    "fcounters": DataFrame}`` (the expected values of the tests that compare with it)."""
+    import darshan
+
+    rep = darshan.DarshanReport(str(log), read_all=False)
+    rep.mod_read_all_records(module)
+    return rep.records[module].to_df()
+
+
 def missing_fixtures() -> list[str]:
     data = shared_dir() / "data"
     return [f for f in dict.fromkeys(FIXTURES) if not (data / f).is_dir()]

@@ -11,6 +11,7 @@ from pathlib import Path
 import darshan
 import numpy as np
 import pytest
+from conftest import pydarshan_records
 
 from iosweep.trace.darshan.check import check_log
 from iosweep.trace.darshan.read import SEGMENT_DTYPE, read_darshan_log, read_darshan_log_isolated
@@ -151,9 +152,7 @@ def test_posix_counters_match_pydarshan_record_for_record(shared_data: Path):
     path = shared_data / "darshan-logs/nonmpi_dxt_anonymized/nonmpi_dxt_anonymized.darshan"
     ours = read_darshan_log(path).counters.to_pandas()
     ours = ours[ours["module"] == "POSIX"].set_index("file_id")
-    rep = darshan.DarshanReport(str(path), read_all=False)
-    rep.mod_read_all_records("POSIX")
-    df = rep.records["POSIX"].to_df()
+    df = pydarshan_records(path)
     c = df["counters"].set_index("id")
     f = df["fcounters"].set_index("id")
     assert sorted(ours.index) == sorted(c.index)
@@ -186,9 +185,7 @@ def test_fastest_and_slowest_rank_counters_only_on_a_reduced_record(shared_data:
     path = shared_data / "darshan-logs/release_logs/mpi-io-test-x86_64-3.5.0.darshan"
     ours = read_darshan_log(path).counters.to_pandas()
     (row,) = ours[ours["module"] == "POSIX"].to_dict("records")
-    rep = darshan.DarshanReport(str(path), read_all=False)
-    rep.mod_read_all_records("POSIX")
-    df = rep.records["POSIX"].to_df()
+    df = pydarshan_records(path)
     (c,) = df["counters"].to_dict("records")
     (f,) = df["fcounters"].to_dict("records")
     assert row["rank"] == c["rank"] == -1

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import shared_fixture
+from conftest import pydarshan_records, shared_fixture
 from factories import make_store
 
 from iosweep.analysis import AnalysisSettings, analyze_run
@@ -385,16 +385,11 @@ def test_mpi_io_time_of_the_partial_logs_is_darshan_s_own(tmp_path, fixture, cou
     time per rank comes from the counters, as PyDarshan reads them; the POSIX time under it
     is that of the file MPI-IO opened (partial_data_stdio's POSIX time on all files was
     5.4 s, and the gap read 'MPI-IO adds -5.41 s')."""
-    import darshan
-
     src = shared_fixture(f"darshan-logs/{fixture}")
     (log,) = src.glob("*.darshan")
-    rep = darshan.DarshanReport(str(log), read_all=False)
-    rep.mod_read_all_records("MPI-IO")
-    rep.mod_read_all_records("POSIX")
-    mpiio = rep.records["MPI-IO"].to_df()
+    mpiio = pydarshan_records(log, "MPI-IO")
     (mpi_file,) = mpiio["counters"]["id"]
-    px = rep.records["POSIX"].to_df()["fcounters"]
+    px = pydarshan_records(log)["fcounters"]
     posix_time = px.loc[px["id"] == mpi_file, counter.replace("MPIIO", "POSIX")].sum()
     ingest([src], tmp_path / "store")
     m = run(tmp_path, tmp_path / "store")["mpiio"][direction]
@@ -405,13 +400,9 @@ def test_mpi_io_time_of_the_partial_logs_is_darshan_s_own(tmp_path, fixture, cou
 
 def test_misaligned_requests_are_darshan_s_counters(tmp_path):
     # Drishti's P08 on this log: 88.01% misaligned file requests; PyDarshan's sums agree
-    import darshan
-
     src = shared_fixture("darshan-logs/nonmpi_dxt_anonymized")
     (log,) = src.glob("*.darshan")
-    rep = darshan.DarshanReport(str(log), read_all=False)
-    rep.mod_read_all_records("POSIX")
-    c = rep.records["POSIX"].to_df()["counters"]
+    c = pydarshan_records(log)["counters"]
     ingest([src], tmp_path / "store")
     sm = run(tmp_path, tmp_path / "store")
     a = sm["alignment"]
@@ -426,12 +417,8 @@ def test_misaligned_requests_are_darshan_s_counters(tmp_path):
 
 def test_access_patterns_without_dxt_are_darshan_s_counters(tmp_path):
     # release log 3.5.0, no DXT: PyDarshan's POSIX_CONSEC_* / POSIX_SEQ_* of the shared record
-    import darshan
-
     log = shared_fixture("darshan-logs/release_logs") / "mpi-io-test-x86_64-3.5.0.darshan"
-    rep = darshan.DarshanReport(str(log), read_all=False)
-    rep.mod_read_all_records("POSIX")
-    c = rep.records["POSIX"].to_df()["counters"].sum(numeric_only=True)
+    c = pydarshan_records(log)["counters"].sum(numeric_only=True)
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / log.name).symlink_to(log)
     ingest([tmp_path / "logs"], tmp_path / "store")
