@@ -94,6 +94,25 @@ def pydarshan_records(log: Path, module: str = "POSIX") -> dict:
     return rep.records[module].to_df()
 
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+def snakemake(*args, cwd=REPO, check=True, timeout=1800):
+    """The workflow's Snakemake on this repository; an AssertionError with its output tails
+    when ``check`` and it fails."""
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).parent / "snakemake"
+    cmd = [str(exe), "--snakefile", str(REPO / "Snakefile"), "--directory", str(REPO), *args]
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+        )
+    return proc
+
+
 def missing_fixtures() -> list[str]:
     data = shared_dir() / "data"
     return [f for f in dict.fromkeys(FIXTURES) if not (data / f).is_dir()]

@@ -205,10 +205,13 @@ def test_include_blocks_add_points_completed_from_the_main_block():
     # include block, ImageNet-style at ppn 2 with 0, 2, 4 loader workers, both frameworks
     # taken from the main block: 6 + 6 points, in this order
     ids = [p.run_id for p in expand_sweep(load_config(REPO / "config/config.yaml"))]
+    # TensorFlow's MNIST takes no loader workers: unset, so its run ids do not name any
     mnist = "workload~mnist/nodes~1/ppn~{}/steps~60/batch~64/workers~0/rep~0"
+    tf_mnist = "workload~mnist/nodes~1/ppn~{}/steps~60/batch~64/rep~0"
     imagenet = "workload~imagenet/nodes~1/ppn~2/steps~0/batch~32/workers~{}/rep~0"
     assert ids == [
-        *(f"framework~{f}/" + mnist.format(n) for f in ("pytorch", "tensorflow") for n in (1, 2, 4)),
+        *("framework~pytorch/" + mnist.format(n) for n in (1, 2, 4)),
+        *("framework~tensorflow/" + tf_mnist.format(n) for n in (1, 2, 4)),
         *(f"framework~{f}/" + imagenet.format(w) for f in ("pytorch", "tensorflow") for w in (0, 2, 4)),
     ]  # fmt: skip
     # a block repeating points of another adds none
@@ -227,7 +230,7 @@ def test_the_whole_error_message_names_each_bad_key_once():
     assert str(e.value) == (
         "invalid config:\n"
         "  unknown config key 'sweeep'; allowed here: analysis, dataset, ingest, launcher, "
-        "repeats, report, results, staging, sweep, tracer, training\n"
+        "repeats, report, results, staging, sweep, tracer, training, workloads\n"
         "  config key 'repeats': 'two' is not of type integer\n"
         "  unknown config key 'sweep.rankz'; allowed here: batch_size, epochs, frameworks, "
         "include, loader_workers, nodes, procs_per_node, staging, steps_per_epoch, tracers, "

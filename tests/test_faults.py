@@ -22,8 +22,10 @@ import yaml
 from conftest import unavailable
 
 from iosweep.config import expand_sweep, validate_config
+from iosweep.run.collect import signaled_ranks
 from iosweep.run.dataset import prepare_dataset
-from iosweep.run.runner import resolve_python, run_point, signaled_ranks
+from iosweep.run.program import resolve_python
+from iosweep.run.runner import run_point
 
 pytestmark = pytest.mark.integration
 

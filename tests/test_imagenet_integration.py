@@ -13,9 +13,12 @@ import pytest
 
 from iosweep.config import expand_sweep, validate_config
 from iosweep.run.imagenet import prepare_imagenet
-from iosweep.run.runner import resolve_python, run_point
+from iosweep.run.program import resolve_python
+from iosweep.run.runner import run_point
+from iosweep.run.workload_data import prepare_workload_data
 from iosweep.trace.ingest import ingest
 from iosweep.trace.store import open_store
+from iosweep.workloads import all_workloads
 
 pytestmark = pytest.mark.integration
 
@@ -178,3 +181,39 @@ def test_staging_without_room_fails_with_the_space_needed(tmp_path, images):
 
     with pytest.raises(StagingError, match=r"/dev/shm has .* GB free; the dataset needs"):
         check_room(Path("/dev/shm/iosweep-test"), 1 << 60)
+
+
+@pytest.mark.parametrize(("framework", "workers"), [("pytorch", 2), ("tensorflow", 0)])
+def test_the_step_hooks_agree_with_a_script_that_times_itself(tmp_path, images, framework, workers):
+    """iosweep's ImageNet-style script, run unmodified as a user's job under the step hooks:
+    the script's own record of each step (its progress file, timed around its own next()
+    call) is the account the hooks must match: a DataLoader with workers (PyTorch) and
+    tf.data iterated in an eager loop (TensorFlow)."""
+    module = {"pytorch": "pytorch_imagenet", "tensorflow": "tensorflow2_imagenet"}[framework]
+    config = _config(framework, workers, "none", workloads={
+        "own": {"framework": framework, "data": str(images),
+                "command": f"{{python}} -m iosweep.run.training.{module} --data {{data}} "
+                "--epochs {epochs} --steps-per-epoch 0 --batch-size {batch_size} --image-size 32 "
+                "--loader-workers {loader_workers} --progress {progress}"}})  # fmt: skip
+    config["sweep"]["workloads"] = ["own"]
+    (point,) = expand_sweep(config)
+    desc = prepare_workload_data(
+        all_workloads(config)["own"], tmp_path / "ds", config["training"], log=lambda m: None
+    )
+    assert desc["status"] == "ok" and desc["path"] == str(images)
+    man = run_point(config, point, tmp_path / "run", tmp_path / "ds", log=lambda m: None)
+    assert man["status"] == "ok", (man["reason"], man["log_tail"])
+    assert man["timing"]["loop"].startswith("torch at" if framework == "pytorch" else "tf.data at")
+    for rank in (0, 1):
+        own = json.loads((tmp_path / "run" / "progress" / f"rank-{rank}.json").read_text())
+        mine = [s for s in own["steps"] if s["step"] >= 0]
+        hooked = [s for s in man["steps"] if s["rank"] == rank and s["step"] >= 0]
+        assert [(s["epoch"], s["step"]) for s in hooked] == [(s["epoch"], s["step"]) for s in mine]
+        for h, s in zip(hooked, mine, strict=True):
+            # the same next() call, timed a few statements apart
+            assert abs(h["wait_start"] - s["wait_start"]) < 0.005
+            assert abs(h["wait_end"] - s["wait_end"]) < 0.005
+            assert h["samples"] == s["samples"]
+        wait_own = sum(s["wait_end"] - s["wait_start"] for s in mine)
+        wait_hooked = sum(s["wait_end"] - s["wait_start"] for s in hooked)
+        assert wait_hooked == pytest.approx(wait_own, rel=0.05, abs=0.02)

@@ -779,3 +779,22 @@ def test_hostile_text_reaches_every_cell_escaped(tmp_path):
     assert f"{BASE}.bin" in text and f"{DIR}" in text and HOST in text and CONF in text
     sig = _text(_section(page, "runs"))
     assert f"{BASE}.bin" in sig
+
+
+def test_anonymize_hides_a_users_work_folder_and_interpreter(tmp_path):
+    workload = {"name": "mine", "builtin": False, "launch": "mpi", "timing": "hooks",
+                "template": "{python} train.py --data {data}", "workdir": "/scratch/proj42/job",
+                "python": "/scratch/proj42/venv/bin/python", "env": []}  # fmt: skip
+    store = synthetic_store(
+        tmp_path / "store", 500, ["/data/a.bin"],
+        command=["mpirun", "/scratch/proj42/venv/bin/python", "train.py"],
+        manifest={"workload": workload},
+    )  # fmt: skip
+    analysis.analyze_run(store, tmp_path / "analysis")
+    out = render_report([tmp_path / "analysis"], None, tmp_path / "r.html",
+                        ReportSettings(anonymize=True))  # fmt: skip
+    txt = _text(out.read_text())
+    assert "/scratch/proj42" not in txt
+    assert "workdir: <workdir>" in txt and "python: <python-env>/bin/python" in txt
+    plain = render_report([tmp_path / "analysis"], None, tmp_path / "p.html")
+    assert "workdir: /scratch/proj42/job" in _text(plain.read_text())

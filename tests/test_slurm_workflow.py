@@ -160,20 +160,36 @@ def test_profile_slurm_two_emulated_nodes(tmp_path):
         },
         "training": {"collect_wait": 20, "timeout": 600, "imagenet": {"image_size": 32}},
         "staging": {"dir": "/tmp"},
-    }
+        # a job that is not iosweep's, under torchrun: one agent per node, c10d rendezvous
+        # on the first node (tests/jobs/tar_ddp.py: DDP over tar shards)
+        "workloads": {
+            "tars": {
+                "framework": "pytorch", "launch": "torchrun", "workdir": str(REPO / "tests" / "jobs"),
+                "prepare": "{python} make_tars.py {data} -n 4 -k 16",
+                "command": "{python} tar_ddp.py --shards-glob '{data}/*.tar' --micro-batch 8 "
+                "--epochs-total {epochs} --decode-ms 2 --fwd-ms 2",
+            }
+        },
+    }  # fmt: skip
+    torchrun = {"workloads": ["tars"], "nodes": [2], "procs_per_node": [1]}
     config_path, results = _tiny_config(
         tmp_path, extra, nodes=[1, 2], procs_per_node=[1, 2], epochs=[1], steps_per_epoch=[3],
-        include=[staged],
+        include=[staged, torchrun],
     )  # fmt: skip
     with slurm_cluster(
         nodes=2, cpus=2, state_dir=Path("/var/tmp/iosweep-t2"), shared=[tmp_path, REPO]
     ) as cluster:
         _run_profile(cluster, config_path)
         _check_own_jobs(_manifests(results), _jobcomp(cluster))
-    assert len(_manifests(results)) == 5
+    assert len(_manifests(results)) == 6
     for m in _manifests(results):
         p = m["params"]
         assert m["status"] == "ok", (m["run_id"], m["reason"], m["log_tail"])
+        if m["workload"]["name"] == "tars":  # a torchrun agent per node, started by srun
+            assert m["launcher"] == "torchrun (srun)" and "--rdzv-endpoint" in " ".join(
+                m["command"]
+            )
+            assert m["timing"]["source"] == "hooks" and m["steps"]
         hosts = {r["host"] for r in m["ranks"]}
         assert len(m["ranks"]) == p["nodes"] * p["ppn"]
         # each point ran on as many distinct hosts as it asked nodes

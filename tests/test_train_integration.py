@@ -8,7 +8,8 @@ from conftest import unavailable
 
 from iosweep.config import expand_sweep, validate_config
 from iosweep.run.dataset import IDX_FILES, prepare_dataset
-from iosweep.run.runner import resolve_python, run_point
+from iosweep.run.program import resolve_python
+from iosweep.run.runner import run_point
 from iosweep.run.tracers import find_dftracer_lib
 
 pytestmark = pytest.mark.integration

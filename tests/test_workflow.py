@@ -1,26 +1,11 @@
 """The whole workflow, end to end, through Snakemake on the tiny test config."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = Path(sys.executable).parent / "snakemake"
+from conftest import REPO, snakemake
 
 pytestmark = pytest.mark.integration
-
-
-def snakemake(*args, cwd=REPO, check=True):
-    cmd = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(REPO), *args]
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=1800)
-    if check and proc.returncode != 0:
-        raise AssertionError(
-            f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-        )
-    return proc
 
 
 def test_wrong_config_key_stops_with_the_key_named(tmp_path):

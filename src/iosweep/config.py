@@ -13,6 +13,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from iosweep.workloads import DIMENSIONS, Workload, WorkloadError, all_workloads, check_workloads
+
 # The schema lives with the workflow (Snakemake convention); the package reads the same file.
 SCHEMA_FILE = Path(__file__).resolve().parent / "schemas" / "config.schema.yaml"
 
@@ -148,6 +150,7 @@ def validate_config(config: dict[str, Any]) -> dict[str, Any]:
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         raise ConfigError("invalid config:\n  " + "\n  ".join(_explain(e, schema) for e in errors))
+    check_workload_config(config)
     return config
 
 
@@ -164,7 +167,8 @@ def load_config(path: Path | str) -> dict[str, Any]:
 
 # Sweep dimensions: (config list name, point field, directory key), in run-id order. A
 # dimension appears in a run's directory name when the sweep has more than one value of it;
-# frameworks, nodes and procs_per_node always do.
+# frameworks, nodes and procs_per_node always do. A workload's own parameters follow, then
+# the repeat.
 _DIMENSIONS = [
     ("frameworks", "framework", "framework"),
     ("workloads", "workload", "workload"),
@@ -182,20 +186,22 @@ _ALWAYS = {"frameworks", "nodes", "procs_per_node"}
 
 @dataclass(frozen=True)
 class SweepPoint:
-    """One run of the sweep: a point and a repeat."""
+    """One run of the sweep: a point and a repeat. A training dimension the workload's command
+    does not use is None (unset): the run does not depend on it."""
 
     framework: str
     tracer: str
     nodes: int
     ppn: int
-    epochs: int
-    steps: int  # per rank and epoch; 0 = the whole epoch
-    batch_size: int
+    epochs: int | None
+    steps: int | None  # per rank and epoch; 0 = the whole epoch
+    batch_size: int | None
     rep: int
     run_id: str  # relative directory, e.g. framework~pytorch/nodes~1/ppn~4/rep~0
     workload: str = "mnist"
-    loader_workers: int = 0
+    loader_workers: int | None = 0
     staging: str = "none"
+    extra: tuple[tuple[str, Any], ...] = ()  # the workload's own parameters, (name, value)
 
     @property
     def ranks(self) -> int:
@@ -204,8 +210,9 @@ class SweepPoint:
     def params(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("run_id")
+        d.pop("extra")
         d["ranks"] = self.ranks
-        return d
+        return {**d, **dict(self.extra)}
 
 
 def sweep_blocks(config: dict[str, Any]) -> list[dict[str, list[Any]]]:
@@ -216,27 +223,87 @@ def sweep_blocks(config: dict[str, Any]) -> list[dict[str, list[Any]]]:
     return [main, *({**main, **extra} for extra in sweep.get("include") or [])]
 
 
+def _point_fields(block: dict[str, list[Any]], workloads: dict[str, Workload]):
+    """Every point of one block as (fields, the workload's parameters): each workload under
+    its own framework(s), its unused training dimensions unset."""
+    for values in itertools.product(*(block[name] for name, *_ in _DIMENSIONS)):
+        fields = {f: v for (_, f, _), v in zip(_DIMENSIONS, values, strict=True)}
+        w = workloads[fields["workload"]]
+        if fields["framework"] not in w.commands:
+            if len(w.commands) > 1:
+                continue  # a workload runs under the frameworks it has commands for
+            fields["framework"] = w.frameworks[0]
+        used = w.uses(fields["framework"])
+        for placeholder, (_, f) in DIMENSIONS.items():
+            if placeholder not in used:
+                fields[f] = None
+        names = list(w.params)
+        for combo in itertools.product(*(w.params[n] for n in names)):
+            yield fields, tuple(zip(names, combo, strict=True))
+
+
+def _check_unused_dimensions(
+    blocks: list[dict[str, list[Any]]], workloads: dict[str, Workload]
+) -> None:
+    """A dimension the sweep varies for a workload whose command does not use it is an error."""
+    for w in workloads.values():
+        for fw in w.commands:
+            mine = [
+                b
+                for b in blocks
+                if w.name in b["workloads"] and (fw in b["frameworks"] or len(w.commands) == 1)
+            ]
+            used = w.uses(fw)
+            checks = [(name, ph) for ph, (name, _) in DIMENSIONS.items() if ph not in used]
+            if "data" not in used:
+                checks.append(("staging", "data"))
+            for name, ph in checks:
+                seen = sorted({v for b in mine for v in b[name]}, key=str)
+                if len(seen) > 1:
+                    raise ConfigError(
+                        f"config key 'sweep.{name}' varies over {seen} for workload {w.name!r}"
+                        f" ({fw}), whose command does not use {{{ph}}}: those points would be "
+                        f"one run under several names; use {{{ph}}} in "
+                        f"{w.key('command')!r}, or vary {name} in an include block without "
+                        "this workload"
+                    )
+            if w.launch == "single":
+                scale = sorted(
+                    {n * p for b in mine for n in b["nodes"] for p in b["procs_per_node"]}
+                )
+                if scale and scale != [1]:
+                    raise ConfigError(
+                        f"config key {w.key('launch')!r} is single (one process), but the sweep "
+                        f"gives workload {w.name!r} {scale} ranks (sweep.nodes x "
+                        "sweep.procs_per_node): use launch mpi or torchrun, or one rank"
+                    )
+
+
 def expand_sweep(config: dict[str, Any]) -> list[SweepPoint]:
     """All sweep points x repeats, in a stable order (block by block, smallest scale first
     within a block); a point that two blocks share is listed once."""
-    blocks = sweep_blocks(config)
-    shown = {
-        name
-        for name, *_ in _DIMENSIONS
-        if name in _ALWAYS or len({v for b in blocks for v in b[name]}) > 1
-    }
+    workloads = all_workloads(config)
+    found = [pf for block in sweep_blocks(config) for pf in _point_fields(block, workloads)]
+    distinct: dict[str, set[Any]] = {}
+    for fields, extra in found:
+        for _, f, _ in _DIMENSIONS:
+            distinct.setdefault(f, set()).add(fields[f])
+        for k, v in extra:
+            distinct.setdefault(k, set()).add(v)
+    # a dimension named in run ids when it takes several values (unset counts for none)
+    shown = {f for _, f, _ in _DIMENSIONS if len(distinct.get(f, set()) - {None}) > 1}
+    shown |= {f for name, f, _ in _DIMENSIONS if name in _ALWAYS}
     points: dict[str, SweepPoint] = {}
-    for block in blocks:
-        for values in itertools.product(*(block[name] for name, *_ in _DIMENSIONS)):
-            fields = {field: v for (_, field, _), v in zip(_DIMENSIONS, values, strict=True)}
-            parts = [
-                f"{key}~{v}"
-                for (name, _, key), v in zip(_DIMENSIONS, values, strict=True)
-                if name in shown
-            ]
-            for rep in range(config["repeats"]):
-                run_id = "/".join([*parts, f"rep~{rep}"])
-                points.setdefault(run_id, SweepPoint(**fields, rep=rep, run_id=run_id))
+    for fields, extra in found:
+        parts = [
+            f"{key}~{fields[f]}"
+            for _, f, key in _DIMENSIONS
+            if f in shown and fields[f] is not None
+        ]
+        parts += [f"{k}~{v}" for k, v in extra if len(distinct[k]) > 1]
+        for rep in range(config["repeats"]):
+            run_id = "/".join([*parts, f"rep~{rep}"])
+            points.setdefault(run_id, SweepPoint(**fields, rep=rep, run_id=run_id, extra=extra))
     return list(points.values())
 
 
@@ -245,6 +312,27 @@ def point_by_run_id(config: dict[str, Any], run_id: str) -> SweepPoint:
         if p.run_id == run_id:
             return p
     raise ConfigError(f"run {run_id!r} is not a point of the configured sweep")
+
+
+def check_workload_config(config: dict[str, Any]) -> None:
+    """The workloads the sweep names exist, each can run as configured, and the sweep varies
+    only dimensions their commands use; ConfigError naming the key otherwise."""
+    try:
+        workloads = all_workloads(config)
+        check_workloads(workloads)
+    except WorkloadError as e:
+        raise ConfigError(str(e)) from None
+    blocks = sweep_blocks(config)
+    for i, block in enumerate(blocks):
+        unknown = [n for n in block["workloads"] if n not in workloads]
+        if unknown:
+            where = "sweep.workloads" if i == 0 else f"sweep.include[{i - 1}].workloads"
+            raise ConfigError(
+                f"config key {where!r}: {', '.join(map(repr, unknown))} is not a workload; "
+                f"known: {', '.join(sorted(workloads))} (your own go under the top-level "
+                "`workloads:`)"
+            )
+    _check_unused_dimensions(blocks, workloads)
 
 
 # ----------------------------------------------------------------------------------------

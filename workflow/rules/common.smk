@@ -1,5 +1,6 @@
 # Helpers shared by all stages: validated config, sweep points, paths.
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from snakemake.exceptions import WorkflowError
 # (e.g. the interpreter of a --sdm conda run).
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from iosweep.config import ConfigError, expand_sweep, validate_config  # noqa: E402
+from iosweep.workloads import all_workloads  # noqa: E402
 from iosweep.analysis.summary import (
     SWEEP_FILES,
     TABLES as ANALYSIS_TABLES,
@@ -36,6 +38,13 @@ if config["ingest"]["enabled"]:
 else:
     POINTS = {p.run_id: p for p in expand_sweep(config)}
     RUN_IDS = list(POINTS)
+WORKLOADS = all_workloads(config)
+
+# The user's own workloads (their datasets are made by rule prepare_workload); a pattern that
+# matches none of them when there are none.
+USER_WORKLOADS_RE = (
+    "|".join(re.escape(w) for w in sorted(config["workloads"])) or "(?!)"
+)
 
 REPORT_HTML = f"{RESULTS}/report/report.html"
 RUN_DIR = f"{RESULTS}/runs/{{run_id}}"
@@ -71,6 +80,21 @@ def max_ranks(framework, workload):
         ),
         default=0,
     )
+
+
+def workload_definition(wildcards):
+    """What a point runs, as the command template and settings of its workload: a change
+    to them makes the point's run stale."""
+    p = point(wildcards)
+    w = WORKLOADS[p.workload]
+    return {
+        "command": w.commands[p.framework],
+        "launch": w.launch,
+        "timing": w.timing,
+        "python": w.python,
+        "workdir": w.workdir,
+        "env": w.env,
+    }
 
 
 def dataset_json(wildcards):

@@ -35,3 +35,23 @@ rule prepare_imagenet:
         **config["dataset"]["imagenet"],
     script:
         "../scripts/prepare_imagenet.py"
+
+
+# A workload of the user's: its `prepare` command run once, or its `data` described. A
+# prepare that fails does not fail the rule: dataset.json says why, and every point of that
+# workload is reported failed with that reason while the rest of the sweep goes on.
+rule prepare_workload:
+    output:
+        f"{RESULTS}/datasets/{{workload}}/dataset.json",
+    log:
+        f"{RESULTS}/logs/prepare_workload/{{workload}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/prepare_workload/{{workload}}.tsv"
+    wildcard_constraints:
+        workload=USER_WORKLOADS_RE,
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        definition=lambda wildcards: config["workloads"][wildcards.workload],
+    script:
+        "../scripts/prepare_workload.py"

@@ -29,5 +29,6 @@ for framework in ("pytorch", "tensorflow"):
             slurm_allocate=lambda wildcards: int(workflow.non_local_exec),
         params:
             run_id=lambda wildcards: wildcards.run_id,
+            workload=workload_definition,
         script:
             "../scripts/train.py"

@@ -228,6 +228,7 @@ def rank_epoch_table(rd: RunData, op_epoch: np.ndarray) -> pd.DataFrame:
 
 VERDICTS = {
     "compute-bound": "Compute-bound",
+    "undecided": "Not decided: the data wait is only estimated",
     "input-bound-storage": "Input-bound by storage",
     "input-bound-preprocessing": "Input-bound by preprocessing",
     "startup": "Dominated by start-up",
@@ -411,33 +412,98 @@ def _levers(kind: str, ctx: dict[str, Any]) -> list[str]:
     return out
 
 
+def timing_of(rd: RunData) -> dict[str, Any]:
+    """How the run's steps were timed, from its manifest (:class:`summary.Timing`'s fields)."""
+    t = (rd.meta.manifest or {}).get("timing") or {}
+    if not isinstance(t, dict):
+        return {}
+    other = [f"{o.get('kind')} at {o.get('site')} ({o.get('batches')} batches)"
+             for o in t.get("other_loops") or [] if isinstance(o, dict)]  # fmt: skip
+    return {
+        "source": t.get("source") if t.get("source") in ("script", "hooks", "none") else "",
+        "wait": t.get("wait") if t.get("wait") in ("measured", "estimated") else "",
+        "method": str(t.get("method") or ""),
+        "loop": str(t.get("loop") or ""),
+        "overhead_s": t.get("overhead_s"),
+        "batches": t.get("batches_timed"),
+        "other_loops": other,
+        "problems": [str(p) for p in t.get("problems") or []],
+    }
+
+
+# What a job without step records can do to get a verdict (README: "Your own training job").
+NO_STEPS_HINT = (
+    "to get one, iterate a PyTorch DataLoader, a tf.data dataset or Keras fit in the training "
+    "loop (iosweep's hooks time those), run the job through iosweep (a `workloads:` entry), "
+    "or annotate compute and data loading in a DFTracer trace"
+)
+
+
+def _no_steps_reason(rd: RunData) -> str:
+    why = str(((rd.meta.manifest or {}).get("timing") or {}).get("why_none") or "")
+    if why:
+        return f"{why}; so only the I/O is analysed, not whether training waited for it ({NO_STEPS_HINT})"
+    if rd.meta.params.get("framework"):
+        return (
+            "no step timestamps: the run has no manifest with steps (logs from elsewhere), so "
+            "only the I/O is analysed, not whether training waited for it"
+        )
+    return (
+        "the logs record no compute phases (an application's logs from elsewhere), so "
+        "only the I/O is analysed, not whether the computation waited for it"
+    )
+
+
 def analyze_pipeline(
     rd: RunData, op_epoch: np.ndarray, context: dict[str, Any]
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The (rank, epoch) table (``pipeline.parquet``) and the run's summary with its verdict;
     without step timestamps, why the analysis is not available."""
+    timing = timing_of(rd)
     if rd.steps.empty or not (rd.steps["step"] >= 0).any():
-        why = (
-            "no step timestamps: the run has no manifest with steps (logs from elsewhere), so "
-            "only the I/O is analysed, not whether training waited for it"
-            if rd.meta.params.get("framework")
-            else "the logs record no compute phases (an application's logs from elsewhere), so "
-            "only the I/O is analysed, not whether the computation waited for it"
-        )
-        return pd.DataFrame(columns=COLUMNS), {"available": False, "reason": why}
+        none = {"available": False, "reason": _no_steps_reason(rd), "timing": timing}
+        return pd.DataFrame(columns=COLUMNS), none
     t = rank_epoch_table(rd, op_epoch)
     tot = totals(t, rd.run_start, rd.run_end)
+    timed = steps_frame(rd)["wait_start"].notna().any()
+    source = "estimated" if timing.get("wait") == "estimated" else "timed" if timed else "gaps"
+    v = verdict(tot, context, rd.settings)
+    if source == "estimated":
+        v = _estimated(v, timing["method"])
     out: dict[str, Any] = {
         "available": True,
         "reason": "",
         "au_label": AU_LABEL,
-        "wait_source": "timed" if steps_frame(rd)["wait_start"].notna().any() else "gaps",
+        "wait_source": source,
+        "timing": timing,
         "totals": tot,
         "epochs": _epochs(t),
-        "verdict": verdict(tot, context, rd.settings),
+        "verdict": v,
         "coverage": _coverage(rd, t),
     }
     return t, out
+
+
+def _estimated(v: dict[str, Any], method: str) -> dict[str, Any]:
+    """A verdict on an estimated wait. The estimate is a lower bound of the wait, so it can
+    show a run input-bound, never compute-bound: that reading becomes undecided."""
+    if v["kind"] == "startup":
+        return v
+    if v["kind"] == "compute-bound":
+        au = v["numbers"]["au"]
+        return v | {
+            "kind": "undecided",
+            "title": VERDICTS["undecided"],
+            "text": f"AU is at most {_pct(au)} by an estimate that can only underrate the wait "
+            f"({method}); that does not show the input pipeline keeps up",
+            "levers": [
+                "let iosweep measure the wait: Keras fit with steps_per_execution=1 on the default "
+                "strategy, or a loop over the dataset in eager code"
+            ],
+        }
+    return v | {
+        "text": v["text"] + f" (even by an estimate that can only underrate the wait: {method})"
+    }
 
 
 def _coverage(rd: RunData, t: pd.DataFrame) -> str:

@@ -440,11 +440,26 @@ class PipelineEpoch(_Model):
 
 
 class Verdict(_Model):
-    kind: Literal["compute-bound", "input-bound-storage", "input-bound-preprocessing", "startup"]
+    kind: Literal[
+        "compute-bound", "input-bound-storage", "input-bound-preprocessing", "startup", "undecided"
+    ]
     title: str
     text: str
     numbers: dict[str, float | None]
     levers: list[str]
+
+
+class Timing(_Model):
+    """How the run's steps and data waits were timed (the manifest's ``timing``)."""
+
+    source: Literal["script", "hooks", "none", ""] = ""  # the training script, iosweep's hooks
+    wait: Literal["measured", "estimated", ""] = ""
+    method: str = ""
+    loop: str = ""  # the loop the hooks timed: its kind, file and line
+    overhead_s: float | None = None  # seconds in the hooks' own bookkeeping, all ranks
+    batches: int | None = None  # batches the hooks timed, all ranks and loops
+    other_loops: list[str] = Field(default_factory=list)  # loops not taken for the steps
+    problems: list[str] = Field(default_factory=list)  # hooks that could not be installed
 
 
 class Pipeline(_Model):
@@ -453,9 +468,10 @@ class Pipeline(_Model):
     available: bool
     reason: str = ""
     au_label: str = ""
-    wait_source: Literal["timed", "gaps", ""] = (
-        ""  # the script timed the wait, or gaps between steps
+    wait_source: Literal["timed", "gaps", "estimated", ""] = (
+        ""  # timed (by the script or the hooks), gaps between steps, or estimated
     )
+    timing: Timing = Field(default_factory=Timing)
     totals: PipelineTotals | None = None
     epochs: list[PipelineEpoch] = Field(default_factory=list)
     verdict: Verdict | None = None

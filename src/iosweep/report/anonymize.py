@@ -108,6 +108,20 @@ def _run_dir_from_command(command: list[str]) -> str | None:
     return None
 
 
+def _workload_prefixes(workload, prefixes: dict[str, str]) -> None:
+    """A user's workload: its work folder, and the environment its interpreter lives in."""
+    if not isinstance(workload, dict) or workload.get("builtin"):
+        return
+    if isinstance(workload.get("workdir"), str) and workload["workdir"]:
+        prefixes.setdefault(workload["workdir"], "<workdir>")
+    py = workload.get("python")
+    if isinstance(py, str) and py.startswith("/"):
+        env = str(Path(py).parent.parent)  # .../venv/bin/python -> .../venv
+        parts = Path(env).parts
+        if len(parts) >= 3 and parts[1] not in _SYSTEM_TOPS:
+            prefixes.setdefault(env, "<python-env>")
+
+
 def build_anonymizer(
     runs: Iterable[RunView],
     config: dict | None = None,
@@ -141,6 +155,7 @@ def build_anonymizer(
         if rd:
             prefixes.setdefault(rd, "<run>")
         texts.extend(str(a) for a in meta.command or [])
+        _workload_prefixes(man.get("workload"), prefixes)
         texts.extend(str(v) for v in (man.get("tracer") or {}).values() if isinstance(v, str))
         for cls, paths in run.paths_by_class().items():
             texts.extend(paths[:1000])

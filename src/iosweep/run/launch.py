@@ -108,3 +108,35 @@ def build_command(spec: LaunchSpec, env: Mapping[str, str] | None = None) -> lis
     else:
         raise LaunchError(f"unknown launcher {spec.launcher!r}; known: {', '.join(LAUNCHERS)}")
     return [*cmd, *spec.extra_args, *spec.program]
+
+
+@dataclass
+class TorchrunSpec:
+    """PyTorch's launcher: one torchrun agent per node, each starting ``ppn`` copies of
+    ``program`` (``--no-python``: the rank wrapper, which then execs the training command)."""
+
+    python: str  # an interpreter with torch: torchrun is ``python -m torch.distributed.run``
+    nodes: int
+    ppn: int
+    program: list[str]
+    endpoint: str = ""  # host:port of the rendezvous, for several nodes
+    run_id: str = "iosweep"
+
+
+def torchrun_command(spec: TorchrunSpec) -> list[str]:
+    """The argv of one torchrun agent (a node's share of the ranks)."""
+    if spec.nodes < 1 or spec.ppn < 1:
+        raise LaunchError(f"nodes and ppn must be >= 1 (got nodes={spec.nodes}, ppn={spec.ppn})")
+    cmd = [spec.python, "-m", "torch.distributed.run", f"--nnodes={spec.nodes}",
+           f"--nproc-per-node={spec.ppn}"]  # fmt: skip
+    if spec.nodes == 1:
+        cmd.append("--standalone")
+    elif not spec.endpoint:
+        raise LaunchError("torchrun on several nodes needs a rendezvous host (first node)")
+    else:
+        cmd += [
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={spec.endpoint}",
+            f"--rdzv-id={spec.run_id}",
+        ]
+    return [*cmd, "--no-python", *spec.program]

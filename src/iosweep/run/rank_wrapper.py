@@ -1,9 +1,12 @@
-"""Per-rank wrapper: record who this rank is, put the tracer into its environment, exec Python.
+"""Per-rank wrapper: record who this rank is, put the tracer into its environment, exec the job.
 
-The launcher starts ``python -m iosweep.run.rank_wrapper --run-dir DIR -- PROGRAM ARGS...`` once
-per rank. The wrapper writes ``DIR/ranks/rank-R.json`` ({rank, local_rank, size, pid, host})
-and then *execs* PROGRAM, so that pid is the traced process's pid: that is how the merge ties a
-per-process log to its rank. Stdlib only, so it runs under any framework's interpreter.
+The launcher starts ``python -m iosweep.run.rank_wrapper --run-dir DIR [--hooks] -- PROGRAM
+ARGS...`` once per rank. The wrapper writes ``DIR/ranks/rank-R.json`` ({rank, local_rank, size,
+pid, host}), fills ``{rank}``, ``{local_rank}`` and ``{world_size}`` in the arguments, and then
+*execs* PROGRAM, so that pid is the traced process's pid: that is how the merge ties a
+per-process log to its rank. ``--hooks`` puts iosweep's step hooks on the program's Python
+path (:mod:`iosweep.run.hooks`), active in that pid only. Stdlib only, so it runs under any
+interpreter.
 """
 
 from __future__ import annotations
@@ -16,7 +19,11 @@ import socket
 import sys
 from pathlib import Path
 
-# (rank, local_rank, size) variables of each launcher, most specific first.
+from iosweep.workloads import fill_rank
+
+# (rank, local_rank, size) variables of each launcher, most specific first. torchrun's come
+# first: its workers also inherit the variables of the srun or mpirun that started torchrun.
+_TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE")
 _RANK_VARS = [
     ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"),  # Open MPI
     ("PMIX_RANK", "SLURM_LOCALID", "SLURM_NTASKS"),  # srun --mpi=pmix
@@ -28,6 +35,9 @@ _RANK_VARS = [
 
 def detect_rank(env: dict[str, str]) -> tuple[int, int, int]:
     """(rank, local_rank, size) from the launcher's environment variables."""
+    if "TORCHELASTIC_RUN_ID" in env and _TORCHRUN_VARS[0] in env:
+        rank, local, size = (int(env[v]) for v in _TORCHRUN_VARS)
+        return rank, local, size
     for rank_var, local_var, size_var in _RANK_VARS:
         if rank_var in env:
             rank = int(env[rank_var])
@@ -52,6 +62,7 @@ def prepare_darshan_logpath(trace_dir: Path, now: dt.datetime | None = None) -> 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="iosweep.run.rank_wrapper", description=__doc__)
     parser.add_argument("--run-dir", required=True, type=Path)
+    parser.add_argument("--hooks", action="store_true", help="time the loop (step hooks)")
     parser.add_argument("program", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
@@ -82,8 +93,29 @@ def main(argv: list[str] | None = None) -> None:
             prepare_darshan_logpath(trace_dir)
         env = rank_environment(spec, trace_dir, env)
     env["IOSWEEP_RANK"] = str(rank)
+    if args.hooks:
+        env = hooks_environment(env, run_dir, rank)
+    program = fill_rank(program, rank, local_rank, size)
     sys.stdout.flush()
-    os.execvpe(program[0], program, env)
+    try:
+        os.execvpe(program[0], program, env)
+    except OSError as e:  # what the launcher's log must say, rather than a traceback
+        sys.exit(f"iosweep rank wrapper: cannot run {program[0]!r}: {e.strerror}")
+
+
+def hooks_environment(env: dict[str, str], run_dir: Path, rank: int) -> dict[str, str]:
+    """The step hooks' variables: their ``sitecustomize`` first on the path, the pid they
+    record in (this one, which exec keeps), the file they write at exit."""
+    from iosweep.run.hooks import SITE_DIR
+
+    src = str(Path(__file__).resolve().parents[2])
+    path = [str(SITE_DIR), src, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    return {
+        **env,
+        "PYTHONPATH": os.pathsep.join(dict.fromkeys(path)),
+        "IOSWEEP_RANK_PID": str(os.getpid()),
+        "IOSWEEP_HOOKS_OUT": str(run_dir / "progress" / f"hooks-rank-{rank}.json"),
+    }
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import platform
-import re
 import shlex
 import shutil
 import signal
@@ -31,87 +30,30 @@ from iosweep.config import SweepPoint, point_by_run_id
 from iosweep.files import write_text
 from iosweep.provenance import git_revision
 from iosweep.run import slurm
+from iosweep.run.collect import (
+    collect_progress,
+    exited_ranks,
+    read_json_files,
+    signaled_ranks,
+    tail,
+    wait_for_traces,
+)
 from iosweep.run.hostinfo import host_info
-from iosweep.run.launch import LaunchError, LaunchSpec, build_command, choose_launcher
+from iosweep.run.launch import LaunchError
+from iosweep.run.program import (
+    Program,
+    base_env,
+    launch_command,
+    launcher_argv,
+    mpi_spec,
+    placeholder_values,
+    program,
+    workload_python,
+)
 from iosweep.run.tracers import TracerError, TracerSpec, resolve_tracer
+from iosweep.workloads import Workload, all_workloads
 
-SRC_DIR = Path(iosweep.__file__).resolve().parent.parent  # .../src, put on every rank's PYTHONPATH
-REPO_DIR = SRC_DIR.parent
-
-# The training script of each (framework, workload), and each framework's (Horovod, framework)
-# modules, which an interpreter must import to run it.
-TRAINING_MODULES = {
-    ("pytorch", "mnist"): "iosweep.run.training.pytorch_mnist",
-    ("tensorflow", "mnist"): "iosweep.run.training.tensorflow2_mnist",
-    ("pytorch", "imagenet"): "iosweep.run.training.pytorch_imagenet",
-    ("tensorflow", "imagenet"): "iosweep.run.training.tensorflow2_imagenet",
-}
-FRAMEWORK_MODULES = {
-    "pytorch": ("horovod.torch", "torch"),
-    "tensorflow": ("horovod.tensorflow", "tensorflow"),
-}
-# Interpreters tried for a framework when the config does not name one.
-DEFAULT_PYTHONS = {
-    "pytorch": [REPO_DIR / ".venv" / "bin" / "python"],
-    "tensorflow": [REPO_DIR / ".venv-tf" / "bin" / "python"],
-}
 RUN_SUBDIRS = ("ranks", "traces", "progress", "checkpoints")
-
-
-def _probe_python(python: str, framework: str) -> tuple[dict[str, str] | None, str]:
-    """Versions of the framework stack under ``python``, or (None, why it cannot run)."""
-    hvd_module, fw_module = FRAMEWORK_MODULES[framework]
-    code = (
-        "import json, sys, numpy\n"
-        f"import {fw_module} as fw\n"
-        f"import {hvd_module} as hvd\n"
-        "import horovod\n"
-        "print(json.dumps({'python': sys.version.split()[0], "
-        f"'{fw_module}': fw.__version__, 'horovod': horovod.__version__, "
-        "'numpy': numpy.__version__, 'horovod_mpi': str(hvd.mpi_built()), "
-        "'horovod_gloo': str(hvd.gloo_built())}))\n"
-    )
-    try:
-        proc = subprocess.run(
-            [python, "-c", code], capture_output=True, text=True, timeout=300, env=_base_env(1)
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return None, f"{python}: {e}"
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return None, f"{python} cannot import {hvd_module}: {last}"
-    return json.loads(proc.stdout.strip().splitlines()[-1]), ""
-
-
-def resolve_python(
-    framework: str, configured: str | None
-) -> tuple[str | None, dict[str, str], str]:
-    """(interpreter, versions, reason-if-none) for ``framework``."""
-    candidates = [Path(configured).expanduser()] if configured else DEFAULT_PYTHONS[framework]
-    if not configured:
-        candidates = [*candidates, Path(sys.executable)]  # e.g. a conda env made by --sdm conda
-    reasons = []
-    for cand in candidates:
-        if not cand.exists():
-            reasons.append(f"{cand}: not found")
-            continue
-        versions, why = _probe_python(str(cand), framework)
-        if versions is not None:
-            return str(cand), versions, ""
-        reasons.append(why)
-    hint = " (run `tools/setup.sh --with-tensorflow`)" if framework == "tensorflow" else ""
-    return None, {}, f"no Horovod {framework} stack found{hint}: " + "; ".join(reasons)
-
-
-def _base_env(threads: int) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC_DIR), env.get("PYTHONPATH", "")) if p)
-    env["OMP_NUM_THREADS"] = str(threads)
-    env["TF_CPP_MIN_LOG_LEVEL"] = env.get("TF_CPP_MIN_LOG_LEVEL", "2")
-    # Open MPI refuses root without these; harmless for non-root users.
-    env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
-    env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-    return env
 
 
 def _tool_version(argv: list[str]) -> str:
@@ -123,105 +65,6 @@ def _tool_version(argv: list[str]) -> str:
         return ""
     lines = out.stdout.strip().splitlines() if out.returncode == 0 else []
     return lines[0] if lines else ""
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
-# How launchers report a rank that a signal ended (Open MPI's mpirun; SLURM's srun).
-_MPIRUN_SIGNALED = re.compile(
-    r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)", re.I
-)
-_SRUN_SIGNALED = re.compile(r"srun: error: (\S+): tasks? ([\d,-]+): (.+)")
-_SIGNAL_BY_NUMBER = {int(s): s for s in signal.Signals}
-_SIGNAL_BY_TEXT = {signal.strsignal(s) or "": s for s in signal.Signals}
-
-
-def _task_ranks(spec: str) -> list[int]:
-    """srun's task list, e.g. ``1`` or ``0-1,3``."""
-    out: list[int] = []
-    for part in spec.split(","):
-        lo, _, hi = part.partition("-")
-        out += range(int(lo), int(hi or lo) + 1)
-    return out
-
-
-def signaled_ranks(launcher_output: str) -> list[dict[str, Any]]:
-    """The ranks the launcher says a signal ended: [{rank, host, signal, name}], the first
-    one reported first (the one that died; srun and mpirun end the others after it)."""
-    found: dict[int, dict[str, Any]] = {}
-    for m in _MPIRUN_SIGNALED.finditer(launcher_output):
-        rank, number = int(m.group(1)), int(m.group(3))
-        found.setdefault(rank, _signaled(rank, m.group(2), number))
-    for m in _SRUN_SIGNALED.finditer(launcher_output):
-        sig = _SIGNAL_BY_TEXT.get(m.group(3).strip())
-        if sig is None:  # "Exited with exit code 1": not a signal
-            continue
-        for rank in _task_ranks(m.group(2)):
-            found.setdefault(rank, _signaled(rank, m.group(1), int(sig)))
-    return list(found.values())
-
-
-def _signaled(rank: int, host: str, number: int) -> dict[str, Any]:
-    sig = _SIGNAL_BY_NUMBER.get(number)
-    return {"rank": rank, "host": host, "signal": number, "name": sig.name if sig else ""}
-
-
-def _trace_files(trace_dir: Path, tracer: str) -> tuple[list[Path], list[Path]]:
-    """(finished logs, logs still being written) under one rank's trace directory."""
-    if tracer == "darshan":
-        done = sorted(trace_dir.rglob("*.darshan"))
-        partial = sorted(trace_dir.rglob("*.darshan_partial"))
-    else:
-        done = sorted([*trace_dir.rglob("*.pfw.gz"), *trace_dir.rglob("*.pfw")])
-        partial = []
-    return done, partial
-
-
-def wait_for_traces(
-    run_dir: Path, tracer: str, ranks: list[int], timeout: float, log
-) -> dict[int, str]:
-    """Wait until every rank has a finished log and sizes stop changing; returns {rank: problem}.
-
-    Tracers write at process exit, which can be seconds after the launcher returns.
-    """
-    deadline = time.monotonic() + timeout
-    last_sizes: dict[Path, int] | None = None
-    while True:
-        problems, sizes = {}, {}
-        for r in ranks:
-            done, partial = _trace_files(run_dir / "traces" / f"rank-{r}", tracer)
-            if partial:
-                problems[r] = f"log still partial: {partial[0].name}"
-            elif not done:
-                problems[r] = "no log written"
-            for f in (*done, *partial):
-                with contextlib.suppress(OSError):  # renamed .darshan_partial -> .darshan meanwhile
-                    sizes[f] = f.stat().st_size
-        stable = sizes == last_sizes
-        if (not problems and stable) or time.monotonic() >= deadline:
-            return problems
-        if problems:
-            log(
-                f"waiting for traces: {len(problems)} of {len(ranks)} ranks not finished "
-                f"({int(deadline - time.monotonic())} s left)"
-            )
-        last_sizes = sizes
-        time.sleep(1.0)
-
-
-def _read_json_files(directory: Path, pattern: str) -> list[dict[str, Any]]:
-    out = []
-    for f in sorted(directory.glob(pattern)):
-        try:
-            out.append(json.loads(f.read_text()))
-        except (OSError, json.JSONDecodeError):
-            continue  # a rank killed while writing; the manifest reports the rank as missing
-    return out
 
 
 def _new_manifest(point: SweepPoint, data: dict[str, Any]) -> dict[str, Any]:
@@ -242,6 +85,10 @@ def _new_manifest(point: SweepPoint, data: dict[str, Any]) -> dict[str, Any]:
         "steps": [],
         "phases": {},
         "metrics": {},
+        "errors": {},
+        "exit_codes": {},
+        "timing": {},
+        "workload": {},
         "versions": {
             "iosweep": iosweep.__version__,
             "iosweep_git": git_revision(),
@@ -272,45 +119,19 @@ def describe_data(point: SweepPoint, dataset_dir: Path) -> dict[str, Any]:
         return {"workload": point.workload, "status": "unknown", "path": str(dataset_dir)}
     except ValueError as e:
         return {"workload": point.workload, "status": "failed", "reason": f"{dataset_dir}: {e}"}
-    if point.workload == "imagenet":
-        # absolute, as the tracers' path filters need (a relative root: relative to the cwd)
-        return {**desc, "path": str(Path(desc.get("root") or dataset_dir).resolve())}
-    files = desc.get("files") or {}
-    return {
-        "workload": "mnist",
-        "status": "ok",
-        "path": str(dataset_dir),
-        "source": desc.get("source"),
-        "files": len(files),
-        "bytes": int(sum(files.values())),
-    }
-
-
-def _program(
-    python: str, point: SweepPoint, training: dict[str, Any], run_dir: Path, data_dir: str
-) -> list[str]:
-    """What the launcher starts on every rank: the rank wrapper, then the training script."""
-    module = TRAINING_MODULES[(point.framework, point.workload)]
-    program = [
-        python, "-m", "iosweep.run.rank_wrapper", "--run-dir", str(run_dir), "--",
-        python, "-m", module,
-        "--data", data_dir,
-        "--epochs", str(point.epochs),
-        "--steps-per-epoch", str(point.steps),
-        "--batch-size", str(point.batch_size),
-        "--threads", str(training["threads_per_rank"]),
-        "--progress", str(run_dir / "progress" / "rank-{rank}.json"),
-    ]  # fmt: skip
-    program += ["--lr", str(training["learning_rate"])]
-    if point.workload == "imagenet":
-        im = training["imagenet"]
-        program += ["--image-size", str(im["image_size"]), "--arch", im["arch"]]
-        program += ["--device", im["device"], "--loader-workers", str(point.loader_workers)]
-    elif point.framework == "pytorch":
-        program += ["--loader-workers", str(point.loader_workers)]
-    if training["checkpoint"]:
-        program += ["--checkpoint-dir", str(run_dir / "checkpoints")]
-    return program
+    if point.workload == "mnist":
+        files = desc.get("files") or {}
+        return {
+            "workload": "mnist",
+            "status": "ok",
+            "path": str(dataset_dir),
+            "source": desc.get("source"),
+            "files": len(files),
+            "bytes": int(sum(files.values())),
+        }
+    # absolute, as the tracers' path filters need (a relative root: relative to the cwd)
+    root = desc.get("root") or desc.get("path")
+    return {**desc, "path": str(Path(root).resolve()) if root else ""}
 
 
 class _Interrupted(BaseException):
@@ -355,14 +176,18 @@ def _stop_group(proc: subprocess.Popen, grace: float) -> int:
 
 
 def _run_launcher(
-    cmd: list[str], env: dict[str, str], timeout: float | None, launcher_log: Path
+    cmd: list[str],
+    env: dict[str, str],
+    timeout: float | None,
+    launcher_log: Path,
+    cwd: Path | None = None,
 ) -> tuple[int, bool]:
     """(exit code, timed out): the launcher in its own session, killed as a group (TERM,
     then KILL after 30 s) when it outlives ``timeout``. If this process is told to stop,
     the launcher's group is stopped first, then the signal takes its usual course."""
     with open(launcher_log, "wb") as out, _interruptible():
         proc = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True
         )
         try:
             return proc.wait(timeout=timeout), False
@@ -373,27 +198,6 @@ def _run_launcher(
             signum = stop.signum
     signal.raise_signal(signum)  # the handlers are restored: the usual course
     raise KeyboardInterrupt  # a signal that is ignored here still ends the point
-
-
-def _collect_progress(manifest: dict[str, Any], run_dir: Path, n_ranks: int) -> list[dict]:
-    """Fill the manifest's ranks, steps, phases, metrics and failed ranks from the rank and
-    progress files; return the rank records."""
-    ranks = _read_json_files(run_dir / "ranks", "rank-*.json")
-    manifest["ranks"] = sorted(ranks, key=lambda r: r["rank"])
-    for doc in _read_json_files(run_dir / "progress", "rank-*.json"):
-        manifest["steps"] += [{"rank": doc["rank"], **s} for s in doc["steps"]]
-        manifest["phases"][str(doc["rank"])] = doc["phases"]
-        if doc["rank"] == 0:
-            manifest["metrics"] = doc["metrics"]
-    manifest["errors"] = {
-        str(e["rank"]): e["error"] for e in _read_json_files(run_dir / "progress", "rank-*.error")
-    }
-    finished = {int(r) for r in manifest["phases"]}
-    expected = list(range(n_ranks))
-    missing_rank = [r for r in expected if r not in {x["rank"] for x in ranks}]
-    unfinished = [r for r in expected if r not in finished]
-    manifest["failed_ranks"] = sorted(set(missing_rank) | set(unfinished))
-    return ranks
 
 
 class _Stop(Exception):
@@ -413,35 +217,6 @@ def _clean(run_dir: Path) -> None:
         (run_dir / stale).unlink(missing_ok=True)
 
 
-def _spec(
-    config: dict[str, Any], point: SweepPoint, ppn: int, program: list[str], env
-) -> LaunchSpec:
-    lc = config["launcher"]
-    return LaunchSpec(
-        launcher=choose_launcher(lc["kind"], env),
-        nodes=point.nodes,
-        ppn=ppn,
-        program=program,
-        env_names=[
-            v for v in ("PYTHONPATH", "PATH", "OMP_NUM_THREADS", "LD_LIBRARY_PATH") if v in env
-        ],
-        hosts=list(lc["hosts"]),
-        extra_args=list(lc["extra_args"]),
-        srun_mpi=lc["srun_mpi"],
-        allow_run_as_root=lc["allow_run_as_root"],
-        oversubscribe=lc["oversubscribe"],
-    )
-
-
-def _command(spec: LaunchSpec, env: dict[str, str], python: str) -> list[str]:
-    cmd = build_command(spec, env)
-    # horovodrun lives in the framework's environment, which need not be on PATH
-    beside = Path(python).parent / cmd[0]
-    if cmd[0] == "horovodrun" and beside.exists():
-        cmd[0] = str(beside)
-    return cmd
-
-
 def staging_dir(config: dict[str, Any], run_dir: Path) -> Path:
     """Where a run's node-local copy goes: ``staging.dir`` (auto: /dev/shm, else /tmp) /
     ``iosweep-<hash of the run directory>``, the same path on every node."""
@@ -458,16 +233,16 @@ def _stage(config, point, run_dir, data, python, env, log) -> dict[str, Any]:
     dest = staging_dir(config, run_dir)
     prog = [python, "-m", "iosweep.run.stage", "copy", "--src", data["path"], "--dest", str(dest),
             "--record", str(run_dir / "staging")]  # fmt: skip
-    cmd = _command(_spec(config, point, 1, prog, env), env, python)
+    cmd = launcher_argv(mpi_spec(config, point, 1, prog, env), env, python)
     log(f"{point.run_id}: staging {data['path']} -> {dest} on {point.nodes} node(s)")
     code, timed_out = _run_launcher(
         cmd, env, config["training"]["timeout"], run_dir / "staging.log"
     )
-    records = _read_json_files(run_dir / "staging", "*.json")
+    records = read_json_files(run_dir / "staging", "*.json")
     if code != 0 or timed_out or len(records) < point.nodes:
-        tail = _tail(run_dir / "staging.log", 5).strip()
+        last = tail(run_dir / "staging.log", 5).strip()
         raise _Stop(
-            "failed", f"staging into {dest} failed on some node: {tail or f'exit code {code}'}"
+            "failed", f"staging into {dest} failed on some node: {last or f'exit code {code}'}"
         )
     return {
         "dir": str(dest),
@@ -484,7 +259,7 @@ def _unstage(config, point, run_dir, staging, python, env) -> None:
     if config["staging"]["keep"] or not staging:
         return
     prog = [python, "-m", "iosweep.run.stage", "remove", "--dest", staging["dir"]]
-    cmd = _command(_spec(config, point, 1, prog, env), env, python)
+    cmd = launcher_argv(mpi_spec(config, point, 1, prog, env), env, python)
     with contextlib.suppress(OSError):
         _run_launcher(cmd, env, 600, run_dir / "unstage.log")
 
@@ -623,7 +398,7 @@ def _run_in_allocation(config, point, run_dir, dataset_dir, rerun, log) -> dict[
     cmd = slurm.salloc_command(req, os.environ, [sys.executable, "-m", "iosweep.run.runner",
                                                  str(args)])  # fmt: skip
     log(f"{point.run_id}: {shlex.join(cmd)}")
-    env = _base_env(training["threads_per_rank"])  # iosweep importable in the runner
+    env = base_env(training["threads_per_rank"])  # iosweep importable in the runner
     code, _ = _run_launcher(cmd, env, None, run_dir / "salloc.log")
     salloc_log = (run_dir / "salloc.log").read_text(errors="replace")
     print(salloc_log, file=sys.stderr, end="", flush=True)  # into the rule's log
@@ -653,43 +428,69 @@ def _lost_node(manifest: dict[str, Any], status: str, reason: str) -> tuple[str,
     return "lost", slurm.describe_loss(loss)
 
 
-def _run(config, point, run_dir, data, manifest, log) -> tuple[str, str]:
-    """The point's job, filling ``manifest``; returns (status, reason)."""
+def _workload_record(w: Workload, point: SweepPoint, prog: Program | None) -> dict[str, Any]:
+    """What the manifest says of the workload: enough to see what ran and to run it again."""
+    rec: dict[str, Any] = {"name": w.name, "builtin": w.builtin, "launch": w.launch,
+                           "timing": w.timing, "template": w.commands[point.framework]}  # fmt: skip
+    if prog is not None:
+        rec |= {"workdir": str(prog.cwd), "env": sorted(prog.env), "python": prog.values["python"]}
+    return rec
+
+
+def _prepare(config, point, w, run_dir, data, manifest, log):
+    """The interpreter, staging, tracer and command of a point: (program, env, tracer,
+    python, staged copy); the manifest filled in as far as that goes."""
     training = config["training"]
-    if data.get("status") == "failed":
-        raise _Stop("failed", str(data.get("reason") or "the dataset could not be prepared"))
-    python, versions, why = resolve_python(point.framework, training["python"][point.framework])
+    python, versions, why = workload_python(w, point.framework, training)
     if python is None:
-        raise _Stop("skipped", why)
+        if w.builtin:
+            raise _Stop("skipped", why)
+        raise _Stop("failed", f"{w.key('python')}: {why}")
     manifest["versions"].update(versions)
     manifest["versions"]["mpi"] = _tool_version(["mpirun", "--version"])
     manifest["versions"]["slurm"] = _tool_version(["srun", "--version"])
-    env = _base_env(training["threads_per_rank"])
-    data_dir = data["path"]
+    env = base_env(training["threads_per_rank"])
+    data_dir = str(data.get("path") or "")
     staged = None
+    if point.staging == "node-local":
+        staged = manifest["staging"] = _stage(config, point, run_dir, data, python, env, log)
+        data_dir = staged["dir"]
+    manifest["host_info"] = host_info(data_dir or str(run_dir))
+    values = placeholder_values(point, w, python=python, run_dir=run_dir, data_dir=data_dir,
+                                threads=training["threads_per_rank"])  # fmt: skip
+    prog = program(point, w, values, run_dir)
+    manifest["workload"] = _workload_record(w, point, prog)
+    dirs = [Path(p) for p in (data.get("path"), data_dir) if p]
+    if not w.builtin:
+        dirs += [prog.cwd, *(Path(os.path.expanduser(d)).resolve() for d in w.trace_dirs)]
+    tracer = _tracer(config, point, run_dir, data, dirs)
+    manifest["tracer"] = asdict(tracer)
+    manifest["tracer_warnings"] = tracer.warnings
+    manifest["versions"]["tracer"] = f"{tracer.name} {tracer.version}".strip()
+    if tracer.name != "none":
+        (run_dir / "tracer.json").write_text(json.dumps(asdict(tracer)) + "\n")
+    for w_ in tracer.warnings:
+        log(f"{point.run_id}: warning: {w_}")
+    env |= prog.env
+    return prog, env, tracer, python, staged
+
+
+def _run(config, point, run_dir, data, manifest, log) -> tuple[str, str]:
+    """The point's job, filling ``manifest``; returns (status, reason)."""
+    training = config["training"]
+    w = all_workloads(config)[point.workload]
+    manifest["workload"] = _workload_record(w, point, None)
+    if data.get("status") == "failed":
+        raise _Stop("failed", str(data.get("reason") or "the dataset could not be prepared"))
+    staged, python, env = None, "", {}
     try:
-        if point.staging == "node-local":
-            staged = manifest["staging"] = _stage(config, point, run_dir, data, python, env, log)
-            data_dir = staged["dir"]
-        manifest["host_info"] = host_info(data_dir)
-        tracer = _tracer(config, point, run_dir, data, [Path(data["path"]), Path(data_dir)])
-        manifest["tracer"] = asdict(tracer)
-        manifest["tracer_warnings"] = tracer.warnings
-        manifest["versions"]["tracer"] = f"{tracer.name} {tracer.version}".strip()
-        if tracer.name != "none":
-            (run_dir / "tracer.json").write_text(json.dumps(asdict(tracer)) + "\n")
-        for w in tracer.warnings:
-            log(f"{point.run_id}: warning: {w}")
-        program = _program(python, point, training, run_dir, data_dir)
-        cmd = _command(_spec(config, point, point.ppn, program, env), env, python)
-        manifest["launcher"], manifest["command"] = (
-            choose_launcher(config["launcher"]["kind"], env),
-            cmd,
-        )
+        prog, env, tracer, python, staged = _prepare(config, point, w, run_dir, data, manifest, log)
+        manifest["launcher"], cmd = launch_command(config, point, w, prog, env, python, run_dir)
+        manifest["command"] = cmd
         log(f"{point.run_id}: {shlex.join(cmd)}")
         manifest["start_time"] = time.time()
         exit_code, timed_out = _run_launcher(
-            cmd, env, training["timeout"], run_dir / "launcher.log"
+            cmd, env, training["timeout"], run_dir / "launcher.log", cwd=prog.cwd
         )
         manifest["end_time"] = time.time()
     finally:
@@ -699,18 +500,21 @@ def _run(config, point, run_dir, data, manifest, log) -> tuple[str, str]:
         f"{point.run_id}: launcher exited with {exit_code} after "
         f"{manifest['end_time'] - manifest['start_time']:.1f} s"
     )
-    return _collect(manifest, run_dir, point, tracer, training, exit_code, timed_out, log)
+    return _collect(manifest, run_dir, point, w, tracer, training, exit_code, timed_out, log)
 
 
 def _collect(
-    manifest, run_dir, point, tracer, training, exit_code, timed_out, log
+    manifest, run_dir, point, w, tracer, training, exit_code, timed_out, log
 ) -> tuple[str, str]:
     """Ranks, progress, traces and outputs after the job; the run's status."""
-    ranks = _collect_progress(manifest, run_dir, point.ranks)
+    ranks = collect_progress(manifest, run_dir, point.ranks, w.timing)
+    output = ""
     with contextlib.suppress(OSError):
-        manifest["signaled_ranks"] = signaled_ranks(
-            (run_dir / "launcher.log").read_text(errors="replace")
-        )
+        output = (run_dir / "launcher.log").read_text(errors="replace")
+    manifest["signaled_ranks"] = signaled_ranks(output)
+    manifest["exit_codes"] = {str(r): c for r, c in sorted(exited_ranks(output).items())}
+    for r, code in manifest["exit_codes"].items():
+        manifest["errors"].setdefault(r, f"exited with code {code}")
     # a rank killed by SIGKILL never writes its log: waiting for it would only delay the report
     killed = {s["rank"]: s["name"] for s in manifest["signaled_ranks"] if s["name"] == "SIGKILL"}
     trace_problems = {
@@ -732,7 +536,7 @@ def _collect(
         for f in sorted((run_dir / "checkpoints").rglob("*"))
         if f.is_file()
     ]
-    manifest["log_tail"] = _tail(run_dir / "launcher.log")
+    manifest["log_tail"] = tail(run_dir / "launcher.log")
     return _verdict(manifest, training, exit_code, timed_out, trace_problems)
 
 

@@ -90,9 +90,38 @@ def _run_row(r: RunView) -> dict[str, Any]:
         "launcher": str(man.get("launcher") or ""),
         "slurm_job": str(man.get("slurm_job_id") or ""),
         "command": shlex.join(str(a) for a in cmd) if cmd else "",
+        "timing": _timing_cell(r),
         "store": r.store,
         "analysis": str(r.analysis_dir),
     }
+
+
+def _timing_cell(r: RunView) -> str:
+    """How the run's steps were timed, and what the hooks cost."""
+    t = r.summary.pipeline.timing
+    if t.source == "hooks":
+        cost = f", {fmt.seconds(t.overhead_s)} over {t.batches:,} batches" if t.batches else ""
+        return f"iosweep's hooks{cost}" + (" (wait estimated)" if t.wait == "estimated" else "")
+    return {"script": "the training script", "none": "not timed"}.get(t.source, "")
+
+
+def _workload_texts(runs: list[RunView]) -> dict[str, list[str]]:
+    """What each run ran: its workload's command template and settings, grouped by text."""
+    groups: dict[str, list[str]] = {}
+    for r in runs:
+        wl = r.manifest.get("workload")
+        if not isinstance(wl, dict) or not wl.get("name"):
+            continue
+        whose = "iosweep's own" if wl.get("builtin") else "yours"
+        lines = [f"workload: {wl['name']} ({whose})", f"command: {wl.get('template', '')}",
+                 f"launch: {wl.get('launch', '')}", f"timing: {wl.get('timing', '')}"]  # fmt: skip
+        for key in ("workdir", "python"):
+            if wl.get(key):
+                lines.append(f"{key}: {wl[key]}")
+        if wl.get("env"):
+            lines.append("environment: " + ", ".join(map(str, wl["env"])))
+        groups.setdefault("\n".join(lines), []).append(r.label)
+    return groups
 
 
 def _tracer_texts(runs: list[RunView]) -> dict[str, list[str]]:
@@ -135,6 +164,7 @@ def section(ctx: Context) -> dict[str, Any]:
         "runs": [_run_row(r) for r in runs],
         "versions": versions(runs),
         "tracers": _grouped(_tracer_texts(runs), len(runs)),
+        "workloads": _grouped(_workload_texts(runs), len(runs)),
         "analysis_settings": _grouped(analysis_settings, len(runs)),
         "report_settings": yaml.safe_dump(ctx.settings.to_dict(), sort_keys=False).strip(),
         "sweep_source": ctx.sweep.source,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from iosweep.analysis.summary import LeverSeries, Placement, RunSummary
+from iosweep.analysis.summary import LeverSeries, Pipeline, Placement, RunSummary
 from iosweep.report import fmt
 from iosweep.report.data import RunView
 from iosweep.report.sections import Context
@@ -113,15 +113,42 @@ def _row(r: RunView) -> dict[str, Any]:
     }
 
 
+def timing_text(p: Pipeline) -> str:
+    """How the run's steps and waits were timed, for a reader: the hooks' loop and cost, or an
+    estimate said to be one."""
+    t = p.timing
+    if t.source == "hooks" and p.available:
+        cost = ""
+        if t.overhead_s is not None and t.batches:
+            cost = (
+                f"; their bookkeeping took {fmt.seconds(t.overhead_s)} over {t.batches:,} batches"
+            )
+        text = f"Steps timed by iosweep's hooks, without changing the script: {t.loop}, {t.method}{cost}"
+    elif t.source == "script" and p.available:
+        text = "Steps timed by the training script itself"
+    else:
+        return ""
+    if t.wait == "estimated":
+        text += ". The data wait is an estimate, not a measurement"
+    if t.other_loops:
+        text += f". Other loops (not the training loop): {', '.join(t.other_loops)}"
+    return text + "."
+
+
 def _levers(ctx: Context, framework: str, wl: str) -> list[str]:
+    """What each lever did, per series of the group; a series named by the parameters that
+    tell it from the group's others (tracer, a job's own parameters ...)."""
+    series: list[LeverSeries] = [
+        s
+        for s in ctx.sweep.pipeline.levers
+        if s.key.get("framework") == framework and (s.key.get("workload") or "") == wl
+    ]
+    differ = [k for k in dict.fromkeys(k for s in series for k in s.key)
+              if len({str(s.key.get(k)) for s in series}) > 1]  # fmt: skip
     out = []
-    series: list[LeverSeries] = ctx.sweep.pipeline.levers
-    tracers = {x.key.get("tracer") for x in series}
     for s in series:
-        if s.key.get("framework") != framework or (s.key.get("workload") or "") != wl:
-            continue
-        tracer = s.key.get("tracer")
-        out.append(s.text + (f" (tracer {tracer})" if tracer and len(tracers) > 1 else ""))
+        named = ", ".join(f"{k} {s.key.get(k)}" for k in differ)
+        out.append(s.text + (f" ({named})" if named else ""))
     return out
 
 
@@ -157,6 +184,7 @@ def section(ctx: Context) -> list[dict[str, Any]]:
                 if len(runs) > 1 and any(r.training for r in runs)
                 else Table(RUNS, []),
                 "au_label": p.au_label,
+                "timing": timing_text(p),
                 "has_verdict": p.verdict is not None,
                 "completeness": [
                     c.message + (f": {c.why}" if c.why else "") for c in rep.summary.completeness

@@ -1,0 +1,241 @@
+"""What a finished job left, read into its manifest: the ranks, their step records (the
+training script's own, or the step hooks'), what the launcher said about ranks that failed,
+and every rank's trace once the tracers have written it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from iosweep.run.hooks.steps import steps_from_hooks
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def read_json_files(directory: Path, pattern: str) -> list[dict[str, Any]]:
+    out = []
+    for f in sorted(directory.glob(pattern)):
+        try:
+            out.append(json.loads(f.read_text()))
+        except (OSError, json.JSONDecodeError):
+            continue  # a rank killed while writing; the manifest reports the rank as missing
+    return out
+
+
+# --- what the launcher says -----------------------------------------------------------------
+
+# How launchers report a rank that a signal ended (Open MPI's mpirun; SLURM's srun).
+_MPIRUN_SIGNALED = re.compile(
+    r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)", re.I
+)
+_SRUN_SIGNALED = re.compile(r"srun: error: (\S+): tasks? ([\d,-]+): (.+)")
+_SIGNAL_BY_NUMBER = {int(s): s for s in signal.Signals}
+_SIGNAL_BY_TEXT = {signal.strsignal(s) or "": s for s in signal.Signals}
+# ... and a rank that exited with a status: Open MPI, srun, torchrun (negative: a signal)
+_MPIRUN_EXITED = re.compile(r"Process name:\s*\[\[\d+,\d+\],(\d+)\]\s*\n\s*Exit code:\s*(\d+)")
+_SRUN_EXITED = re.compile(r"srun: error: (\S+): tasks? ([\d,-]+): Exited with exit code (\d+)")
+_TORCHRUN_EXITED = re.compile(
+    r"host\s*:\s*(\S+)\s*\n\s*rank\s*:\s*(\d+) \(local_rank: \d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)"
+)
+
+
+def _task_ranks(spec: str) -> list[int]:
+    """srun's task list, e.g. ``1`` or ``0-1,3``."""
+    out: list[int] = []
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out
+
+
+def signaled_ranks(launcher_output: str) -> list[dict[str, Any]]:
+    """The ranks the launcher says a signal ended: [{rank, host, signal, name}], the first
+    one reported first (the one that died; srun and mpirun end the others after it)."""
+    found: dict[int, dict[str, Any]] = {}
+    for m in _MPIRUN_SIGNALED.finditer(launcher_output):
+        rank, number = int(m.group(1)), int(m.group(3))
+        found.setdefault(rank, _signaled(rank, m.group(2), number))
+    for m in _SRUN_SIGNALED.finditer(launcher_output):
+        sig = _SIGNAL_BY_TEXT.get(m.group(3).strip())
+        if sig is None:  # "Exited with exit code 1": not a signal
+            continue
+        for rank in _task_ranks(m.group(2)):
+            found.setdefault(rank, _signaled(rank, m.group(1), int(sig)))
+    for m in _TORCHRUN_EXITED.finditer(launcher_output):
+        if int(m.group(3)) < 0:
+            rank = int(m.group(2))
+            found.setdefault(rank, _signaled(rank, m.group(1), -int(m.group(3))))
+    return list(found.values())
+
+
+def _signaled(rank: int, host: str, number: int) -> dict[str, Any]:
+    sig = _SIGNAL_BY_NUMBER.get(number)
+    return {"rank": rank, "host": host, "signal": number, "name": sig.name if sig else ""}
+
+
+def exited_ranks(launcher_output: str) -> dict[int, int]:
+    """{rank: exit status} of the ranks the launcher says exited non-zero."""
+    found: dict[int, int] = {}
+    for m in _MPIRUN_EXITED.finditer(launcher_output):
+        found.setdefault(int(m.group(1)), int(m.group(2)))
+    for m in _SRUN_EXITED.finditer(launcher_output):
+        for rank in _task_ranks(m.group(2)):
+            found.setdefault(rank, int(m.group(3)))
+    for m in _TORCHRUN_EXITED.finditer(launcher_output):
+        if int(m.group(3)) > 0:
+            found.setdefault(int(m.group(2)), int(m.group(3)))
+    return found
+
+
+# --- the ranks' own records -------------------------------------------------------------------
+
+
+def collect_progress(
+    manifest: dict[str, Any], run_dir: Path, n_ranks: int, timing: str
+) -> list[dict]:
+    """Fill the manifest's ranks, steps, phases, metrics, errors and failed ranks from the rank
+    files and the step records (``timing``: ``script``, ``hooks`` or ``none``); return the rank
+    records."""
+    ranks = read_json_files(run_dir / "ranks", "rank-*.json")
+    manifest["ranks"] = sorted(ranks, key=lambda r: r["rank"])
+    if timing == "script":
+        finished = _script_records(manifest, run_dir)
+    elif timing == "hooks":
+        finished = _hook_records(manifest, run_dir)
+    else:
+        finished = {r["rank"] for r in ranks}
+        manifest["timing"] = {"source": "none", "why_none": "the workload's timing is `none`"}
+    expected = list(range(n_ranks))
+    missing_rank = [r for r in expected if r not in {x["rank"] for x in ranks}]
+    unfinished = [r for r in expected if r not in finished]
+    manifest["failed_ranks"] = sorted(set(missing_rank) | set(unfinished))
+    return ranks
+
+
+def _script_records(manifest: dict[str, Any], run_dir: Path) -> set[int]:
+    """iosweep's own training scripts: ``progress/rank-R.json`` (and ``.error``)."""
+    for doc in read_json_files(run_dir / "progress", "rank-*.json"):
+        manifest["steps"] += [{"rank": doc["rank"], **s} for s in doc["steps"]]
+        manifest["phases"][str(doc["rank"])] = doc["phases"]
+        if doc["rank"] == 0:
+            manifest["metrics"] = doc["metrics"]
+    manifest["errors"] = {
+        str(e["rank"]): e["error"] for e in read_json_files(run_dir / "progress", "rank-*.error")
+    }
+    manifest["timing"] = {"source": "script", "wait": "measured",
+                          "method": "the training script timed its own steps and waits"}  # fmt: skip
+    return {int(r) for r in manifest["phases"]}
+
+
+def _hook_records(manifest: dict[str, Any], run_dir: Path) -> set[int]:
+    """A user's job timed by the step hooks: ``progress/hooks-rank-R.json``."""
+    finished, errors, per_rank = set(), {}, {}
+    for doc in read_json_files(run_dir / "progress", "hooks-rank-*.json"):
+        rank = int(doc.get("rank") or 0)
+        rec = steps_from_hooks(doc)
+        manifest["steps"] += [{"rank": rank, **s} for s in rec["steps"]]
+        manifest["phases"][str(rank)] = rec["phases"]
+        per_rank[str(rank)] = rec["timing"] | {
+            "steps": sum(1 for s in rec["steps"] if s["step"] >= 0),
+            "exit_code": doc.get("exit_code"),
+        }
+        if doc.get("error"):
+            errors[str(rank)] = doc["error"]
+        elif doc.get("exit_code") not in (None, 0):
+            errors[str(rank)] = f"exited with code {doc['exit_code']}"
+        else:
+            finished.add(rank)
+    manifest["errors"] = errors
+    manifest["timing"] = hooks_timing(per_rank, int(manifest["params"].get("ranks") or 0))
+    return finished
+
+
+def hooks_timing(per_rank: dict[str, dict[str, Any]], n_ranks: int) -> dict[str, Any]:
+    """The run's timing record from its ranks': how the steps were timed (the rank with the
+    most steps tells), what it cost, and, when there is nothing to time, why."""
+    out: dict[str, Any] = {"source": "hooks", "per_rank": per_rank, "why_none": ""}
+    out["overhead_s"] = sum(float(t.get("overhead_s") or 0) for t in per_rank.values())
+    out["batches_timed"] = sum(int(t.get("batches_timed") or 0) for t in per_rank.values())
+    best = max(per_rank.values(), key=lambda t: t.get("steps", 0), default=None)
+    if best is not None and best.get("steps"):
+        out |= {k: best[k] for k in ("loop", "wait", "method", "hooked", "problems", "other_loops")}
+        return out
+    if not per_rank:
+        out["why_none"] = (
+            f"no rank left a step record (of {n_ranks}): the hooks write theirs when the "
+            "process exits normally; a rank killed, or started with `python -I`/`-S` (no "
+            "sitecustomize), leaves none"
+        )
+        return out
+    hooked = sorted({h for t in per_rank.values() for h in t.get("hooked") or []})
+    problems = sorted({p for t in per_rank.values() for p in t.get("problems") or []})
+    out["hooked"], out["problems"] = hooked, problems
+    if problems:
+        out["why_none"] = "the step hooks could not patch the framework: " + "; ".join(problems)
+    elif not hooked:
+        out["why_none"] = (
+            "the job imported none of the loaders the step hooks time (PyTorch's DataLoader, "
+            "tf.data, Keras' Model.fit): it feeds its model some other way"
+        )
+    else:
+        out["why_none"] = (
+            f"the job never took a batch from the loaders the step hooks time ({', '.join(hooked)} "
+            "were patched): it feeds its model some other way, e.g. batches it slices itself"
+        )
+    return out
+
+
+# --- the traces, once the tracers have written them ----------------------------------------------
+
+
+def _trace_files(trace_dir: Path, tracer: str) -> tuple[list[Path], list[Path]]:
+    """(finished logs, logs still being written) under one rank's trace directory."""
+    if tracer == "darshan":
+        done = sorted(trace_dir.rglob("*.darshan"))
+        partial = sorted(trace_dir.rglob("*.darshan_partial"))
+    else:
+        done = sorted([*trace_dir.rglob("*.pfw.gz"), *trace_dir.rglob("*.pfw")])
+        partial = []
+    return done, partial
+
+
+def wait_for_traces(
+    run_dir: Path, tracer: str, ranks: list[int], timeout: float, log
+) -> dict[int, str]:
+    """Wait until every rank has a finished log and sizes stop changing; returns {rank: problem}.
+
+    Tracers write at process exit, which can be seconds after the launcher returns.
+    """
+    deadline = time.monotonic() + timeout
+    last_sizes: dict[Path, int] | None = None
+    while True:
+        problems, sizes = {}, {}
+        for r in ranks:
+            done, partial = _trace_files(run_dir / "traces" / f"rank-{r}", tracer)
+            if partial:
+                problems[r] = f"log still partial: {partial[0].name}"
+            elif not done:
+                problems[r] = "no log written"
+            for f in (*done, *partial):
+                with contextlib.suppress(OSError):  # renamed .darshan_partial -> .darshan meanwhile
+                    sizes[f] = f.stat().st_size
+        stable = sizes == last_sizes
+        if (not problems and stable) or time.monotonic() >= deadline:
+            return problems
+        if problems:
+            log(
+                f"waiting for traces: {len(problems)} of {len(ranks)} ranks not finished "
+                f"({int(deadline - time.monotonic())} s left)"
+            )
+        last_sizes = sizes
+        time.sleep(1.0)

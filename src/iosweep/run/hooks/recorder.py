@@ -1,0 +1,277 @@
+"""The step hooks' record of one rank process: kept in memory, written once at exit.
+
+Stdlib only: it runs inside the user's interpreter, whatever its packages. Loops are the
+iterations of data loaders (one ``iter()`` each: an epoch of that loop), batches the
+``next()`` calls that returned one; Keras ``fit`` calls are kept apart. :mod:`.steps`
+reads the file this writes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import builtins
+import contextlib
+import importlib.abc
+import importlib.util
+import json
+import os
+import sys
+import threading
+import time
+import weakref
+from array import array
+from collections.abc import Callable, Mapping
+from typing import Any
+
+FORMAT = "iosweep.hooks/1"
+_REC: Recorder | None = None
+
+
+def recorder() -> Recorder | None:
+    """The recorder of this process, if the hooks are on and this is the rank's process (a
+    forked child, a loader worker, forgets it: :func:`_forget_in_child`)."""
+    return _REC
+
+
+def _forget_in_child() -> None:
+    global _REC
+    _REC = None
+
+
+def caller_site(depth: int = 2) -> str:
+    """``file:line`` of the code that started a loop (the frame ``depth`` up)."""
+    try:
+        f = sys._getframe(depth)
+    except ValueError:
+        return "?"
+    return f"{f.f_code.co_filename}:{f.f_lineno}"
+
+
+def samples_of(batch: Any) -> int:
+    """The batch's samples: the first dimension of its first array-like leaf; -1 if none."""
+    if type(batch) in (tuple, list) and batch:  # the common (inputs, labels): one step down
+        batch = batch[0]
+    for _ in range(8):
+        if isinstance(batch, dict):
+            batch = next(iter(batch.values()), None)
+        elif isinstance(batch, (list, tuple)):
+            batch = batch[0] if batch else None
+        else:
+            break
+    shape = getattr(batch, "shape", None)
+    try:
+        n = shape[0] if shape is not None and len(shape) else None
+        return int(n) if n is not None else -1
+    except (TypeError, ValueError, IndexError):
+        return -1
+
+
+class Recorder:
+    def __init__(self, out: str):
+        self.out = out
+        self.pid = os.getpid()
+        self.start = time.time()
+        self.lock = threading.Lock()
+        # one per iteration of a loader: kind, site, loader, start, stop, close, info
+        self.loops: list[dict[str, Any]] = []
+        self._loop_of: dict[int, int] = {}  # id(iterator) -> its current loop
+        self.b_loop = array("l")
+        self.b_request = array("d")
+        self.b_ready = array("d")
+        self.b_samples = array("l")
+        self.fits: list[dict[str, Any]] = []  # Keras fit calls (tf_hooks)
+        self.hooked: list[str] = []
+        self.problems: list[str] = []
+        self.exit_code: int | None = None
+        self.error = ""
+        self.overhead = 0.0  # seconds spent in the hooks' bookkeeping
+        self.quiet = threading.local()  # .on: a fetch another hook records (Keras fit)
+
+    # --- loops ---------------------------------------------------------------------
+    def begin(self, it: Any, kind: str, site: str, loader: int, t: float, **info: Any) -> None:
+        """A new iteration (``iter(loader)``) of iterator ``it`` started at ``t``."""
+        t1 = time.time()
+        with self.lock:
+            prev = self._loop_of.get(id(it))
+            if prev is not None and self.loops[prev]["close"] is None:
+                self.loops[prev]["close"] = t  # a persistent iterator, reset for a new epoch
+            self._loop_of[id(it)] = len(self.loops)
+            loop = {"kind": kind, "site": site, "loader": loader, "start": t}
+            self.loops.append({**loop, "stop": None, "close": None, **info})
+        if prev is None:
+            # not weakly referable: the loop is closed by its StopIteration only
+            with contextlib.suppress(TypeError):
+                weakref.finalize(it, self._closed, id(it)).atexit = False
+        self.overhead += time.time() - t1
+
+    def _closed(self, key: int) -> None:
+        with self.lock:
+            idx = self._loop_of.pop(key, None)
+            if idx is not None and self.loops[idx]["close"] is None:
+                self.loops[idx]["close"] = time.time()
+
+    def batch(self, it: Any, kind: str, t0: float, t1: float, data: Any) -> None:
+        """``next(it)`` asked at ``t0`` and returned ``data`` at ``t1``."""
+        idx = self._loop_of.get(id(it))
+        if idx is None:  # an iterator made without iter(loader): a loop of its own
+            self.begin(it, kind, "?", -1, t0)
+            idx = self._loop_of[id(it)]
+        n = samples_of(data)
+        with self.lock:
+            self.b_loop.append(idx)
+            self.b_request.append(t0)
+            self.b_ready.append(t1)
+            self.b_samples.append(n)
+        self.overhead += time.time() - t1
+
+    def stop(self, it: Any, t: float) -> None:
+        """``next(it)``, asked at ``t``, raised StopIteration: the loop's end."""
+        idx = self._loop_of.get(id(it))
+        if idx is not None:
+            with self.lock:
+                loop = self.loops[idx]
+                if loop["stop"] is None:
+                    loop["stop"] = t
+                if loop["close"] is None:
+                    loop["close"] = t
+
+    # --- the process's end -----------------------------------------------------------
+    def document(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "pid": self.pid,
+            "rank": os.environ.get("IOSWEEP_RANK"),
+            "start": self.start,
+            "exit": time.time(),
+            "exit_code": self.exit_code,
+            "error": self.error,
+            "hooked": self.hooked,
+            "problems": self.problems,
+            "overhead_s": self.overhead,
+            "loops": self.loops,
+            "batches": {
+                "loop": list(self.b_loop),
+                "request": list(self.b_request),
+                "ready": list(self.b_ready),
+                "samples": list(self.b_samples),
+            },
+            "fits": self.fits,
+        }
+
+    def write(self) -> None:
+        if os.getpid() != self.pid or not self.out:
+            return
+        tmp = f"{self.out}.{self.pid}.tmp"
+        try:
+            os.makedirs(os.path.dirname(self.out) or ".", exist_ok=True)
+            with open(tmp, "w") as f:
+                json.dump(self.document(), f)
+            os.replace(tmp, self.out)
+        except OSError as e:
+            print(f"iosweep: cannot write the step record {self.out}: {e}", file=sys.stderr)
+
+
+# --- patching the frameworks when the script imports them ---------------------------------
+
+
+class _Patcher(importlib.abc.MetaPathFinder):
+    """Runs ``patches[name](module)`` right after module ``name`` is first imported."""
+
+    def __init__(self, rec: Recorder, patches: Mapping[str, Callable[[Any, Recorder], str]]):
+        self.rec = rec
+        self.patches = patches
+        self.busy: set[str] = set()
+
+    def find_spec(self, name, path, target=None):
+        if name not in self.patches or name in self.busy:
+            return None
+        self.busy.add(name)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.busy.discard(name)
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _PatchingLoader(spec.loader, lambda m: self._apply(name, m))
+        return spec
+
+    def _apply(self, name: str, module: Any) -> None:
+        try:
+            what = self.patches[name](module, self.rec)
+            if what:
+                self.rec.hooked.append(what)
+        except Exception as e:  # a framework version we do not know: no hook, said so
+            self.rec.problems.append(f"{name}: {type(e).__name__}: {e}")
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    def __init__(self, loader: Any, after: Callable[[Any], None]):
+        self.loader = loader
+        self.after = after
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        self.after(module)
+
+    def __getattr__(self, name):  # get_source, is_package, ... of the real loader
+        return getattr(self.loader, name)
+
+
+def _exit_code(code: Any) -> int:
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
+
+
+def _record_exits(rec: Recorder) -> None:
+    """The script's exit status (sys.exit, exit(), an uncaught error): atexit cannot see it."""
+    real_exit = sys.exit
+
+    def exit(code: Any = None) -> None:
+        rec.exit_code = _exit_code(code)
+        real_exit(code)
+
+    sys.exit = exit  # type: ignore[assignment]
+    for name in ("exit", "quit"):
+        quitter = getattr(builtins, name, None)
+        if quitter is not None:
+            setattr(builtins, name, _Quitter(quitter, rec))
+    previous = sys.excepthook
+
+    def excepthook(kind, error, tb):
+        lines = [ln for ln in str(error).strip().splitlines() if ln.strip()]
+        rec.error = f"{kind.__name__}: {lines[-1] if lines else ''}".rstrip(": ")
+        rec.exit_code = 1
+        previous(kind, error, tb)
+
+    sys.excepthook = excepthook
+
+
+class _Quitter:
+    def __init__(self, quitter: Any, rec: Recorder):
+        self.quitter, self.rec = quitter, rec
+
+    def __repr__(self) -> str:
+        return repr(self.quitter)
+
+    def __call__(self, code: Any = None) -> None:
+        self.rec.exit_code = _exit_code(code)
+        self.quitter(code)
+
+
+def install(out: str) -> Recorder:
+    """Start recording in this process: patch the frameworks as they are imported, record the
+    exit status, write the record at exit."""
+    global _REC
+    from iosweep.run.hooks import tf_hooks, torch_hooks
+
+    rec = _REC = Recorder(out)
+    os.register_at_fork(after_in_child=_forget_in_child)
+    patches = {**torch_hooks.PATCHES, **tf_hooks.PATCHES}
+    sys.meta_path.insert(0, _Patcher(rec, patches))
+    _record_exits(rec)
+    atexit.register(rec.write)
+    return rec

@@ -1,0 +1,185 @@
+"""The step hooks' record of a rank turned into the manifest's step records.
+
+A process may run several loops (training, validation, a second loader): the training loop
+is the one with the most batches (loops that start at one place in the code are one loop,
+whatever dataset object they iterate; a PyTorch loader iterated more than once is a loop of
+its own even when a helper starts every loop at one place). Each of its iterations is an
+epoch; batch k's wait is the time ``next()`` blocked for it, its step the time from having
+it to asking for the next one (the last: to the StopIteration, or to the iterator's end).
+Keras ``fit`` steps come timed from the split compiled step (or whole, with an estimated wait).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+WAIT_MEASURED = "measured"
+WAIT_ESTIMATED = "estimated"
+ESTIMATE_METHOD = (
+    "each step was timed whole (the input fetch runs inside the compiled step), and its wait "
+    "estimated as its time less the epoch's fastest step after the first: this assumes equal "
+    "compute per step and at least one batch ready in time, so the wait is a lower bound and "
+    "AU an upper bound"
+)
+
+
+def _site(path: str) -> str:
+    file, _, line = path.rpartition(":")
+    return f"{file.rsplit('/', 1)[-1]}:{line}" if file else path
+
+
+def _loop_groups(doc: dict[str, Any]) -> dict[tuple, list[int]]:
+    """Loop key -> the iterations (indexes into ``loops``) of that loop, in time order."""
+    loops = doc.get("loops") or []
+    reused: dict[int, int] = defaultdict(int)
+    for lp in loops:
+        if lp.get("kind") == "torch" and lp.get("loader", -1) >= 0:
+            reused[lp["loader"]] += 1
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for i, lp in enumerate(loops):
+        loader = lp.get("loader", -1)
+        key = (lp.get("kind"), lp.get("site"), loader if reused.get(loader, 0) > 1 else None)
+        groups[key].append(i)
+    return groups
+
+
+def _batches(doc: dict[str, Any]) -> dict[int, list[tuple[float, float, int]]]:
+    b = doc.get("batches") or {}
+    out: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
+    for i, t0, t1, n in zip(b.get("loop", []), b.get("request", []), b.get("ready", []),
+                            b.get("samples", []), strict=False):  # fmt: skip
+        out[int(i)].append((float(t0), float(t1), int(n)))
+    for v in out.values():
+        v.sort()
+    return out
+
+
+def _next_start(doc: dict[str, Any], after: float) -> float:
+    """The first thing the process started after ``after`` (another loop, a fit), else its exit."""
+    starts = [lp["start"] for lp in doc.get("loops") or [] if lp["start"] > after]
+    starts += [f["start"] for f in doc.get("fits") or [] if f["start"] > after]
+    return min(starts, default=float(doc.get("exit") or after))
+
+
+def _step(epoch, k, start, end, wait=None, samples=-1) -> dict[str, Any]:
+    rec: dict[str, Any] = {"epoch": epoch, "step": k, "start": start, "end": max(end, start)}
+    if wait is not None:
+        rec["wait_start"], rec["wait_end"] = wait
+    if samples >= 0:
+        rec["samples"] = samples
+    return rec
+
+
+def _loop_steps(doc, iterations, batches) -> list[dict[str, Any]]:
+    loops = doc["loops"]
+    out: list[dict[str, Any]] = []
+    epoch = 0
+    for i in iterations:
+        bs = batches.get(i) or []
+        if not bs:
+            continue
+        lp = loops[i]
+        for k, (t0, t1, n) in enumerate(bs):
+            if k + 1 < len(bs):
+                end = bs[k + 1][0]
+            else:
+                end = lp.get("stop") or lp.get("close") or _next_start(doc, t1)
+            out.append(_step(epoch, k, t1, end, (t0, t1), n))
+        out.append(_step(epoch, -1, lp["start"], out[-1]["end"]))
+        epoch += 1
+    return out
+
+
+def _fit_steps(fits: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+    """Steps of one site's fit calls, epochs numbered across calls; (steps, estimated)."""
+    out: list[dict[str, Any]] = []
+    estimated = False
+    epoch = 0
+    for fit in fits:
+        by_epoch: dict[int, list[list[float]]] = defaultdict(list)
+        for e, t0, fetched, t1, n in fit.get("steps") or []:
+            by_epoch[int(e)].append([t0, fetched, t1, n])
+        for e in sorted(by_epoch):
+            rows = by_epoch[e]
+            whole = [r for r in rows if r[1] is None or math.isnan(r[1])]
+            fastest = min((r[2] - r[0] for r in rows[1:]), default=None)
+            for k, (t0, fetched, t1, n) in enumerate(rows):
+                if fetched is not None and not math.isnan(fetched):
+                    out.append(_step(epoch, k, fetched, t1, (t0, fetched), int(n)))
+                elif fastest is not None and len(rows) >= 3:
+                    w = max((t1 - t0) - fastest, 0.0) if k else 0.0
+                    out.append(_step(epoch, k, t0 + w, t1, (t0, t0 + w), int(n)))
+                else:
+                    out.append(_step(epoch, k, t0, t1, None, int(n)))
+            estimated = estimated or bool(whole)
+            begin = next((b for ep, b, _ in fit.get("epochs") or [] if ep == e), rows[0][0])
+            out.append(_step(epoch, -1, min(begin, rows[0][0]), rows[-1][2]))
+            epoch += 1
+    return out, estimated
+
+
+def _candidates(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every loop of the process: kind, site, iterations, batches, first start."""
+    batches = _batches(doc)
+    loops = doc.get("loops") or []
+    out = []
+    for (kind, site, _), its in _loop_groups(doc).items():
+        n = sum(len(batches.get(i, ())) for i in its)
+        if n:
+            out.append({"kind": kind, "site": site, "iterations": its, "batches": n,
+                        "start": loops[its[0]]["start"]})  # fmt: skip
+    by_site: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for f in doc.get("fits") or []:
+        by_site[f.get("site", "?")].append(f)
+    for site, fits in by_site.items():
+        n = sum(len(f.get("steps") or []) for f in fits)
+        if n:
+            out.append({"kind": "keras-fit", "site": site, "fits": fits, "batches": n,
+                        "start": fits[0]["start"]})  # fmt: skip
+    return sorted(out, key=lambda c: (-c["batches"], c["start"]))
+
+
+def steps_from_hooks(doc: dict[str, Any]) -> dict[str, Any]:
+    """``{steps, phases, timing}`` for the manifest from one rank's hooks record."""
+    cands = _candidates(doc)
+    timing: dict[str, Any] = {
+        "source": "hooks",
+        "hooked": doc.get("hooked") or [],
+        "problems": doc.get("problems") or [],
+        "overhead_s": float(doc.get("overhead_s") or 0.0),
+        "batches_timed": int(sum(c["batches"] for c in cands)),
+        "loop": "",
+        "wait": "",
+        "method": "",
+        "other_loops": [
+            {"kind": c["kind"], "site": _site(c["site"]), "batches": c["batches"]}
+            for c in cands[1:]
+        ],
+    }
+    phases: dict[str, list[float]] = {}
+    if not cands:
+        return {"steps": [], "phases": phases, "timing": timing}
+    main = cands[0]
+    timing["loop"] = f"{main['kind']} at {_site(main['site'])}"
+    if main["kind"] == "keras-fit":
+        steps, estimated = _fit_steps(main["fits"])
+        why = "; ".join(sorted({f["why"] for f in main["fits"] if f.get("why")}))
+        timing["wait"] = WAIT_ESTIMATED if estimated else WAIT_MEASURED
+        timing["method"] = (
+            f"Keras fit: {why}: {ESTIMATE_METHOD}"
+            if estimated
+            else "Keras fit: each batch fetched eagerly by iosweep and handed to the compiled "
+            "train step (Keras' own step, without its fetch): the wait is measured"
+        )
+    else:
+        steps = _loop_steps(doc, main["iterations"], _batches(doc))
+        timing["wait"] = WAIT_MEASURED
+        timing["method"] = f"time blocked in next() on the {main['kind']} iterator"
+    for c in cands[1:]:
+        for n, i in enumerate(c.get("iterations") or []):
+            lp = doc["loops"][i]
+            end = lp.get("stop") or lp.get("close") or lp["start"]
+            phases[f"loop {_site(c['site'])} #{n}"] = [lp["start"], end]
+    return {"steps": steps, "phases": phases, "timing": timing}

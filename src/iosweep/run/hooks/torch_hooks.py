@@ -1,0 +1,69 @@
+"""PyTorch ``DataLoader`` iteration, timed: ``iter(loader)`` starts a loop, each ``next()``
+that returns a batch is a wait (asked .. returned), StopIteration ends the loop.
+
+Patched on the classes (``DataLoader.__iter__``, ``_BaseDataLoaderIter.__next__``), so every
+loader of the process is seen, however the script iterates it (``for``, ``enumerate``,
+``next``, a library's training loop). Forked loader workers run their own code paths and
+are not touched.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+from iosweep.run.hooks.recorder import Recorder, caller_site, recorder
+
+_serials = itertools.count()
+
+
+def _loader_serial(loader: Any) -> int:
+    """A number per DataLoader object (ids are reused once an object is freed)."""
+    serial = loader.__dict__.get("_iosweep_serial")
+    if serial is None:
+        serial = next(_serials)
+        loader.__dict__["_iosweep_serial"] = serial  # past DataLoader's __setattr__ checks
+    return serial
+
+
+def patch(module: Any, rec: Recorder) -> str:
+    loader_cls, iter_cls = module.DataLoader, module._BaseDataLoaderIter
+    real_iter, real_next = loader_cls.__iter__, iter_cls.__next__
+
+    def __iter__(self):
+        t = time.time()
+        it = real_iter(self)
+        r = recorder()
+        if r is not None:
+            r.begin(
+                it,
+                "torch",
+                caller_site(2),
+                _loader_serial(self),
+                t,
+                workers=int(getattr(self, "num_workers", 0) or 0),
+                batch_size=getattr(self, "batch_size", None),
+                persistent=bool(getattr(self, "persistent_workers", False)),
+            )
+        return it
+
+    def __next__(self):
+        r = recorder()
+        if r is None:
+            return real_next(self)
+        t0 = time.time()
+        try:
+            batch = real_next(self)
+        except StopIteration:
+            r.stop(self, t0)
+            raise
+        r.batch(self, "torch", t0, time.time(), batch)
+        return batch
+
+    loader_cls.__iter__ = __iter__
+    iter_cls.__next__ = __next__
+    return "torch.utils.data.DataLoader"
+
+
+PATCHES = {"torch.utils.data.dataloader": patch}
