@@ -781,6 +781,38 @@ def test_hostile_text_reaches_every_cell_escaped(tmp_path):
     assert f"{BASE}.bin" in sig
 
 
+def test_labels_name_what_tells_runs_apart(tmp_path):
+    # four runs alike but for their loader workers and a job's own parameter (lr): labels
+    # that said only "pytorch 4 ranks (1 node x 4)" could not be told apart
+    from iosweep.report.data import label_runs, load_runs
+
+    dirs = []
+    for i, (workers, lr) in enumerate([(0, 0.05), (0, 0.2), (2, 0.05), (2, 0.2)]):
+        store = synthetic_store(tmp_path / f"s{i}", 200, ["/data/a.bin"], run_id=f"r{i}")
+        analysis.analyze_run(store, tmp_path / f"a{i}")
+        sm = json.loads((tmp_path / f"a{i}" / "summary.json").read_text())
+        sm["params"] |= {"workload": "mine", "loader_workers": workers, "lr": lr, "epochs": None}
+        (tmp_path / f"a{i}" / "summary.json").write_text(json.dumps(sm))
+        dirs.append(tmp_path / f"a{i}")
+    runs, _ = load_runs(dirs)
+    assert sorted(r.label for r in runs) == [
+        "pytorch 4 ranks (1 node x 4) · workers 0, lr 0.05",
+        "pytorch 4 ranks (1 node x 4) · workers 0, lr 0.2",
+        "pytorch 4 ranks (1 node x 4) · workers 2, lr 0.05",
+        "pytorch 4 ranks (1 node x 4) · workers 2, lr 0.2",
+    ]
+    label_runs(runs[:1])  # one run alone: nothing to tell apart
+    assert runs[0].label == "pytorch 4 ranks (1 node x 4)"
+    # parameters all alike (logs given without them): the differing part of the run ids
+    for r, run_id in zip(runs[:2], ["h100_darshan8", "h100_darshan8shm"], strict=True):
+        r.summary.run_id, r.summary.params = run_id, dict(runs[0].summary.params)
+    label_runs(runs[:2])
+    assert [r.label for r in runs[:2]] == [
+        "pytorch 4 ranks (1 node x 4) · darshan8",
+        "pytorch 4 ranks (1 node x 4) · darshan8shm",
+    ]
+
+
 def test_anonymize_hides_a_users_work_folder_and_interpreter(tmp_path):
     workload = {"name": "mine", "builtin": False, "launch": "mpi", "timing": "hooks",
                 "template": "{python} train.py --data {data}", "workdir": "/scratch/proj42/job",

@@ -7,6 +7,7 @@ shape or version is reported as a problem with the run, not read half-way.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,7 @@ class RunView:
     summary: RunSummary
     slug: str = ""
     warnings: list[str] = field(default_factory=list)  # tables that could not be read
+    apart: str = ""  # the parameters that tell this run from the report's others (label_runs)
     _tables: dict[str, pd.DataFrame | None] = field(default_factory=dict, repr=False)
 
     @property
@@ -110,6 +112,8 @@ class RunView:
             parts.append(f"{self.ranks} rank{'s' if self.ranks != 1 else ''}")
         if self.nodes and self.ppn:
             parts.append(f"({self.nodes} node{'s' if self.nodes != 1 else ''} x {self.ppn})")
+        if self.apart:
+            parts.append(f"· {self.apart}")
         if self.rep:
             parts.append(f"rep {self.rep}")
         return " ".join(parts)
@@ -177,6 +181,50 @@ class RunView:
         return {str(c): files.loc[cls == c, "path"].astype(str).tolist() for c in cls.unique()}
 
 
+# Parameters the label says already, or that name no choice of the user's.
+_LABELLED = {"framework", "nodes", "ppn", "ranks", "rep"}
+# How a parameter reads in a label: "workers 2", "batch 32"; the workload and tracer by name.
+_LABEL_WORDS = {"loader_workers": "workers", "batch_size": "batch", "steps": "steps",
+                "epochs": "epochs", "staging": "staging"}  # fmt: skip
+
+
+def label_runs(runs: list[RunView]) -> None:
+    """Name in each run's label the parameters whose values differ among ``runs`` (loader
+    workers, tracer, a job's own parameters ...), so that no two runs read alike."""
+    keys = dict.fromkeys(k for r in runs for k in r.params if k not in _LABELLED)
+    keys |= {"tracer": None} if len({r.tracer for r in runs}) > 1 else {}
+    differ = [
+        k for k in keys if len({str(r.param(k) if k != "tracer" else r.tracer) for r in runs}) > 1
+    ]
+    for r in runs:
+        words = []
+        for k in differ:
+            v = r.tracer if k == "tracer" else r.param(k)
+            if v is None:
+                continue
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            words.append(str(v) if k in ("workload", "tracer") else f"{_LABEL_WORDS.get(k, k)} {v}")
+        r.apart = ", ".join(words)
+    _by_run_id(runs)
+
+
+def _by_run_id(runs: list[RunView]) -> None:
+    """Runs whose parameters are all alike (logs given without them) still read apart: their
+    labels add the part of their run ids that differs."""
+    alike: dict[str, list[RunView]] = {}
+    for r in runs:
+        alike.setdefault(r.label, []).append(r)
+    for group in alike.values():
+        ids = [r.run_id for r in group]
+        if len(group) < 2 or len(set(ids)) < len(ids):
+            continue
+        common = os.path.commonprefix(ids)  # noqa: RUF071 - run ids, not paths
+        cut = max(common.rfind(c) for c in "/_~-.") + 1  # back to a separator
+        for r in group:
+            r.apart = ", ".join(p for p in (r.apart, r.run_id[cut:] or r.run_id) if p)
+
+
 def load_runs(analysis_dirs: list[Path]) -> tuple[list[RunView], list[dict[str, str]]]:
     """Runs, sorted (framework, tracer, ranks, nodes, rep), and the dirs that could not be read
     (an unreadable summary, or the record of an analysis that failed)."""
@@ -196,6 +244,7 @@ def load_runs(analysis_dirs: list[Path]) -> tuple[list[RunView], list[dict[str, 
             continue
         runs.append(RunView(analysis_dir=d, summary=model))
     runs.sort(key=RunView.sort_key)
+    label_runs(runs)
     seen: dict[str, int] = {}
     for r in runs:
         base = slugify(r.run_id)
