@@ -119,6 +119,10 @@ def test_pytorch_imagenet_traced_by_dftracer(tmp_path, images, workers):
         rows
     )
     _checkpoints(man, ["checkpoint-0.pt", "checkpoint-1.pt"])
+    # DFTracer's Python API (the app events) opens dft.log in the current folder: the ranks'
+    # is the run folder, never the repository
+    assert (run_dir / "dft.log").exists()
+    assert not (Path(__file__).resolve().parents[1] / "dft.log").exists()
 
 
 def test_pytorch_imagenet_untraced(tmp_path, images):

@@ -1,6 +1,7 @@
 """The whole workflow, end to end, through Snakemake on the tiny test config."""
 
 import json
+import subprocess
 
 import pytest
 from conftest import REPO, snakemake
@@ -16,7 +17,15 @@ def test_wrong_config_key_stops_with_the_key_named(tmp_path):
     assert "unknown config key 'sweep.procs_per_nodes'" in proc.stdout + proc.stderr
 
 
+def _untracked() -> set[str]:
+    """Files in the checkout that git would see (neither tracked nor ignored)."""
+    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    return {ln[3:] for ln in out.splitlines() if ln.startswith("??")}
+
+
 def test_tiny_sweep_end_to_end(tmp_path):
+    before = _untracked()
     results = tmp_path / "results"
     cfg = tmp_path / "tiny.yaml"
     cfg.write_text((REPO / "tests" / "configs" / "tiny.yaml").read_text() + f"results: {results}\n")
@@ -41,6 +50,8 @@ def test_tiny_sweep_end_to_end(tmp_path):
     # a second run has nothing to do
     proc = snakemake("--cores", "2", "--configfile", str(cfg), "-n")
     assert "Nothing to be done" in proc.stdout + proc.stderr
+    # the run wrote nothing into the checkout that .gitignore does not cover
+    assert _untracked() == before
 
 
 def test_existing_logs_through_the_workflow(tmp_path, shared_data):

@@ -114,7 +114,12 @@ def workload_python(w: Workload, framework: str, training: dict[str, Any]):
     return resolve_python(framework, configured, horovod=w.builtin)
 
 
-def workdir(w: Workload) -> Path:
+def workdir(w: Workload, run_dir: Path | None = None) -> Path:
+    """Where the workload's command runs: a user's ``workdir`` (default: here); iosweep's own
+    jobs run in their run folder (every path they are given is absolute), so that what a
+    library leaves in the current folder (DFTracer's Python API: ``dft.log``) stays there."""
+    if w.builtin and run_dir is not None:
+        return run_dir
     return Path(os.path.expanduser(w.workdir or ".")).resolve()
 
 
@@ -136,7 +141,7 @@ def placeholder_values(point: SweepPoint, w: Workload, *, python: str, run_dir: 
         "data": data_dir,
         "run_dir": str(run_dir),
         "checkpoint_dir": str(run_dir / "checkpoints"),
-        "workdir": str(workdir(w)),
+        "workdir": str(workdir(w, run_dir)),
         "progress": PerRank(run_dir / "progress" / "rank-{rank}.json"),
         "threads": threads,
         "framework": point.framework,
@@ -160,7 +165,7 @@ def program(point: SweepPoint, w: Workload, values: dict[str, Any], run_dir: Pat
     wrapper = [sys.executable, "-m", "iosweep.run.rank_wrapper", "--run-dir", str(run_dir)]
     if w.timing == "hooks":
         wrapper.append("--hooks")
-    return Program([*wrapper, "--", *argv], {**w.env, **env}, workdir(w), template, values)
+    return Program([*wrapper, "--", *argv], {**w.env, **env}, workdir(w, run_dir), template, values)
 
 
 def _first_node(env: dict[str, str], hosts: list[str]) -> str:
