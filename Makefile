@@ -30,6 +30,7 @@ lint:
 	$(VENV)/bin/snakemake --lint --cores 1
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/python tools/check_sizes.py
 
 # Set up (with the TensorFlow stack, so TF points are tested too), lint, then every test
 # (unit, real Horovod/MPI jobs, SLURM, browser). IOSWEEP_STRICT=1: the environment is the one

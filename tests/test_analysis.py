@@ -16,8 +16,8 @@ from factories import make_store, seg_table
 from iosweep.analysis import AnalysisSettings, analyze_run, analyze_sweep, intervals
 from iosweep.analysis.classify import classify_path, matches
 from iosweep.analysis.data import StringCodes
+from iosweep.analysis.patterns.temporal import human_bytes
 from iosweep.analysis.summary import SummaryError, read_sweep_file
-from iosweep.analysis.temporal import human_bytes
 from iosweep.cli import analyze as acli
 from iosweep.trace.schema import Issue, RunMeta
 from iosweep.trace.store import write_store
@@ -507,7 +507,7 @@ def test_checkpoints_placed_from_opens_by_hand(tmp_path):
 def test_missed_checkpoint_writes_boundary(on_disk, missed):
     # up to 1% more on disk than the trace wrote is the same checkpoint (file headers, sizes
     # rounded); beyond it the tracer missed writes. Traced: 200,000 bytes
-    from iosweep.analysis.completeness import _checkpoint_check
+    from iosweep.analysis.pipeline.completeness import _checkpoint_check
 
     got = _checkpoint_check({"on_disk": {"files": 2, "bytes": on_disk}, "bytes_written": 200_000})
     assert (got is not None) == missed
@@ -531,7 +531,7 @@ def test_missed_dataset_reads_boundary(seen, blind):
     # 2 epochs: 2,000 bytes must be read; under 90% of them (1,800) the tracer missed reads
     from types import SimpleNamespace
 
-    from iosweep.analysis.completeness import _dataset_check
+    from iosweep.analysis.pipeline.completeness import _dataset_check
 
     data = {"workload": "imagenet", "bytes": 1000, "files": 10}
     rd = SimpleNamespace(meta=SimpleNamespace(manifest={"data": data}, params={"steps": 0}))
@@ -955,14 +955,14 @@ def test_sweep_from_paths_keeps_other_params_apart(tmp_path):
 
 # --- insight rules, one at a time -------------------------------------------------------------
 def _ctx(**sections):
-    from iosweep.analysis.insights import Context
+    from iosweep.analysis.findings.insights import Context
 
     summary = {"ranks": {"count": 4, "kind": "rank"}, **sections}
     return Context(summary, pd.DataFrame(), pd.DataFrame(), AnalysisSettings())
 
 
 def test_imbalance_rule_fires_on_the_spread_it_reports():
-    from iosweep.analysis.insights import imbalance
+    from iosweep.analysis.findings.insights import imbalance
 
     # bytes per rank 10, 10, 10, 4: (max - min) / max = 6 / 10 = 0.6 > 0.3 (the default)
     imb = {"bytes": 0.6, "bytes_max": 10e6, "io_time": 0.05, "stragglers": []}
@@ -982,7 +982,7 @@ def test_imbalance_rule_fires_on_the_spread_it_reports():
 def test_imbalance_of_bytes_needs_a_mebibyte_on_the_busiest_rank(busiest, fires):
     # a 100% spread of 12.9 kB of terminal output (an APMPI log) is noise:
     # imbalance_min_bytes = 1 MiB on the busiest rank
-    from iosweep.analysis.insights import imbalance
+    from iosweep.analysis.findings.insights import imbalance
 
     imb = {"bytes": 1.0, "bytes_max": busiest, "io_time": None, "stragglers": []}
     assert bool(imbalance(_ctx(imbalance=imb))) is fires
@@ -992,7 +992,7 @@ def test_imbalance_of_bytes_needs_a_mebibyte_on_the_busiest_rank(busiest, fires)
 def test_imbalance_of_io_time_needs_a_tenth_of_a_second_on_the_slowest_rank(slowest, fires):
     # imbalance_min_io_time_s = 0.1 (schema default): a 50% spread of I/O time fires from a
     # slowest rank of 0.1 s on; the message names the spread and the stragglers
-    from iosweep.analysis.insights import imbalance
+    from iosweep.analysis.findings.insights import imbalance
 
     imb = {"bytes": None, "io_time": 0.5, "io_time_max": slowest, "stragglers": [3]}
     got = imbalance(_ctx(imbalance=imb))
@@ -1014,7 +1014,7 @@ def test_imbalance_of_io_time_needs_a_tenth_of_a_second_on_the_slowest_rank(slow
 def test_collective_io_through_aggregators_is_not_an_imbalance():
     # 4 ranks, 1 of them doing the file I/O under 64 collective MPI-IO writes: an info about
     # aggregators, not a byte imbalance (the spread is collective buffering's design)
-    from iosweep.analysis.insights import imbalance
+    from iosweep.analysis.findings.insights import imbalance
 
     sections = {
         "imbalance": {"bytes": 1.0, "bytes_max": 64e6, "io_time": None, "stragglers": []},
@@ -1035,7 +1035,7 @@ def test_collective_io_through_aggregators_is_not_an_imbalance():
 )
 def test_mpiio_overhead_boundary(mean, gap, fires):
     # more than mpiio_overhead_share (0.5) of the MPI-IO time, and at least 1 s a rank
-    from iosweep.analysis.insights import mpiio_overhead
+    from iosweep.analysis.findings.insights import mpiio_overhead
 
     t = {"min": mean, "mean": mean, "max": mean}
     fired = mpiio_overhead(_ctx(mpiio={"write": {"time": t, "gap_mean": gap}}))
@@ -1048,7 +1048,7 @@ def test_mpiio_overhead_boundary(mean, gap, fires):
 )
 def test_misaligned_requests_boundary(misaligned, ops, fires):
     # more than misaligned_share (0.1) of the POSIX requests, and at least 1000 of them
-    from iosweep.analysis.insights import misaligned_requests
+    from iosweep.analysis.findings.insights import misaligned_requests
 
     a = {"ops": ops, "file_not_aligned": misaligned, "file_share": misaligned / ops}
     ctx = _ctx(alignment={**a, "mem_not_aligned": 0, "mem_share": 0.0})
@@ -1064,7 +1064,7 @@ def test_misaligned_requests_boundary(misaligned, ops, fires):
 )
 def test_independent_mpiio_boundary(independent, ops, fires):
     # Drishti's: more than half of a direction's MPI-IO calls independent, and more than 1000
-    from iosweep.analysis.insights import mpiio_independent
+    from iosweep.analysis.findings.insights import mpiio_independent
 
     mpiio = {"write": {"ops": ops, "independent": independent, "collective": ops - independent}}
     fired = mpiio_independent(_ctx(mpiio=mpiio))
@@ -1077,7 +1077,7 @@ def test_independent_mpiio_boundary(independent, ops, fires):
 def test_file_per_process_at_scale_boundary(ranks, fires):
     # fpp_min_ranks = 64 (schema default): 64 ranks each opening their own files load the
     # metadata servers together
-    from iosweep.analysis.insights import file_per_process_at_scale
+    from iosweep.analysis.findings.insights import file_per_process_at_scale
 
     acc = {"read": {"strategy": "file-per-process", "evidence": {"files": 128}}, "write": None}
     ctx = _ctx(classes={"dataset": {"access": acc}})
@@ -1102,7 +1102,7 @@ def test_file_per_process_at_scale_boundary(ranks, fires):
 def test_exposed_io_boundary(share, fires):
     # exposed_io_share = 0.1 (schema default), strictly above it; not said once the input
     # pipeline has a verdict (it says whether and why the ranks wait)
-    from iosweep.analysis.insights import exposed_io
+    from iosweep.analysis.findings.insights import exposed_io
 
     ov = {
         "available": True,
@@ -1139,7 +1139,7 @@ def test_exposed_io_boundary(share, fires):
     ],
 )
 def test_incomplete_trace_rule(issues, completeness, fires):
-    from iosweep.analysis.insights import no_io_or_truncated
+    from iosweep.analysis.findings.insights import no_io_or_truncated
 
     trace = {"completeness": completeness, "segments": 10, "counter_records": 2}
     got = no_io_or_truncated(_ctx(trace=trace, issues=issues, analysis_status="partial"))
@@ -1159,7 +1159,7 @@ def test_incomplete_trace_rule(issues, completeness, fires):
 
 
 def test_only_excluded_paths_names_three_of_them():
-    from iosweep.analysis.insights import no_io_or_truncated
+    from iosweep.analysis.findings.insights import no_io_or_truncated
 
     paths = ["<STDOUT>", "<STDERR>", "/proc/self/maps", "/etc/hosts"]
     trace = {"completeness": None, "segments": 0, "counter_records": 0, "excluded_records": 4,
@@ -1177,7 +1177,7 @@ def test_only_excluded_paths_names_three_of_them():
 
 
 def test_no_io_recorded_rule():
-    from iosweep.analysis.insights import no_io_or_truncated
+    from iosweep.analysis.findings.insights import no_io_or_truncated
 
     trace = {"completeness": None, "segments": 0, "counter_records": 0}
     (ins,) = no_io_or_truncated(_ctx(trace=trace, issues=[], analysis_status="empty"))
@@ -1191,7 +1191,7 @@ def test_no_io_recorded_rule():
 def test_small_writes_alone_are_said():
     # a job that only writes (no reads at all): 2,000 of 2,000 writes under 1 MiB, all to
     # checkpoint files
-    from iosweep.analysis.insights import small_requests
+    from iosweep.analysis.findings.insights import small_requests
 
     w = {"ops": 2000, "small": 2000, "small_share": 1.0, "median": 4096}
     sizes = {"by_class": {"all": {"write": w}, "checkpoint": {"write": w}}}
@@ -1204,7 +1204,7 @@ def test_small_writes_alone_are_said():
 
 
 def test_single_rank_checkpoint_rule_names_the_writer():
-    from iosweep.analysis.insights import single_rank_checkpoint
+    from iosweep.analysis.findings.insights import single_rank_checkpoint
 
     ck = {"available": True, "n_writers": 1, "writers": [0], "bytes_written": 122_270}
     (ins,) = single_rank_checkpoint(_ctx(checkpoints=ck))
@@ -1260,7 +1260,7 @@ def test_per_epoch_reads_by_hand(tmp_path):
     ],
 )
 def test_epoch_strategy_by_hand(run_strategy, shared, epochs, moved, said):
-    from iosweep.analysis.access import epoch_strategy
+    from iosweep.analysis.patterns.access import epoch_strategy
 
     pe = {"shared_in_epoch_share": shared, "epochs": epochs, "reader_changed_share": moved}
     assert epoch_strategy(run_strategy, pe, AnalysisSettings()) == said
@@ -1417,7 +1417,7 @@ def _totals(**kw) -> dict:
     ],
 )
 def test_verdict_boundaries(kw, kind):
-    from iosweep.analysis.pipeline import verdict
+    from iosweep.analysis.pipeline.verdict import verdict
 
     v = verdict(_totals(**kw), {"loader_workers": 4}, AnalysisSettings())
     assert v["kind"] == kind
@@ -1429,7 +1429,7 @@ def test_verdict_boundaries(kw, kind):
 
 
 def test_verdict_text_and_levers_by_kind():
-    from iosweep.analysis.pipeline import verdict
+    from iosweep.analysis.pipeline.verdict import verdict
 
     s = AnalysisSettings()
     small = {"file_size_median": 100_000, "read_size_median": 65_536}
@@ -1703,13 +1703,13 @@ def test_a_run_without_steps_gets_the_io_analysis_and_says_why_not_the_wait(tmp_
 )  # fmt: skip
 def test_scaling_trend_boundaries(e, trend):
     # docs/analysis.md: flat |e| < 0.15, shrinks e <= -0.15, linear 0.85-1.15 (both ends in)
-    from iosweep.analysis.sweep import _trend
+    from iosweep.analysis.findings.sweep import _trend
 
     assert _trend(e) == trend
 
 
 def test_a_sweep_row_takes_its_scale_from_the_params_or_the_ranks_seen():
-    from iosweep.analysis.sweep import _row
+    from iosweep.analysis.findings.sweep import _row
 
     # logs from elsewhere: no params; 4 ranks seen on 2 hosts: 2 a node. The headline's own
     # counts (hosts seen, ranks traced) do not override the point
@@ -1736,7 +1736,7 @@ def test_a_sweep_row_takes_its_scale_from_the_params_or_the_ranks_seen():
 )
 def test_fit_trend_by_hand(mean, reps, want):
     # ranks 1, 2, 4: a mean that doubles with the ranks has slope 1 in log-log (linear)
-    from iosweep.analysis.sweep import fit_trend
+    from iosweep.analysis.findings.sweep import fit_trend
 
     e, trend, why = fit_trend(np.array([1, 2, 4]), np.array(mean), reps)
     assert (e if e is None else pytest.approx(e), trend, why) == want
@@ -1745,7 +1745,7 @@ def test_fit_trend_by_hand(mean, reps, want):
 def test_changes_under_2_percent_of_the_values_are_no_direction():
     # 100 -> 101 -> 100.5: up 1% then down 0.5%: noise, not a turn; a flat series is fitted
     # (its least-squares slope in log-log is about 0.004)
-    from iosweep.analysis.sweep import fit_trend
+    from iosweep.analysis.findings.sweep import fit_trend
 
     ranks, mean = np.array([1, 2, 4]), np.array([100.0, 101.0, 100.5])
     e, trend, why = fit_trend(ranks, mean, [2, 2, 2])
@@ -1774,7 +1774,7 @@ def test_changes_under_2_percent_of_the_values_are_no_direction():
     ],
 )
 def test_scaling_judgement_by_hand(metric, trend, said):
-    from iosweep.analysis.sweep import judge
+    from iosweep.analysis.findings.sweep import judge
 
     assert judge(metric, trend) == said
 
@@ -1795,7 +1795,7 @@ P1, P2, P4 = ({"ranks": r, "nodes": 1} for r in (1, 2, 4))
     ],
 )
 def test_insight_changes_across_scale_by_hand(frac, status, appears, disappears):
-    from iosweep.analysis.sweep import _changes
+    from iosweep.analysis.findings.sweep import _changes
 
     got = _changes(frac, [P1, P2, P4])
     assert got == {"fired_share": frac, "status": status, "appears_at": appears,
@@ -1814,7 +1814,7 @@ def test_insight_changes_across_scale_by_hand(frac, status, appears, disappears)
 def test_tracer_overhead_by_hand(traced, base, verdict):
     # run times of a traced point against the untraced runs of the same point; the
     # threshold is tracer_overhead_share 0.05 (schema default)
-    from iosweep.analysis.sweep import tracer_overhead
+    from iosweep.analysis.findings.sweep import tracer_overhead
 
     rows = [("darshan", t) for t in traced] + [("none", t) for t in base]
     df = pd.DataFrame(
@@ -1846,7 +1846,7 @@ def test_storage_bound_projection_by_hand():
     # a rank's demand, 100 MB/s / 0.5 = 200 MB/s; the most the file system delivered is
     # max(2 x 100, 4 x 60) = 240 MB/s, so 240 / 200 = 1.2 ranks; opens per rank fully fed
     # 200 / 2 / 0.5 = 200/s against the most seen, 240/s: 1.2 ranks too
-    from iosweep.analysis.levers import projection
+    from iosweep.analysis.pipeline.levers import projection
 
     df = pd.DataFrame(
         {
@@ -1872,7 +1872,7 @@ def test_storage_bound_projection_by_hand():
 def test_lever_series_by_hand():
     # sweep-table rows: loader workers 8 and 2 (two repeats at 8), staging none and node-local
     # at 8 workers, and a tensorflow run whose workers never vary (no series of its own)
-    from iosweep.analysis.levers import lever_series
+    from iosweep.analysis.pipeline.levers import lever_series
 
     df = pd.DataFrame(
         {
@@ -1925,7 +1925,7 @@ def test_lever_series_by_hand():
 def test_scale_series_by_hand(au8, fed):
     # one workload at 4 ranks on 1 node (two repeats) and 8 ranks on 2 nodes; the largest point
     # at or above the 90% AU threshold is 8 ranks only when its AU reaches 0.9
-    from iosweep.analysis.levers import scale_series
+    from iosweep.analysis.pipeline.levers import scale_series
 
     df = pd.DataFrame(
         {
@@ -2107,7 +2107,7 @@ def test_heatmap_bins_by_hand(tmp_path):
      (2, "2 loader workers"), (None, "the data loader")],
 )  # fmt: skip
 def test_preprocessing_verdict_names_who_does_the_work(workers, who):
-    from iosweep.analysis.pipeline import _verdict_text
+    from iosweep.analysis.pipeline.verdict import _verdict_text
 
     tot = {"au": 0.11, "wait_per_rank": 54.0, "epoch_time_per_rank": 60.7,
            "read_in_wait_share": 0.05, "no_read_share": 0.9}  # fmt: skip

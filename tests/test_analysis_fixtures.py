@@ -11,7 +11,7 @@ import pytest
 from conftest import unavailable
 
 from iosweep.analysis import analyze_run, analyze_sweep
-from iosweep.analysis.temporal import human_bytes
+from iosweep.analysis.patterns.temporal import human_bytes
 from iosweep.trace import ingest as ingest_mod
 
 IDX = [

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from iosweep.analysis.run import analyze_run
+from iosweep.analysis.findings.run import analyze_run
 from iosweep.analysis.summary import SCHEMA, SummaryError, read_summary
 from iosweep.report import ReportSettings, render_report
 from iosweep.trace.ingest import ingest
@@ -27,7 +27,12 @@ def test_importing_the_report_loads_no_trace_or_analysis_code():
         "('iosweep.trace', 'iosweep.run', 'iosweep.analysis'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert sorted(out.stdout.split()) == ["iosweep.analysis", "iosweep.analysis.summary"]
+    # the hand-off package and its own modules, nothing else of the analysis
+    assert sorted(out.stdout.split()) == [
+        "iosweep.analysis",
+        "iosweep.analysis.summary",
+        *(f"iosweep.analysis.summary.{m}" for m in ("base", "io", "run", "sweep")),
+    ]
 
 
 @pytest.fixture
@@ -101,3 +106,16 @@ def test_every_fixture_the_tests_name_is_checked_at_session_start():
     # names built with an f-string ("darshan-np{n}") are covered by their expansions
     unlisted = {n for n in named if not n.endswith("-np") and n not in FIXTURES}
     assert not unlisted, unlisted
+
+
+def test_no_module_is_past_800_lines_and_the_check_says_which(tmp_path):
+    check = [sys.executable, str(Path(__file__).resolve().parents[1] / "tools" / "check_sizes.py")]
+    ok = subprocess.run(check, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout
+    (tmp_path / "big.py").write_text("x = 1\n" * 801)
+    (tmp_path / "fine.py").write_text("x = 1\n" * 800)
+    bad = subprocess.run([*check, str(tmp_path)], capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert (
+        bad.stdout == f"{tmp_path / 'big.py'}: 801 lines, more than 800: split it along its seams\n"
+    )

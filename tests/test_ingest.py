@@ -547,7 +547,7 @@ def test_a_store_builds_each_table_only_when_its_turn_comes(tmp_path: Path):
 
 def test_a_log_is_tied_to_a_rank_by_host_and_pid():
     # rank files: pid 100 on hosts a and b (two nodes), pid 200 on a, pid 300 with no host
-    from iosweep.trace.ingest import _RankIndex
+    from iosweep.trace.ingest.attribute import _RankIndex
     from iosweep.trace.schema import RankInfo
 
     ranks = [RankInfo(0, 0, 4, 100, "a"), RankInfo(1, 0, 4, 100, "b"),

@@ -742,7 +742,7 @@ def test_report_loads_in_chromium_without_errors(sweep, tmp_path):
 def test_plot_size_colours_follow_darshans_bins():
     # grey for zero-byte reads, then Darshan's bins, each holding its upper bound
     sizes = [0, 1, 100, 101, 1024, 1025, 1 << 20, (1 << 20) + 1, 1 << 30, (1 << 30) + 1]
-    assert ops_sample.__module__ == "iosweep.report.plots"
+    assert ops_sample.__module__ == "iosweep.report.plots.ops"
     from iosweep.report.plots import size_bin
 
     assert size_bin(np.array(sizes)).tolist() == [0, 1, 1, 2, 2, 3, 5, 6, 9, 10]

@@ -15,9 +15,9 @@ from typing import Any
 
 _LAZY = {
     "AnalysisSettings": "iosweep.analysis.settings",
-    "analyze_run": "iosweep.analysis.run",
-    "analyze_sweep": "iosweep.analysis.sweep",
-    "load_summary": "iosweep.analysis.sweep",
+    "analyze_run": "iosweep.analysis.findings.run",
+    "analyze_sweep": "iosweep.analysis.findings.sweep",
+    "load_summary": "iosweep.analysis.findings.sweep",
 }
 __all__ = sorted(_LAZY)
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
-from iosweep.analysis.run import analyze_run
+from iosweep.analysis.findings.run import analyze_run
+from iosweep.analysis.findings.sweep import analyze_sweep, load_summary
 from iosweep.analysis.settings import AnalysisSettings
-from iosweep.analysis.sweep import analyze_sweep, load_summary
 from iosweep.files import NoSpaceError
 from iosweep.trace.jobs import JOBS_JSON
 from iosweep.trace.store import open_store

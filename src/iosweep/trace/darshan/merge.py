@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from iosweep.trace.darshan.read import _COUNTER_SPECS, SEGMENT_DTYPE, _Handle
+from iosweep.trace.darshan.counters import _COUNTER_SPECS
+from iosweep.trace.darshan.libutil import SEGMENT_DTYPE, _Handle
 from iosweep.trace.darshan.write import _writer_lib, put_header
 
 _DXT = {"DXT_POSIX", "DXT_MPIIO"}

@@ -1,7 +1,7 @@
 """What darshan-runtime does while it traces, which shapes what its logs can hold.
 
 Shared by the tracer settings (``iosweep.run.tracers``, which work around it) and the
-analysis (``iosweep.analysis.completeness``, which explains a trace that lacks I/O).
+analysis (``iosweep.analysis.pipeline.completeness``, which explains a trace that lacks I/O).
 """
 
 from __future__ import annotations

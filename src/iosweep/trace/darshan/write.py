@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from iosweep.trace.darshan.read import SEGMENT_DTYPE, backend
+from iosweep.trace.darshan.libutil import SEGMENT_DTYPE, backend
 
 # ----------------------------------------------------------------------------------------
 # Writing: real-format logs through libdarshan-util's writer (benchmarks, tests)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from iosweep.analysis.levers import pipeline_across
+from iosweep.analysis.pipeline.levers import pipeline_across
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.summary import (
     SUMMARY_FILE,

@@ -1,58 +1,13 @@
-"""The hand-off from the analysis to the report: the one definition of ``summary.json``.
-
-:class:`RunSummary` is what :func:`iosweep.analysis.run.analyze_run` writes for one run and
-:class:`AnalysisFailure` what ``iosweep analyze`` writes for a store it could not analyse.
-Both are written with :func:`write_summary` and read with :func:`read_summary`, which check
-the shape (pydantic, unknown keys rejected) and the schema version, so a report never reads
-a summary of another shape by accident.
-
-This module imports nothing else from iosweep but its file helpers: the report imports it (and only it) from the
-analysis package, a contract ``make lint`` checks.
-
-Sections whose inner shape varies with the data (per-class maps, the headline metrics that
-the sweep table takes as columns) are typed as mappings; their keys are documented in
-docs/analysis.md.
-"""
+"""``summary.json``'s models: :class:`RunSummary`, its sections, and :class:`AnalysisFailure`
+(docs/analysis.md says what each key holds)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from iosweep.files import json_safe, write_text
-
-#: schema version of summary.json; bump it when a field changes meaning or shape
-SCHEMA = "iosweep.analysis.run/4"
-SUMMARY_FILE = "summary.json"
-#: the tables analyze_run writes beside summary.json, as ``<name>.parquet``
-TABLES = (
-    "files",
-    "file_ranks",
-    "ranks",
-    "nodes",
-    "sizes",
-    "phases",
-    "overlap",
-    "ops_sample",
-    "pipeline",
-    "heatmap",
-)
-#: what analyze_sweep writes
-SWEEP_FILES = (
-    "sweep.csv",
-    "sweep.parquet",
-    "scaling.json",
-    "insights_across.json",
-    "overhead.json",
-    "pipeline.json",
-)
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+from iosweep.analysis.summary.base import _Model
 
 
 class Issue(_Model):
@@ -102,10 +57,10 @@ class Trace(_Model):
     completeness: float | None
     excluded_ops: int
     excluded_records: int = 0  # counter records of analysed modules on excluded paths
-    excluded_paths: list[str] = []  # up to 5 of them (e.g. <STDOUT>)
+    excluded_paths: list[str] = Field(default_factory=list)  # up to 5 of them (e.g. <STDOUT>)
     unattributed: dict[str, int | float]
     # MPI files reduced by Darshan to one record: records, spread (to ranks), traced, ranks
-    shared_records: dict[str, int] = {}
+    shared_records: dict[str, int] = Field(default_factory=dict)
 
 
 class Epoch(_Model):
@@ -204,7 +159,7 @@ class AccessExample(_Model):
 
 
 class Evidence(_Model):
-    """What decided a class's access strategy (iosweep.analysis.access)."""
+    """What decided a class's access strategy (iosweep.analysis.patterns.access)."""
 
     files: int
     ranks: int
@@ -463,7 +418,7 @@ class Timing(_Model):
 
 
 class Pipeline(_Model):
-    """Is training waiting for its data (iosweep.analysis.pipeline)."""
+    """Is training waiting for its data (iosweep.analysis.pipeline.waits)."""
 
     available: bool
     reason: str = ""
@@ -493,7 +448,7 @@ class FileShape(_Model):
 
 
 class FileShapes(_Model):
-    """How a class's files are read, said once per shape (iosweep.analysis.shapes)."""
+    """How a class's files are read, said once per shape (iosweep.analysis.patterns.shapes)."""
 
     class_: str = Field(alias="class")
     files: int
@@ -509,7 +464,7 @@ class Place(_Model):
 
 
 class Placement(_Model):
-    """Where the I/O happens relative to training (iosweep.analysis.epochs.placement)."""
+    """Where the I/O happens relative to training (iosweep.analysis.pipeline.epochs.placement)."""
 
     known: bool  # the run has epochs: otherwise every operation counts as before training
     places: dict[str, Place]  # before training, in epochs, between epochs, after training
@@ -532,7 +487,7 @@ class Artefact(_Model):
 
 
 class CompletenessCheck(_Model):
-    """What the trace saw against an outside account of the run (iosweep.analysis.completeness)."""
+    """What the trace saw against an outside account of the run (iosweep.analysis.pipeline.completeness)."""
 
     kind: Literal["dataset-reads", "checkpoint-writes"]
     expected: int | None
@@ -575,7 +530,7 @@ class LustreStriping(_Model):
 
 
 class Alignment(_Model):
-    """POSIX requests not aligned to the file system (Darshan's counters; analysis/alignment.py)."""
+    """POSIX requests not aligned to the file system (Darshan's counters; analysis/patterns/alignment.py)."""
 
     ops: int  # POSIX reads + writes the counters count
     file_not_aligned: int
@@ -719,259 +674,3 @@ class AnalysisFailure(_Model):
 
 
 Summary = RunSummary | AnalysisFailure
-
-
-# --- the sweep analysis's hand-off (results/sweep/) ------------------------------------------
-
-SWEEP_SCHEMA = "iosweep.analysis.sweep/1"
-
-Scalar = str | int | float | bool | None
-
-
-class SweepPoint(_Model):
-    """One point of a series: the runs (repeats) at one scale."""
-
-    ranks: int | float | None
-    nodes: int | float | None
-    ppn: int | float | None = None
-    reps: int = 1
-    run_ids: list[str] = Field(default_factory=list)
-
-
-class MetricSeries(_Model):
-    """One metric along a series' points: mean and spread over repeats, and its trend."""
-
-    total: bool  # adds up over ranks (bytes, files, opens ...)
-    mean: list[float | None]
-    std: list[float | None]
-    min: list[float | None]
-    max: list[float | None]
-    ratio: list[float | None] | None  # mean / mean at the first point
-    exponent: float | None  # slope of log(mean) over log(ranks); None: not fitted
-    trend: str | None  # flat, sublinear, linear, superlinear, shrinks; noisy: not fitted
-    note: str = ""  # why no trend was fitted
-    judgement: str = ""  # against the ideal: ideal, as expected, better/worse than ideal
-    unit: str | None = None  # for the metrics of SCALING_METRICS
-    title: str | None = None
-
-
-class MetricSpec(_Model):
-    name: str
-    title: str
-    unit: str
-    ideal: str
-    better: str
-
-
-class ScalingSeries(_Model):
-    key: dict[str, Scalar]  # the parameters every run of the series shares
-    points: list[SweepPoint]
-    metrics: dict[str, MetricSeries]
-
-
-class Scaling(_Model):
-    schema_: Literal["iosweep.analysis.sweep/1"] = Field(
-        default="iosweep.analysis.sweep/1", alias="schema"
-    )
-    metrics: list[str]
-    totals: list[str] = Field(default_factory=list)
-    catalogue: list[MetricSpec] = Field(default_factory=list)  # the metrics to plot, in order
-    series: list[ScalingSeries]
-
-
-class Scale(_Model):
-    """Where in a series: ranks and nodes."""
-
-    ranks: int | float | None
-    nodes: int | float | None
-
-
-class InsightChange(_Model):
-    fired_share: list[float]  # per point: share of its runs where the insight fired
-    status: Literal["always", "never", "appears", "disappears", "intermittent"]
-    appears_at: Scale | None
-    disappears_at: Scale | None
-
-
-class InsightsSeries(_Model):
-    key: dict[str, Scalar]
-    points: list[Scale]
-    insights: dict[str, InsightChange]
-
-
-class InsightsAcross(_Model):
-    schema_: Literal["iosweep.analysis.sweep/1"] = Field(
-        default="iosweep.analysis.sweep/1", alias="schema"
-    )
-    series: list[InsightsSeries]
-
-
-class OverheadPoint(_Model):
-    """A traced point against the untraced runs (tracer: none) of the same point."""
-
-    point: dict[str, Scalar]  # the sweep point, without the tracer
-    tracer: str
-    traced_run_time_mean: float
-    baseline_run_time_mean: float
-    traced_runs: int
-    baseline_runs: int
-    traced_min: float
-    traced_max: float
-    baseline_min: float
-    baseline_max: float
-    overhead: float | None
-    fired: bool  # only with repeats and run times that do not overlap
-    verdict: str
-    threshold: float
-
-
-class Overhead(_Model):
-    schema_: Literal["iosweep.analysis.sweep/1"] = Field(
-        default="iosweep.analysis.sweep/1", alias="schema"
-    )
-    points: list[OverheadPoint]
-
-
-class LeverSeries(_Model):
-    """Runs that differ only in one lever of the input pipeline."""
-
-    lever: Literal["loader_workers", "staging"]
-    key: dict[str, Scalar]  # what the runs share
-    values: list[Scalar]
-    au: list[float | None]
-    compute_share: list[float | None]
-    samples_per_s: list[float | None]
-    reps: list[int]
-    text: str
-
-
-class ScaleSeries(_Model):
-    key: dict[str, Scalar]
-    ranks: list[int]
-    nodes: list[int]
-    au: list[float | None]
-    samples_per_s: list[float | None]
-    read_bandwidth_per_rank: list[float | None]  # what the job demanded, bytes/s
-    read_bandwidth_per_node: list[float | None]
-    largest_fed: Scale | None  # the largest point at or above the AU threshold
-
-
-class Projection(_Model):
-    run_id: str
-    demand_per_rank: float  # bytes/s a fully fed rank would read
-    fs_bandwidth: float
-    fs_bandwidth_source: str
-    ranks_at_bandwidth: float
-    opens_per_rank: float | None
-    fs_metadata_rate: float | None
-    ranks_at_metadata: float | None
-    text: str
-
-
-class PipelineAcross(_Model):
-    """The input pipeline across the sweep (iosweep.analysis.levers)."""
-
-    schema_: Literal["iosweep.analysis.sweep/1"] = Field(
-        default="iosweep.analysis.sweep/1", alias="schema"
-    )
-    levers: list[LeverSeries]
-    scale: list[ScaleSeries]
-    projection: Projection | None
-    au_threshold: float
-
-
-#: the JSON files of the sweep analysis and their models
-SWEEP_MODELS: dict[str, type[_Model]] = {
-    "scaling.json": Scaling,
-    "insights_across.json": InsightsAcross,
-    "overhead.json": Overhead,
-    "pipeline.json": PipelineAcross,
-}
-
-
-class SummaryError(ValueError):
-    """A summary.json that is missing, unreadable, or not of this version's shape."""
-
-
-def to_dict(summary: Summary) -> dict[str, Any]:
-    """The summary as summary.json holds it."""
-    # pydantic writes NaN and infinities as they are; summary.json holds null
-    return json_safe(summary.model_dump(mode="json", by_alias=True, exclude_none=False))
-
-
-def validate(d: dict[str, Any], source: str = "summary") -> Summary:
-    """The model for a summary mapping; SummaryError naming ``source`` and the bad field."""
-    if not isinstance(d, dict):
-        raise SummaryError(f"{source}: not a JSON object")
-    schema = d.get("schema")
-    if schema != SCHEMA:
-        raise SummaryError(
-            f"{source}: summary schema {schema!r}, this iosweep reads {SCHEMA!r}; "
-            "rerun the analysis (iosweep analyze, or the workflow) to update it"
-        )
-    model: type[RunSummary] | type[AnalysisFailure] = (
-        AnalysisFailure if d.get("analysis_status") == "error" else RunSummary
-    )
-    try:
-        return model.model_validate(d)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise SummaryError(
-            f"{source}: {where}: {first['msg']} ({e.error_count()} problem(s))"
-        ) from None
-
-
-def write_summary(summary: Summary | dict[str, Any], out_dir: Path | str) -> Path:
-    """Check, then write ``out_dir/summary.json`` atomically (its presence means done)."""
-    model = summary if isinstance(summary, BaseModel) else validate(summary, str(out_dir))
-    return write_text(Path(out_dir) / SUMMARY_FILE, json.dumps(to_dict(model), indent=1) + "\n")
-
-
-def read_summary(path: Path | str) -> Summary:
-    """The summary in ``path`` (summary.json, or the analysis directory holding it)."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / SUMMARY_FILE
-    try:
-        d = json.loads(p.read_text())
-    except OSError as e:
-        raise SummaryError(f"{p}: cannot read: {e.strerror or e}") from None
-    except ValueError as e:
-        raise SummaryError(f"{p}: not valid JSON: {e}") from None
-    return validate(d, str(p))
-
-
-def write_sweep_file(
-    model: Scaling | InsightsAcross | Overhead | PipelineAcross, out_dir: Path | str
-) -> Path:
-    """Write one sweep file (its name from :data:`SWEEP_MODELS`) atomically."""
-    name = next(n for n, m in SWEEP_MODELS.items() if isinstance(model, m))
-    d = json_safe(model.model_dump(mode="json", by_alias=True))
-    return write_text(Path(out_dir) / name, json.dumps(d, indent=1) + "\n")
-
-
-def read_sweep_file(path: Path | str) -> Scaling | InsightsAcross | Overhead | PipelineAcross:
-    """One sweep file, checked against its model; SummaryError naming the file otherwise."""
-    p = Path(path)
-    model = SWEEP_MODELS.get(p.name)
-    if model is None:
-        raise SummaryError(f"{p}: not a sweep analysis file ({', '.join(SWEEP_MODELS)})")
-    try:
-        d = json.loads(p.read_text())
-    except OSError as e:
-        raise SummaryError(f"{p}: cannot read: {e.strerror or e}") from None
-    except ValueError as e:
-        raise SummaryError(f"{p}: not valid JSON: {e}") from None
-    if not isinstance(d, dict) or d.get("schema") != SWEEP_SCHEMA:
-        found = d.get("schema") if isinstance(d, dict) else None
-        raise SummaryError(
-            f"{p}: sweep schema {found!r}, this iosweep reads {SWEEP_SCHEMA!r}; "
-            "rerun the sweep analysis to update it"
-        )
-    try:
-        return model.model_validate(d)  # type: ignore[return-value]
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        raise SummaryError(f"{p}: {where}: {first['msg']} ({e.error_count()} problem(s))") from None

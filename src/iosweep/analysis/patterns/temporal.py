@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.data import OPS, READ, RunData
-from iosweep.analysis.spatial import CONTIGUOUS, STRIDED, Spatial
+from iosweep.analysis.patterns.spatial import CONTIGUOUS, STRIDED, Spatial
 from iosweep.units import human_bytes
 
 AT0, EOF, CONT, STRIDE, AT = range(5)

@@ -14,27 +14,27 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from iosweep import memory
-from iosweep.analysis.access import class_strategy, epoch_strategy, per_epoch_reads
-from iosweep.analysis.alignment import analyze_alignment
-from iosweep.analysis.artefacts import fd_reuse, remove
-from iosweep.analysis.checkpoints import checkpoint_summary
-from iosweep.analysis.completeness import completeness_checks
 from iosweep.analysis.data import RunData, load_run
-from iosweep.analysis.epochs import op_epochs, placement, rank_windows
-from iosweep.analysis.insights import run_insights
-from iosweep.analysis.layers import analyze_layers
-from iosweep.analysis.metadata import analyze_metadata
-from iosweep.analysis.mpiio import analyze_mpiio
-from iosweep.analysis.overlap import analyze_overlap
-from iosweep.analysis.pipeline import analyze_pipeline
-from iosweep.analysis.sample import sample_ops
+from iosweep.analysis.findings.insights import run_insights
+from iosweep.analysis.findings.sample import sample_ops
+from iosweep.analysis.patterns.access import class_strategy, epoch_strategy, per_epoch_reads
+from iosweep.analysis.patterns.alignment import analyze_alignment
+from iosweep.analysis.patterns.artefacts import fd_reuse, remove
+from iosweep.analysis.patterns.checkpoints import checkpoint_summary
+from iosweep.analysis.patterns.layers import analyze_layers
+from iosweep.analysis.patterns.metadata import analyze_metadata
+from iosweep.analysis.patterns.mpiio import analyze_mpiio
+from iosweep.analysis.patterns.shapes import file_shapes
+from iosweep.analysis.patterns.sizes import analyze_sizes
+from iosweep.analysis.patterns.spatial import CATEGORIES, classify_ops
+from iosweep.analysis.patterns.temporal import epoch_windows, heatmap, phases, signatures
+from iosweep.analysis.patterns.volume import build_tables, widen, with_shares
+from iosweep.analysis.pipeline.completeness import completeness_checks
+from iosweep.analysis.pipeline.epochs import op_epochs, placement, rank_windows
+from iosweep.analysis.pipeline.overlap import analyze_overlap
+from iosweep.analysis.pipeline.waits import analyze_pipeline
 from iosweep.analysis.settings import AnalysisSettings
-from iosweep.analysis.shapes import file_shapes
-from iosweep.analysis.sizes import analyze_sizes
-from iosweep.analysis.spatial import CATEGORIES, classify_ops
 from iosweep.analysis.summary import SCHEMA, to_dict, validate, write_summary
-from iosweep.analysis.temporal import epoch_windows, heatmap, phases, signatures
-from iosweep.analysis.volume import build_tables, widen, with_shares
 from iosweep.files import atomic_write, json_safe
 from iosweep.trace.schema import Issue, RunMeta
 

@@ -15,7 +15,7 @@ import pandas as pd
 
 from iosweep.analysis import intervals
 from iosweep.analysis.data import RunData, category_matches
-from iosweep.analysis.epochs import rank_windows
+from iosweep.analysis.pipeline.epochs import rank_windows
 
 COLUMNS = [
     "rank",

@@ -16,8 +16,8 @@ import pandas as pd
 
 from iosweep.analysis import intervals
 from iosweep.analysis.data import READ, WHO, WRITE, RunData
-from iosweep.analysis.metadata import KINDS, per_file_from_app_events
-from iosweep.analysis.spatial import CATEGORIES, Spatial, fractions
+from iosweep.analysis.patterns.metadata import KINDS, per_file_from_app_events
+from iosweep.analysis.patterns.spatial import CATEGORIES, Spatial, fractions
 from iosweep.trace.schema import SIZE_BINS
 
 # Per (rank, file) metrics that add up over operations, processes and files, in the column

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from iosweep.analysis.layers import unanalysed_io
+from iosweep.analysis.patterns.layers import unanalysed_io
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.summary import Insight
 from iosweep.units import human_bytes

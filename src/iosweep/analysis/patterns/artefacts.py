@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from iosweep.analysis.checkpoints import CLASS, app_saves
 from iosweep.analysis.data import READ, RunData
+from iosweep.analysis.patterns.checkpoints import CLASS, app_saves
 
 SLACK = 0.05  # seconds around a save the script timed (the clocks differ by milliseconds)
 

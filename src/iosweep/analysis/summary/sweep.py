@@ -1,0 +1,173 @@
+"""The sweep analysis's models (``results/sweep/``): scaling, insights across the sweep,
+tracer overhead and the input pipeline across the sweep."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from iosweep.analysis.summary.base import _Model
+
+Scalar = str | int | float | bool | None
+
+
+class SweepPoint(_Model):
+    """One point of a series: the runs (repeats) at one scale."""
+
+    ranks: int | float | None
+    nodes: int | float | None
+    ppn: int | float | None = None
+    reps: int = 1
+    run_ids: list[str] = Field(default_factory=list)
+
+
+class MetricSeries(_Model):
+    """One metric along a series' points: mean and spread over repeats, and its trend."""
+
+    total: bool  # adds up over ranks (bytes, files, opens ...)
+    mean: list[float | None]
+    std: list[float | None]
+    min: list[float | None]
+    max: list[float | None]
+    ratio: list[float | None] | None  # mean / mean at the first point
+    exponent: float | None  # slope of log(mean) over log(ranks); None: not fitted
+    trend: str | None  # flat, sublinear, linear, superlinear, shrinks; noisy: not fitted
+    note: str = ""  # why no trend was fitted
+    judgement: str = ""  # against the ideal: ideal, as expected, better/worse than ideal
+    unit: str | None = None  # for the metrics of SCALING_METRICS
+    title: str | None = None
+
+
+class MetricSpec(_Model):
+    name: str
+    title: str
+    unit: str
+    ideal: str
+    better: str
+
+
+class ScalingSeries(_Model):
+    key: dict[str, Scalar]  # the parameters every run of the series shares
+    points: list[SweepPoint]
+    metrics: dict[str, MetricSeries]
+
+
+class Scaling(_Model):
+    schema_: Literal["iosweep.analysis.sweep/1"] = Field(
+        default="iosweep.analysis.sweep/1", alias="schema"
+    )
+    metrics: list[str]
+    totals: list[str] = Field(default_factory=list)
+    catalogue: list[MetricSpec] = Field(default_factory=list)  # the metrics to plot, in order
+    series: list[ScalingSeries]
+
+
+class Scale(_Model):
+    """Where in a series: ranks and nodes."""
+
+    ranks: int | float | None
+    nodes: int | float | None
+
+
+class InsightChange(_Model):
+    fired_share: list[float]  # per point: share of its runs where the insight fired
+    status: Literal["always", "never", "appears", "disappears", "intermittent"]
+    appears_at: Scale | None
+    disappears_at: Scale | None
+
+
+class InsightsSeries(_Model):
+    key: dict[str, Scalar]
+    points: list[Scale]
+    insights: dict[str, InsightChange]
+
+
+class InsightsAcross(_Model):
+    schema_: Literal["iosweep.analysis.sweep/1"] = Field(
+        default="iosweep.analysis.sweep/1", alias="schema"
+    )
+    series: list[InsightsSeries]
+
+
+class OverheadPoint(_Model):
+    """A traced point against the untraced runs (tracer: none) of the same point."""
+
+    point: dict[str, Scalar]  # the sweep point, without the tracer
+    tracer: str
+    traced_run_time_mean: float
+    baseline_run_time_mean: float
+    traced_runs: int
+    baseline_runs: int
+    traced_min: float
+    traced_max: float
+    baseline_min: float
+    baseline_max: float
+    overhead: float | None
+    fired: bool  # only with repeats and run times that do not overlap
+    verdict: str
+    threshold: float
+
+
+class Overhead(_Model):
+    schema_: Literal["iosweep.analysis.sweep/1"] = Field(
+        default="iosweep.analysis.sweep/1", alias="schema"
+    )
+    points: list[OverheadPoint]
+
+
+class LeverSeries(_Model):
+    """Runs that differ only in one lever of the input pipeline."""
+
+    lever: Literal["loader_workers", "staging"]
+    key: dict[str, Scalar]  # what the runs share
+    values: list[Scalar]
+    au: list[float | None]
+    compute_share: list[float | None]
+    samples_per_s: list[float | None]
+    reps: list[int]
+    text: str
+
+
+class ScaleSeries(_Model):
+    key: dict[str, Scalar]
+    ranks: list[int]
+    nodes: list[int]
+    au: list[float | None]
+    samples_per_s: list[float | None]
+    read_bandwidth_per_rank: list[float | None]  # what the job demanded, bytes/s
+    read_bandwidth_per_node: list[float | None]
+    largest_fed: Scale | None  # the largest point at or above the AU threshold
+
+
+class Projection(_Model):
+    run_id: str
+    demand_per_rank: float  # bytes/s a fully fed rank would read
+    fs_bandwidth: float
+    fs_bandwidth_source: str
+    ranks_at_bandwidth: float
+    opens_per_rank: float | None
+    fs_metadata_rate: float | None
+    ranks_at_metadata: float | None
+    text: str
+
+
+class PipelineAcross(_Model):
+    """The input pipeline across the sweep (iosweep.analysis.pipeline.levers)."""
+
+    schema_: Literal["iosweep.analysis.sweep/1"] = Field(
+        default="iosweep.analysis.sweep/1", alias="schema"
+    )
+    levers: list[LeverSeries]
+    scale: list[ScaleSeries]
+    projection: Projection | None
+    au_threshold: float
+
+
+#: the JSON files of the sweep analysis and their models
+SWEEP_MODELS: dict[str, type[_Model]] = {
+    "scaling.json": Scaling,
+    "insights_across.json": InsightsAcross,
+    "overhead.json": Overhead,
+    "pipeline.json": PipelineAcross,
+}

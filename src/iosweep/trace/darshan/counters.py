@@ -1,0 +1,311 @@
+"""Module counters as columns: Darshan's per-record counters of POSIX, STDIO, MPI-IO, HDF5,
+PnetCDF, DFS and DAOS mapped onto the COUNTERS table, and LUSTRE records' striping."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from iosweep.trace.darshan.libutil import _Handle, _issue, _RecordError
+from iosweep.trace.logs import LogError
+from iosweep.trace.schema import COUNTERS, SIZE_BINS, Issue
+
+# COUNTERS columns from each module's counter names (libdarshan-util upgrades old records
+# to the current layout, so the current names index records of every format version)
+_POSIX_MAP = {
+    "opens": ("POSIX_OPENS",),
+    "stats": ("POSIX_STATS",),
+    "seeks": ("POSIX_SEEKS",),
+    "fsyncs": ("POSIX_FSYNCS", "POSIX_FDSYNCS"),
+    "reads": ("POSIX_READS",),
+    "writes": ("POSIX_WRITES",),
+    "bytes_read": ("POSIX_BYTES_READ",),
+    "bytes_written": ("POSIX_BYTES_WRITTEN",),
+    "max_byte_read": ("POSIX_MAX_BYTE_READ",),
+    "max_byte_written": ("POSIX_MAX_BYTE_WRITTEN",),
+    "mem_not_aligned": ("POSIX_MEM_NOT_ALIGNED",),
+    "file_not_aligned": ("POSIX_FILE_NOT_ALIGNED",),
+    "file_alignment": ("POSIX_FILE_ALIGNMENT",),
+    "seq_reads": ("POSIX_SEQ_READS",),
+    "seq_writes": ("POSIX_SEQ_WRITES",),
+    "consec_reads": ("POSIX_CONSEC_READS",),
+    "consec_writes": ("POSIX_CONSEC_WRITES",),
+    **{f"size_read_{b}": (f"POSIX_SIZE_READ_{b.upper()}",) for b in SIZE_BINS},
+    **{f"size_write_{b}": (f"POSIX_SIZE_WRITE_{b.upper()}",) for b in SIZE_BINS},
+}
+
+
+_STDIO_MAP = {
+    "opens": ("STDIO_OPENS", "STDIO_FDOPENS"),
+    "seeks": ("STDIO_SEEKS",),
+    "fsyncs": ("STDIO_FLUSHES",),
+    "reads": ("STDIO_READS",),
+    "writes": ("STDIO_WRITES",),
+    "bytes_read": ("STDIO_BYTES_READ",),
+    "bytes_written": ("STDIO_BYTES_WRITTEN",),
+    "max_byte_read": ("STDIO_MAX_BYTE_READ",),
+    "max_byte_written": ("STDIO_MAX_BYTE_WRITTEN",),
+}
+
+
+_MPIIO_MAP = {
+    "opens": ("MPIIO_INDEP_OPENS", "MPIIO_COLL_OPENS"),
+    "fsyncs": ("MPIIO_SYNCS",),
+    "reads": ("MPIIO_INDEP_READS", "MPIIO_COLL_READS", "MPIIO_SPLIT_READS", "MPIIO_NB_READS"),
+    "writes": (
+        "MPIIO_INDEP_WRITES",
+        "MPIIO_COLL_WRITES",
+        "MPIIO_SPLIT_WRITES",
+        "MPIIO_NB_WRITES",
+    ),
+    "collective_reads": ("MPIIO_COLL_READS",),
+    "collective_writes": ("MPIIO_COLL_WRITES",),
+    "nonblocking_reads": ("MPIIO_NB_READS",),
+    "nonblocking_writes": ("MPIIO_NB_WRITES",),
+    "bytes_read": ("MPIIO_BYTES_READ",),
+    "bytes_written": ("MPIIO_BYTES_WRITTEN",),
+    **{f"size_read_{b}": (f"MPIIO_SIZE_READ_AGG_{b.upper()}",) for b in SIZE_BINS},
+    **{f"size_write_{b}": (f"MPIIO_SIZE_WRITE_AGG_{b.upper()}",) for b in SIZE_BINS},
+}
+
+
+# Layers other than POSIX / STDIO / MPI-IO. HDF5 and PnetCDF sit above MPI-IO or POSIX (their
+# bytes are counted again below them); DFS is DAOS's file interface, a storage layer of its
+# own where a job reaches DAOS without POSIX; the DAOS module's object calls lie under DFS.
+_H5F_MAP: dict[str, tuple[str, ...]] = {"opens": ("H5F_OPENS",), "fsyncs": ("H5F_FLUSHES",)}
+
+
+_H5D_MAP: dict[str, tuple[str, ...]] = {
+    "opens": ("H5D_OPENS",),
+    "fsyncs": ("H5D_FLUSHES",),
+    "reads": ("H5D_READS",),
+    "writes": ("H5D_WRITES",),
+    "bytes_read": ("H5D_BYTES_READ",),
+    "bytes_written": ("H5D_BYTES_WRITTEN",),
+    **{f"size_read_{b}": (f"H5D_SIZE_READ_AGG_{b.upper()}",) for b in SIZE_BINS},
+    **{f"size_write_{b}": (f"H5D_SIZE_WRITE_AGG_{b.upper()}",) for b in SIZE_BINS},
+}
+
+
+_PNETCDF_FILE_MAP = {
+    "opens": ("PNETCDF_FILE_CREATES", "PNETCDF_FILE_OPENS"),
+    "fsyncs": ("PNETCDF_FILE_SYNCS",),
+    "bytes_read": ("PNETCDF_FILE_BYTES_READ",),
+    "bytes_written": ("PNETCDF_FILE_BYTES_WRITTEN",),
+}
+
+
+_PNETCDF_VAR_MAP = {
+    "opens": ("PNETCDF_VAR_OPENS",),
+    "reads": ("PNETCDF_VAR_INDEP_READS", "PNETCDF_VAR_COLL_READS", "PNETCDF_VAR_NB_READS"),
+    "writes": ("PNETCDF_VAR_INDEP_WRITES", "PNETCDF_VAR_COLL_WRITES", "PNETCDF_VAR_NB_WRITES"),
+    "collective_reads": ("PNETCDF_VAR_COLL_READS",),
+    "collective_writes": ("PNETCDF_VAR_COLL_WRITES",),
+    "bytes_read": ("PNETCDF_VAR_BYTES_READ",),
+    "bytes_written": ("PNETCDF_VAR_BYTES_WRITTEN",),
+}
+
+
+_DFS_MAP = {
+    "opens": ("DFS_OPENS", "DFS_GLOBAL_OPENS"),
+    "stats": ("DFS_STATS", "DFS_GET_SIZES"),
+    # DFS_NB_READS / _WRITES count the non-blocking ones among these again
+    "reads": ("DFS_READS", "DFS_READXS"),
+    "writes": ("DFS_WRITES", "DFS_WRITEXS"),
+    "bytes_read": ("DFS_BYTES_READ",),
+    "bytes_written": ("DFS_BYTES_WRITTEN",),
+    **{f"size_read_{b}": (f"DFS_SIZE_READ_{b.upper()}",) for b in SIZE_BINS},
+    **{f"size_write_{b}": (f"DFS_SIZE_WRITE_{b.upper()}",) for b in SIZE_BINS},
+}
+
+
+_DAOS_MAP = {
+    "opens": ("DAOS_OBJ_OPENS", "DAOS_ARRAY_OPENS", "DAOS_KV_OPENS"),
+    "stats": ("DAOS_ARRAY_STATS", "DAOS_ARRAY_GET_SIZES"),
+    "reads": ("DAOS_OBJ_FETCHES", "DAOS_ARRAY_READS", "DAOS_KV_GETS"),
+    "writes": ("DAOS_OBJ_UPDATES", "DAOS_ARRAY_WRITES", "DAOS_KV_PUTS"),
+    "bytes_read": ("DAOS_BYTES_READ",),
+    "bytes_written": ("DAOS_BYTES_WRITTEN",),
+    **{f"size_read_{b}": (f"DAOS_SIZE_READ_{b.upper()}",) for b in SIZE_BINS},
+    **{f"size_write_{b}": (f"DAOS_SIZE_WRITE_{b.upper()}",) for b in SIZE_BINS},
+}
+
+
+# what Darshan keeps of each rank when it reduces a file shared by all ranks to one record
+# (rank -1); iosweep keeps them for such records only
+_SHARED_SUFFIXES = {
+    "fastest_rank": "FASTEST_RANK",
+    "fastest_rank_bytes": "FASTEST_RANK_BYTES",
+    "slowest_rank": "SLOWEST_RANK",
+    "slowest_rank_bytes": "SLOWEST_RANK_BYTES",
+}
+
+
+_FCOUNTERS = {
+    "read_time": "F_READ_TIME",
+    "write_time": "F_WRITE_TIME",
+    "meta_time": "F_META_TIME",
+    "open_start": "F_OPEN_START_TIMESTAMP",
+    "close_end": "F_CLOSE_END_TIMESTAMP",
+}
+
+
+_SHARED_FSUFFIXES = {
+    "fastest_rank_time": "F_FASTEST_RANK_TIME",
+    "slowest_rank_time": "F_SLOWEST_RANK_TIME",
+    "variance_rank_time": "F_VARIANCE_RANK_TIME",
+    "variance_rank_bytes": "F_VARIANCE_RANK_BYTES",
+}
+
+
+_ID_COLUMNS = ("rank", "host", "pid", "file_id", "path", "module", "source")
+
+
+# Darshan's module name -> (record type, column map, iosweep's module name, counter prefix)
+_COUNTER_SPECS: dict[str, tuple[str, dict[str, tuple[str, ...]], str, str]] = {
+    "POSIX": ("struct darshan_posix_file *", _POSIX_MAP, "POSIX", "POSIX"),
+    "STDIO": ("struct darshan_stdio_file *", _STDIO_MAP, "STDIO", "STDIO"),
+    "MPI-IO": ("struct darshan_mpiio_file *", _MPIIO_MAP, "MPIIO", "MPIIO"),
+    "H5F": ("struct darshan_hdf5_file *", _H5F_MAP, "H5F", "H5F"),
+    "H5D": ("struct darshan_hdf5_dataset *", _H5D_MAP, "H5D", "H5D"),
+    "PNETCDF_FILE": (
+        "struct darshan_pnetcdf_file *",
+        _PNETCDF_FILE_MAP,
+        "PNETCDF_FILE",
+        "PNETCDF_FILE",
+    ),
+    "PNETCDF_VAR": ("struct darshan_pnetcdf_var *", _PNETCDF_VAR_MAP, "PNETCDF_VAR", "PNETCDF_VAR"),
+    "DFS": ("struct darshan_dfs_file *", _DFS_MAP, "DFS", "DFS"),
+    "DAOS": ("struct darshan_daos_object *", _DAOS_MAP, "DAOS", "DAOS"),
+}
+
+
+def _read_counters(h: _Handle, module: str, idx: int) -> dict[str, Any] | None:
+    """Per-record counters of a module of :data:`_COUNTER_SPECS` as columns (None if the
+    module has no records)."""
+    ctype, cmap, name, prefix = _COUNTER_SPECS[module]
+    cnames = {n: i for i, n in enumerate(h.cb.counter_names(module))}
+    fnames = {n: i for i, n in enumerate(h.cb.fcounter_names(module))}
+    ids, ranks, ints, floats = [], [], [], []
+    try:
+        for rec in h.records(idx, ctype):
+            ids.append(int(rec.base_rec.id))
+            ranks.append(int(rec.base_rec.rank))
+            ints.append(np.frombuffer(h.ffi.buffer(rec.counters), np.int64).copy())
+            floats.append(np.frombuffer(h.ffi.buffer(rec.fcounters), np.float64).copy())
+    except _RecordError:
+        raise LogError(
+            h.path,
+            "corrupt",
+            f"the {module} data are damaged (libdarshan-util failed after {len(ids)} records)",
+        ) from None
+    if not ids:
+        return None
+    c, f = np.vstack(ints), np.vstack(floats)
+    cols: dict[str, Any] = {  # ids as arrays, counters as masked arrays
+        "file_id": np.array(ids, np.uint64),
+        "rank": np.array(ranks, np.int64),
+    }
+    for col, srcs in cmap.items():
+        vals = [c[:, cnames[s]] for s in srcs if s in cnames]
+        # Darshan writes -1 for a counter an older runtime did not collect
+        v = np.sum([np.where(x < 0, 0, x) for x in vals], axis=0)
+        known = np.any([x >= 0 for x in vals[:1]], axis=0)
+        cols[col] = np.ma.masked_array(v, mask=~known)
+    for col, suffix in _FCOUNTERS.items():
+        if f"{prefix}_{suffix}" not in fnames:  # H5F / PNETCDF_FILE: no read or write time
+            continue
+        v = f[:, fnames[f"{prefix}_{suffix}"]]
+        cols[col] = np.ma.masked_array(v, mask=v < 0)
+    shared = cols["rank"] < 0
+    for table, names, suffixes in ((c, cnames, _SHARED_SUFFIXES), (f, fnames, _SHARED_FSUFFIXES)):
+        for col, suffix in suffixes.items():
+            if f"{prefix}_{suffix}" in names:
+                v = table[:, names[f"{prefix}_{suffix}"]]
+                cols[col] = np.ma.masked_array(v, mask=~shared | (v < 0))
+    # never opened (only stat'ed, say) leaves the open timestamp at 0: unknown, not time 0
+    if "open_start" in cols:
+        cols["open_start"].mask |= cols["opens"].filled(0) == 0
+    if "close_end" in cols:
+        cols["close_end"].mask |= cols["close_end"].filled(0) <= 0
+    for f in COUNTERS:  # what this module does not count (STDIO: stats, size bins) is null
+        if f.name not in cols and f.name not in _ID_COLUMNS:
+            dtype = np.float64 if pa.types.is_floating(f.type) else np.int64
+            cols[f.name] = np.ma.masked_all(len(ids), dtype)
+    cols["module"] = np.array([name] * len(ids), object)
+    return cols
+
+
+def _counters_table(
+    parts: list[dict[str, np.ndarray]],
+    names: dict[int, str],
+    source: str,
+    host_of_rank: dict[int, str],
+    pid_of_rank: dict[int, int],
+) -> pa.Table | None:
+    if not parts:
+        return None
+    cols = {k: np.ma.concatenate([p[k] for p in parts]) for k in parts[0] if k != "module"}
+    module = np.concatenate([p["module"] for p in parts])
+    rank = cols.pop("rank").filled(-1).astype(np.int64)
+    ids = cols.pop("file_id").filled(0).astype(np.uint64)
+    out: dict[str, pa.Array] = {
+        "rank": pa.array(rank.astype(np.int32)),
+        "host": pa.array([host_of_rank.get(int(r)) for r in rank], pa.string()),
+        "pid": pa.array([pid_of_rank.get(int(r)) for r in rank], pa.int64()),
+        "file_id": pa.array(ids),
+        # DFS names a file relative to its container, and may leave it empty
+        "path": pa.array(
+            [names.get(int(i)) or f"<unnamed record {int(i):x}>" for i in ids], pa.string()
+        ),
+        "module": pa.array(module.tolist(), pa.string()),
+        "source": pa.array([source] * len(ids), pa.string()),
+    }
+    for k, v in cols.items():
+        out[k] = pa.array(v.data, mask=np.ma.getmaskarray(v))
+    for f in COUNTERS:
+        if f.name not in out:
+            out[f.name] = pa.nulls(len(ids), f.type)
+    t = pa.table({f.name: out[f.name] for f in COUNTERS})
+    return t.cast(COUNTERS)
+
+
+def _read_lustre(h: _Handle, path: Path, idx: int) -> tuple[dict[str, Any] | None, Issue | None]:
+    """LUSTRE records (each file's striping: no I/O) as counter rows of module LUSTRE with
+    their first layout component's stripe size and count; damage is a warning, as in
+    :func:`_check_region`."""
+    ids, ranks, sizes, counts = [], [], [], []
+    try:
+        for rec in h.records(idx, "struct darshan_lustre_record *"):
+            ids.append(int(rec.base_rec.id))
+            ranks.append(int(rec.base_rec.rank))
+            # LUSTRE_COMP_STRIPE_SIZE, LUSTRE_COMP_STRIPE_COUNT of the first component
+            first = rec.comps[0].counters if rec.num_comps > 0 else None
+            sizes.append(int(first[0]) if first is not None else -1)
+            counts.append(int(first[1]) if first is not None else -1)
+    except _RecordError:
+        h.reopen()
+        return None, _issue(
+            path,
+            "corrupt",
+            f"the LUSTRE data are damaged (libdarshan-util failed after {len(ids)} records); "
+            "iosweep reads only striping from it, and the modules it analyses are intact",
+            "warning",
+        )
+    if not ids:
+        return None, None
+    cols: dict[str, Any] = {
+        "file_id": np.array(ids, np.uint64),
+        "rank": np.array(ranks, np.int64),
+        "stripe_size": np.ma.masked_less(np.array(sizes, np.int64), 0),
+        "stripe_count": np.ma.masked_less(np.array(counts, np.int64), 0),
+    }
+    for f in COUNTERS:
+        if f.name not in cols and f.name not in _ID_COLUMNS:
+            dtype = np.float64 if pa.types.is_floating(f.type) else np.int64
+            cols[f.name] = np.ma.masked_all(len(ids), dtype)
+    cols["module"] = np.array(["LUSTRE"] * len(ids), object)
+    return cols, None

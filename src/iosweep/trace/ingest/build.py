@@ -1,0 +1,383 @@
+"""The entry points: :func:`ingest` (one store) and :func:`ingest_jobs` (one store per job of
+the inputs), reuse of an unchanged store (``inputs.json``), the merged Darshan log, and
+the store's run metadata."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from iosweep import memory
+from iosweep.files import write_json
+from iosweep.trace import jobs
+from iosweep.trace.darshan.merge import MergeInput, write_merged_log
+from iosweep.trace.ingest.attribute import (
+    _attribute,
+    _duplicate_ranks,
+    _missing_ranks,
+    _mixed_jobs,
+    _mpi_hosts,
+    _ranks_from_logs,
+)
+from iosweep.trace.ingest.clock import _place_all, _steps_table
+from iosweep.trace.ingest.find import _collect_ranks, _load_manifest, _Log, _rank_files, discover
+from iosweep.trace.ingest.readlogs import _read_all
+from iosweep.trace.schema import (
+    TABLES,
+    Issue,
+    ProcessInfo,
+    RankInfo,
+    RunMeta,
+)
+from iosweep.trace.store import RUN_JSON, write_store
+
+MERGED_DARSHAN = "merged.darshan"
+
+
+INPUTS_JSON = "inputs.json"  # what a store was built from: lets an unchanged input be reused
+
+
+def write_merged_darshan(read: list[_Log], processes: list[ProcessInfo], out: Path) -> list[Issue]:
+    """``out``: the run's per-process Darshan logs as one N-rank log (trace/darshan/merge.py),
+    for Darshan's own tools. Only for per-process (non-MPI) logs: an MPI job's log already is
+    one. Returns the warnings (the store itself is complete either way)."""
+    out.unlink(missing_ok=True)
+    where = {p.source: p for p in processes}
+    logs = [e for e in read if e.tracer == "darshan" and not e.plog.mpi]
+    if not logs:
+        return []
+    inputs = [
+        MergeInput(e.path, where[e.path.name].rank, where[e.path.name].host)
+        if e.path.name in where
+        else MergeInput(e.path, -1)
+        for e in logs
+    ]
+    try:
+        res = write_merged_log(inputs, out)
+    except Exception as err:  # the store is complete without it: never fail the ingest
+        out.unlink(missing_ok=True)
+        why = f"the merged log was not written: {type(err).__name__}: {err}"
+        return [Issue(str(out), "merge-failed", why, "warning")]
+    if not res.left_out:
+        return []
+    return [
+        Issue(
+            str(out),
+            "merge-partial",
+            "the merged log leaves out " + "; ".join(res.left_out),
+            "warning",
+        )
+    ]
+
+
+def _code_digest() -> str:
+    """The trace stage's own source: a store built by other reader code is not reused."""
+    h = hashlib.sha256()
+    for f in sorted(Path(__file__).parents[1].rglob("*.py")):  # all of iosweep.trace
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def inputs_fingerprint(files: list[Path], arguments: dict[str, Any]) -> dict[str, Any]:
+    """What a store is built from: every input file's path, size and modification time, the
+    ingest's arguments and the reader code; equal fingerprints give equal stores."""
+    listed = []
+    for f in sorted({p.resolve() for p in files}):
+        st = f.stat()
+        listed.append([str(f), st.st_size, st.st_mtime_ns])
+    doc = {"code": _code_digest(), "arguments": arguments, "files": listed}
+    key = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+    return {"fingerprint": key, **doc}
+
+
+def _reusable(out: Path, fingerprint: dict[str, Any]) -> list[tuple[Path, RunMeta]] | None:
+    """The store(s) at ``out`` if complete and built from exactly these inputs: the store
+    itself (``inputs.json``), or one per job (``jobs.json``)."""
+    for listing in (out / INPUTS_JSON, out / jobs.JOBS_JSON):
+        try:
+            old = json.loads(listing.read_text())
+            if old.get("fingerprint") != fingerprint["fingerprint"]:
+                continue
+            dirs = [out / label for label in old["jobs"]] if "jobs" in old else [out]
+            return [(d, RunMeta.read(d / "run.json")) for d in dirs]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return None
+
+
+def ingest(
+    inputs: list[Path],
+    out: Path,
+    manifest: Path | None = None,
+    run_id: str | None = None,
+    *,
+    isolate: bool = False,
+    params: dict | None = None,
+    reuse: bool = True,
+    workers: int | None = None,
+) -> RunMeta:
+    """Build the trace store ``out`` from the logs under ``inputs``; return its metadata.
+
+    ``inputs`` are log files or directories (searched recursively for ``*.darshan``,
+    ``*.pfw``, ``*.pfw.gz``): a workflow run directory, or any directory of logs. ``manifest``
+    is the run manifest; without one, ``manifest.json`` in an input directory is used if
+    present. Ranks come from the manifest's ``ranks`` and ``ranks/rank-R.json`` files beside
+    (or one level above) an input directory. ``isolate`` reads each Darshan log in a child
+    process. ``params`` labels the run's sweep point (framework, nodes, ppn, ...) where no
+    manifest says it, e.g. for logs of a past job; the manifest's own values win. Problems
+    with the input become ``RunMeta.issues``; the store is written even
+    when no log could be read (``RunMeta.processes`` is then empty). With ``reuse``, a store
+    already at ``out`` that was built from the same files (paths, sizes, modification times),
+    arguments and reader code is returned as it is (``inputs.json`` records them).
+    ``workers`` processes read the logs (default: :func:`read_workers`).
+
+    Logs of several unrelated jobs (:mod:`iosweep.trace.jobs`) raise ValueError naming them:
+    :func:`ingest_jobs` writes one store per job instead.
+    """
+    stores = ingest_jobs(
+        inputs,
+        out,
+        manifest,
+        run_id,
+        isolate=isolate,
+        params=params,
+        reuse=reuse,
+        workers=workers,
+        split=False,
+    )
+    return stores[0][1]
+
+
+def ingest_jobs(
+    inputs: list[Path],
+    out: Path,
+    manifest: Path | None = None,
+    run_id: str | None = None,
+    *,
+    isolate: bool = False,
+    params: dict | None = None,
+    reuse: bool = True,
+    workers: int | None = None,
+    split: bool = True,
+) -> list[tuple[Path, RunMeta]]:
+    """Like :func:`ingest`, but logs of several jobs become one store per job.
+
+    With one job the store is ``out`` itself; with several, ``out/<job>/`` for each, listed
+    in ``out/jobs.json``, each with a ``mixed-jobs`` warning naming all of them. Logs that
+    could not be read belong to no known job: their errors go into every job's store.
+    Returns (store path, metadata) per job; with ``split`` False, several jobs raise
+    ValueError instead.
+    """
+    inputs = [Path(p) for p in inputs]
+    out = Path(out)
+    issues: list[Issue] = []
+    memory.map_large_arrays()
+    if manifest is None:
+        found = [p / "manifest.json" for p in inputs if (p / "manifest.json").is_file()]
+        manifest = found[0] if found else None
+    man = _load_manifest(manifest) if manifest is not None else {}
+
+    entries, unfinished = discover(inputs)
+    out_resolved = out.resolve()
+    entries = [e for e in entries if out_resolved not in e.path.resolve().parents]
+    rank_files = _rank_files(inputs)
+    used = [e.path for e in entries] + unfinished + rank_files + ([manifest] if manifest else [])
+    arguments = {"run_id": run_id, "isolate": isolate, "params": params or {}}
+    fingerprint = inputs_fingerprint(used, arguments)
+    if reuse and (stores := _reusable(out, fingerprint)) is not None:
+        return stores
+    _clear_outputs(out)
+    for p in unfinished:
+        issues.append(
+            Issue(
+                str(p),
+                "truncated",
+                "unfinished Darshan log (.darshan_partial): the process was still writing it "
+                "or died while writing it; collect logs only after every process has exited",
+            )
+        )
+    ranks, rank_source = _collect_ranks(man, rank_files, issues)
+    readers = _read_all(entries, isolate, issues, workers)
+    read = [e for e in entries if e.log is not None]
+    # a manifest or rank files describe one run: its logs are never split
+    groups = jobs.group_jobs([e.plog for e in read]) if not (man or rank_files) and read else []
+    if len(groups) > 1:
+        if not split:
+            raise ValueError(
+                f"the logs come from {len(groups)} different jobs "
+                f"({jobs.describe([e.plog for e in read], groups)}): give each job's logs "
+                "separately, or use `iosweep ingest`, which writes one store per job"
+            )
+        return _ingest_split(
+            inputs,
+            out,
+            run_id,
+            params,
+            entries,
+            read,
+            groups,
+            issues,
+            {**fingerprint, "logs": len(entries), "read_processes": readers},
+        )
+    issues.extend(_mixed_jobs(read))
+    meta = _build_store(
+        out, man, entries, ranks, rank_source, issues, inputs=inputs, run_id=run_id, params=params
+    )
+    # last: only a finished store is reused
+    write_json(out / INPUTS_JSON, {**fingerprint, "logs": len(entries), "read_processes": readers})
+    return [(out, meta)]
+
+
+def _ingest_split(
+    inputs: list[Path],
+    out: Path,
+    run_id: str | None,
+    params: dict | None,
+    entries: list[_Log],
+    read: list[_Log],
+    groups: list[tuple[str, list[int]]],
+    issues: list[Issue],
+    inputs_doc: dict[str, Any],
+) -> list[tuple[Path, RunMeta]]:
+    """One store per job under ``out``; ``jobs.json`` lists them (and lets them be reused)."""
+    base = run_id or (inputs[0].name if inputs else "run")
+    warning = Issue(
+        "logs",
+        "mixed-jobs",
+        f"the input holds logs of {len(groups)} unrelated jobs, ingested as {len(groups)} "
+        f"separate runs: {jobs.describe([e.plog for e in read], groups)}",
+        "warning",
+    )
+    read_paths = {str(e.path) for e in read}
+    # errors of logs that were not read (or not finished) may belong to any of the jobs
+    shared = [i for i in issues if i.source not in read_paths]
+    stores = []
+    for label, idx in groups:
+        job = [read[i] for i in idx]
+        own = {str(e.path) for e in job}
+        job_issues = [warning, *shared, *(i for i in issues if i.source in own)]
+        meta = _build_store(
+            out / label,
+            {},
+            job,
+            [],
+            "",
+            job_issues,
+            inputs=inputs,
+            run_id=f"{base}.{label}",
+            params=params,
+        )
+        stores.append((out / label, meta))
+    write_json(out / jobs.JOBS_JSON, {**inputs_doc, "jobs": [label for label, _ in groups]})
+    return stores
+
+
+def _clear_outputs(out: Path) -> None:
+    """Forget what an earlier ingest wrote to ``out``: its reuse record, and the per-job
+    stores of a split one (they would be analysed as if they were current)."""
+    (out / INPUTS_JSON).unlink(missing_ok=True)
+    listing = out / jobs.JOBS_JSON
+    try:
+        old = json.loads(listing.read_text()).get("jobs") or []
+    except (OSError, ValueError, AttributeError):
+        old = []
+    listing.unlink(missing_ok=True)
+    # a single store written here before: gone when its logs turn out to be several jobs
+    for name in (RUN_JSON, MERGED_DARSHAN, *(f"{t}.parquet" for t in TABLES)):
+        (out / name).unlink(missing_ok=True)
+    for label in old:
+        if isinstance(label, str) and label and "/" not in label and label not in (".", ".."):
+            shutil.rmtree(out / label, ignore_errors=True)
+
+
+def _build_store(
+    out: Path,
+    man: dict[str, Any],
+    entries: list[_Log],
+    ranks: list[RankInfo],
+    rank_source: str,
+    issues: list[Issue],
+    *,
+    inputs: list[Path],
+    run_id: str | None,
+    params: dict | None,
+) -> RunMeta:
+    """Attribute ``entries`` (read or not) to ranks, put them on one clock, write the store."""
+    read = [e for e in entries if e.log is not None]
+    issues.extend(_attribute(entries, ranks, rank_source))
+
+    # one clock: the manifest's start time, else the earliest log start
+    if isinstance(man.get("start_time"), (int, float)):
+        clock_zero = float(man["start_time"])
+    elif read:
+        clock_zero = min(e.plog.start for e in read)
+    else:
+        clock_zero = 0.0
+
+    # an MPI log holds its ranks itself; DXT records name each rank's host
+    mpi_hosts = {id(e): _mpi_hosts(e.plog) for e in read if e.plog.mpi}
+    if not ranks:  # no manifest/rank files: the ranks are those the logs know
+        ranks = _ranks_from_logs(read, mpi_hosts)
+    tracer = man.get("tracer")
+    tracer_name = str(tracer.get("name", "") if isinstance(tracer, dict) else tracer or "")
+    # manifests of other tools may name the tracer among the sweep point's parameters only
+    tracer_name = tracer_name or str((man.get("params") or {}).get("tracer") or "")
+    if tracer_name != "none" and (rank_source or man):
+        issues.extend(_missing_ranks(entries, read, ranks))
+    issues.extend(_duplicate_ranks(read))
+
+    tables, processes = _place_all(read, clock_zero, mpi_hosts)
+    steps = _steps_table(man, clock_zero, issues)
+    meta = _run_meta(man, inputs, run_id, params, tracer_name, clock_zero, ranks, processes, issues)
+    write_store(out, meta, {**tables, "steps": steps})
+    problems = write_merged_darshan(read, processes, out / MERGED_DARSHAN)
+    if problems:
+        meta.issues.extend(problems)
+        meta.write(out / "run.json")
+    return meta
+
+
+def _run_meta(
+    man: dict[str, Any],
+    inputs: list[Path],
+    run_id: str | None,
+    params: dict | None,
+    tracer_name: str,
+    clock_zero: float,
+    ranks: list[RankInfo],
+    processes: list[ProcessInfo],
+    issues: list[Issue],
+) -> RunMeta:
+    """The store's run.json: the manifest's facts plus what ingesting found."""
+    incomplete = any(i.severity == "error" for i in issues)
+    status = str(man.get("status") or "ok")
+    if incomplete and status == "ok":
+        status = "partial"
+    if not run_id:
+        run_id = str(man.get("run_id") or (inputs[0].name if inputs else "run"))
+    tracers = sorted({p.tracer for p in processes})
+    start = man.get("start_time")
+    end = man.get("end_time")
+    return RunMeta(
+        run_id=run_id,
+        clock_zero=clock_zero,
+        params={**(params or {}), **(man.get("params") or {})},
+        tracer=tracer_name or "+".join(tracers),
+        status=status,
+        start=float(start) - clock_zero
+        if isinstance(start, (int, float))
+        else min((p.start for p in processes if p.start is not None), default=None),
+        end=float(end) - clock_zero
+        if isinstance(end, (int, float))
+        else max((p.end for p in processes if p.end is not None), default=None),
+        ranks=ranks,
+        processes=processes,
+        issues=issues,
+        incomplete=incomplete,
+        versions={str(k): str(v) for k, v in (man.get("versions") or {}).items()},
+        command=[str(c) for c in man.get("command") or []],
+        manifest=man,
+    )
