@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html.parser
 import os
 from pathlib import Path
 from typing import NoReturn
@@ -128,3 +129,28 @@ def pytest_sessionstart(session) -> None:
             "[a failure, not a skip: CI=true or IOSWEEP_STRICT=1]",
             returncode=1,
         )
+
+
+class _Text(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        self._skip += tag in ("style", "script")
+
+    def handle_endtag(self, tag):
+        self._skip -= tag in ("style", "script")
+
+    def handle_data(self, data):
+        if not self._skip and data.strip():
+            self.lines.append(" ".join(data.split()))
+
+
+def html_lines(page: str) -> list[str]:
+    """The text a reader sees in an HTML page (not its styles or scripts), one line per
+    text node, whitespace collapsed."""
+    text = _Text()
+    text.feed(page)
+    return text.lines

@@ -50,10 +50,14 @@ def ctr_table(rows: list[dict]) -> pa.Table:
 EVENT_FIELDS = ("rank", "cat", "name", "start", "end", "path")
 
 
-def events_table(rows: list[tuple]) -> pa.Table:
+def events_table(rows: list[tuple | dict]) -> pa.Table:
     """rows: (rank, cat, name, start, end[, path]) of the app events (DFTracer's calls that
-    are not reads or writes, and annotations); the path defaults to none."""
-    return table("app_events", [dict(zip(EVENT_FIELDS, r, strict=False)) for r in rows])
+    are not reads or writes, and annotations), or mappings that name any column (pid, step,
+    epoch ...); what a row leaves out is null."""
+    return table(
+        "app_events",
+        [r if isinstance(r, dict) else dict(zip(EVENT_FIELDS, r, strict=False)) for r in rows],
+    )
 
 
 def steps_table(rows: list[tuple]) -> pa.Table:
@@ -72,7 +76,7 @@ def make_store(
     steps: list[tuple] | None = None,
     hosts: dict[int, str] | None = None,
     processes: bool = True,
-    app_events: list[tuple] | None = None,
+    app_events: list[tuple | dict] | None = None,
     **meta_kw,
 ) -> Path:
     """A store of ``n_ranks`` ranks (pids 1000 + r) over [0, 100] s, traced by Darshan."""

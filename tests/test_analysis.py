@@ -427,13 +427,15 @@ def test_io_overlap_with_compute_per_epoch(tmp_path):
     assert ph["where"].tolist() == ["epoch 0, step 0", "after the last epoch"]
     assert ph["epoch"].tolist()[0] == 0
     # The verdict supersedes "exposed I/O": step 1 computes 1 s of the 8 s after step 0
-    # (AU 0.125) and waited [2, 3] s for its batch, with a read in flight 2.2-2.8 s (0.6 of it).
+    # (AU 0.125) and waited [2, 3] s for its batch, with a read in flight 2.2-2.8 s (0.6 of it);
+    # the other 6 s (4-10 s) the loop neither computes nor waits for a batch: loop-bound.
     ins = {i["id"]: i for i in sm["insights"]}
     assert "exposed_io" not in ins
-    n = ins["input_bound_storage"]["numbers"]
+    n = ins["loop_bound"]["numbers"]
     assert n["au"] == pytest.approx(0.125) and n["storage_share_of_wait"] == pytest.approx(0.6)
+    assert n["wait_per_rank"] == pytest.approx(1.0) and n["idle_per_rank"] == pytest.approx(7.0)
     v = sm["pipeline"]["verdict"]
-    assert v["kind"] == "input-bound-storage" and sm["pipeline"]["wait_source"] == "gaps"
+    assert v["kind"] == "loop-bound" and sm["pipeline"]["wait_source"] == "gaps"
 
 
 def test_dftracer_events_give_compute_and_metadata(tmp_path):
@@ -455,12 +457,12 @@ def test_dftracer_events_give_compute_and_metadata(tmp_path):
     assert md["totals"] == {"opens": 1, "stats": 1, "seeks": 1, "fsyncs": 0}
     assert md["meta_time"] == pytest.approx(0.05 + 0.01 + 0.01 + 0.1)
     ov = pd.read_parquet(tmp_path / "out" / "overlap.parquet")
-    # No epochs: all I/O is outside epochs; 1 s of the 2 s overlaps the compute event.
-    (row,) = ov.itertuples()
-    assert row.epoch == -1 and row.io_time == pytest.approx(2.0)
-    assert row.overlapped_io_time == pytest.approx(1.0) and row.exposed_io_time == pytest.approx(
-        1.0
-    )
+    # The one compute event is the one step, so epoch 0 spans it (1.5-5.5 s): the halves of
+    # the reads inside it (1.5-2 s, 5-5.5 s) overlap it; the halves outside are exposed.
+    e0, out = ov.set_index("epoch").loc[0], ov.set_index("epoch").loc[-1]
+    assert (e0.start, e0.end) == (1.5, 5.5)
+    assert e0.io_time == pytest.approx(1.0) and e0.overlapped_io_time == pytest.approx(1.0)
+    assert out.io_time == pytest.approx(1.0) and out.exposed_io_time == pytest.approx(1.0)
     assert sm["overlap"]["compute_source"] == "app_events"
 
 

@@ -5,7 +5,6 @@ Expected values are worked out by hand in each test from the records it states."
 
 from __future__ import annotations
 
-import html.parser
 import json
 import re
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import pydarshan_records, shared_fixture
+from conftest import html_lines, pydarshan_records, shared_fixture
 from factories import make_store
 
 from iosweep.analysis import AnalysisSettings, analyze_run
@@ -302,23 +301,6 @@ DL_WORDS = re.compile(
 )
 
 
-class _Text(html.parser.HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.lines: list[str] = []
-        self._skip = 0
-
-    def handle_starttag(self, tag, attrs):
-        self._skip += tag in ("style", "script")
-
-    def handle_endtag(self, tag):
-        self._skip -= tag in ("style", "script")
-
-    def handle_data(self, data):
-        if not self._skip and data.strip():
-            self.lines.append(" ".join(data.split()))
-
-
 @pytest.mark.slow
 def test_the_report_of_mpi_jobs_speaks_no_deep_learning(tmp_path):
     from iosweep.analysis import analyze_sweep
@@ -339,12 +321,11 @@ def test_the_report_of_mpi_jobs_speaks_no_deep_learning(tmp_path):
     # the provenance section prints the analysis settings as configured (its default file
     # classes name checkpoints and datasets): words of the configuration, not of the report
     body = page.split('<section id="provenance"')[0]
-    text = _Text()
-    text.feed(body)
-    said = [line for line in text.lines if DL_WORDS.search(line)]
+    lines = html_lines(body)
+    said = [line for line in lines if DL_WORDS.search(line)]
     assert not said, said
     # and it does say what matters for them
-    assert "MPI-IO layer" in text.lines and "I/O layers" in text.lines
+    assert "MPI-IO layer" in lines and "I/O layers" in lines
 
 
 def test_a_reduced_record_s_counts_of_some_calls_are_not_multiplied(tmp_path):
@@ -465,9 +446,8 @@ def test_an_mpi_simulation_s_hdf5_files_are_data_not_a_dataset(tmp_path):
     assert "MPI_Bcast" in red["recommendation"]
     analyze_sweep([tmp_path / "out"], tmp_path / "sweep")
     page = render_report([tmp_path / "out"], tmp_path / "sweep", tmp_path / "r.html").read_text()
-    text = _Text()
-    text.feed(page.split('<section id="provenance"')[0])
-    said = [line for line in text.lines if DL_WORDS.search(line)]
+    said = [line for line in html_lines(page.split('<section id="provenance"')[0])
+            if DL_WORDS.search(line)]  # fmt: skip
     assert not said, said
 
 

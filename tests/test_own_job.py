@@ -13,7 +13,6 @@ README's example config, as written.
 
 from __future__ import annotations
 
-import html.parser
 import json
 import os
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO, snakemake, unavailable
+from conftest import REPO, html_lines, snakemake, unavailable
 from PIL import Image
 
 from iosweep.run.program import resolve_python
@@ -114,20 +113,8 @@ def _run(sweep: Path, workload: str) -> tuple[dict, dict]:
     return manifest, json.loads((run / "analysis" / "summary.json").read_text())
 
 
-class _Text(html.parser.HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.parts: list[str] = []
-
-    def handle_data(self, data):
-        if data.strip():
-            self.parts.append(" ".join(data.split()))
-
-
 def _report_text(sweep: Path) -> str:
-    p = _Text()
-    p.feed((sweep / "results" / "report" / "report.html").read_text())
-    return "\n".join(p.parts)
+    return "\n".join(html_lines((sweep / "results" / "report" / "report.html").read_text()))
 
 
 @pytest.mark.parametrize("job", ["npz", "tars", "keras"])

@@ -5,8 +5,11 @@
 #   - Horovod 0.28.1 built for PyTorch (MPI + Gloo), wheel cached outside the repo;
 #   - .venv-tools with Darshan's analysis tools (drishti-io, dxt-explorer: the tests open
 #     merged logs with them);
+#   - .venv-dfa with dftracer-analyzer (DFAnalyzer: the tests set its overlap figures beside
+#     iosweep's);
 #   - with --with-tensorflow (or IOSWEEP_WITH_TF=1): .venv-tf with tensorflow-cpu 2.15.1
-#     and its own Horovod build, also cached;
+#     and its own Horovod build, also cached; and .venv-dlio with DLIO 2.0.0 (the
+#     deep-learning I/O benchmark: its runs are analysed and compared with its own AU);
 #   - with --with-mutation: mutmut in .venv (`make mutation`).
 # Running it again redoes nothing that is already done.
 #
@@ -150,6 +153,10 @@ build_horovod "$ROOT/.venv" "HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_TENSORFLOW=1
 make_venv "$ROOT/.venv-tools"
 pip_install_locked "$ROOT/.venv-tools" requirements -r "$ROOT/envs/requirements-tools.txt"
 
+# DFAnalyzer (dftracer-analyzer), whose overlap figures the tests set beside iosweep's
+make_venv "$ROOT/.venv-dfa"
+pip_install_locked "$ROOT/.venv-dfa" requirements --no-deps -r "$ROOT/envs/requirements-dfa.txt"
+
 if [[ "$WITH_MUTATION" == 1 ]]; then
   pip_install_locked "$ROOT/.venv" mutation -r "$ROOT/envs/requirements-mutation.txt"
 fi
@@ -161,5 +168,9 @@ if [[ "$WITH_TF" == 1 ]]; then
   build_horovod "$ROOT/.venv-tf" "HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITHOUT_PYTORCH=1" \
     "$CACHE/wheels/horovod-$HOROVOD_VERSION-tf$TF_VERSION-$PY_TAG" \
     "import horovod.tensorflow as hvd; assert hvd.mpi_built() and hvd.gloo_built()"
+  # DLIO 2.0.0 with its own (older) DFTracer: --no-deps from a complete pinned list, since its
+  # declared dependencies pull CUDA DALI, torchvision and torchaudio
+  make_venv "$ROOT/.venv-dlio"
+  pip_install_locked "$ROOT/.venv-dlio" requirements --no-deps -r "$ROOT/envs/requirements-dlio.txt"
 fi
 log "setup complete"

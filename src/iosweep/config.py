@@ -40,12 +40,17 @@ def section_schema(section: str) -> dict[str, Any]:
     return {"definitions": schema["definitions"], **schema["properties"][section]}
 
 
+def _default_of(sub: dict[str, Any]) -> Any:
+    """A key's default; for a mapping whose own default is empty, its keys' defaults."""
+    d = copy.deepcopy(sub["default"])
+    if d == {} and sub.get("properties"):
+        d = {k: _default_of(v) for k, v in sub["properties"].items() if "default" in v}
+    return d
+
+
 def section_defaults(section: str) -> dict[str, Any]:
     """Every key of a section with its default."""
-    return {
-        k: copy.deepcopy(v["default"])
-        for k, v in _schema()["properties"][section]["properties"].items()
-    }
+    return {k: _default_of(v) for k, v in _schema()["properties"][section]["properties"].items()}
 
 
 class SettingsError(ConfigError):

@@ -7,7 +7,7 @@ into small lookup lists, so ten million segments stay a few hundred MB.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -163,7 +163,7 @@ class RunData:
     modules: list[str]
     ops: Ops
     counters: pd.DataFrame  # per (actor, file, module), numeric columns, one row per record
-    app_events: pd.DataFrame  # actor, cat, name, start, end, file (DFTracer only)
+    app_events: pd.DataFrame  # actor, cat, name, start, end, file, pid, epoch, step (DFTracer)
     steps: pd.DataFrame  # actor, epoch, step, start, end
     actor_kind: str  # "rank" | "process"
     actor_host: dict[int, str]  # host of each actor
@@ -240,9 +240,16 @@ class RunData:
         return max(0.0, self.run_end - self.run_start)
 
 
-def load_run(store_path: Path, settings: AnalysisSettings) -> RunData:
+def load_run(
+    store_path: Path, settings: AnalysisSettings, phases: dict[str, list] | None = None
+) -> RunData:
+    """The store's tables, ready to analyse. Phase rules: ``phases`` (a caller's own, e.g.
+    ``iosweep analyze --phase``) over those declared at ingest (``run.json``) over
+    ``settings.phases``, kind by kind."""
     store = open_store(store_path)
     meta = store.meta
+    if meta.phases or phases:
+        settings = replace(settings, phases={**settings.phases, **meta.phases, **(phases or {})})
     issues: list[Issue] = []
     paths, hosts, modules = StringCodes(), StringCodes(), StringCodes()
     seg = _read_segments(store, paths, hosts, modules)
@@ -528,6 +535,31 @@ def _kept_ops(seg: dict[str, np.ndarray], keep: np.ndarray) -> Ops:
     return Ops(**{k: seg.pop(k) for k in list(seg)})
 
 
+def unsized_io_calls(ev: pd.DataFrame) -> int:
+    """Reads and writes among the app events: DFTracer's calls that named no file or size
+    (traced without metadata), which could not become segments."""
+    from iosweep.trace.dftracer.positions import MODULE_OPS, Kind
+
+    n = 0
+    for cat, ops in MODULE_OPS.items():
+        names = [name for name, (kind, *_) in ops.items() if kind >= Kind.IO_POS]
+        n += int(((ev["cat"] == cat) & ev["name"].isin(names) & (ev["file"] < 0)).sum())
+    return n
+
+
+def events_matching(ev: pd.DataFrame, rules: list[dict[str, str]]) -> np.ndarray:
+    """Rows of app events matching any rule ``{cat: regex, name: regex}`` (``re.search``; a
+    rule without one of them matches any), decided per distinct category and name."""
+    hit = np.zeros(len(ev), bool)
+    for rule in rules:
+        m = np.ones(len(ev), bool)
+        for key in ("cat", "name"):
+            if rule.get(key):
+                m &= category_matches(ev[key], rule[key], search=True)
+        hit |= m
+    return hit
+
+
 def category_matches(col: pd.Series, pattern: str, search: bool = False) -> np.ndarray:
     """Rows of a categorical column whose value matches ``pattern`` (``re.match``, or
     ``re.search`` with ``search``), decided once per distinct value: app events run to
@@ -545,8 +577,9 @@ def _load_app_events(store, paths: StringCodes) -> pd.DataFrame:
     of rows), ``file`` as a code into ``paths`` like the segments' (-1: no path)."""
 
     # One column at a time, as for the segments: a million-path dictionary per row group.
+    # Stores written before a column was added read it as nulls (epoch, step).
     def col(name: str) -> pa.ChunkedArray:
-        return store.table("app_events", columns=[name])[name]
+        return store.table("app_events", columns=[name], missing_as_null=True)[name]
 
     def category(name: str) -> pd.Categorical:
         names = StringCodes()
@@ -561,6 +594,9 @@ def _load_app_events(store, paths: StringCodes) -> pd.DataFrame:
             "start": numbers(col("start"), np.float64, np.nan),
             "end": numbers(col("end"), np.float64, np.nan),
             "file": paths.codes(col("path"), None),
+            "pid": numbers(col("pid"), np.int64, -1),
+            "epoch": numbers(col("epoch"), np.int64, -1),  # as the annotation names them
+            "step": numbers(col("step"), np.int64, -1),
         }
     )
 

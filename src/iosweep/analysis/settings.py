@@ -7,6 +7,7 @@ Sizes are bytes, times seconds, shares fractions in [0, 1].
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -35,7 +36,7 @@ class AnalysisSettings:
     strategy_dominance: float = field(default_factory=_default("strategy_dominance"))
     fpp_max_files_per_rank: int = field(default_factory=_default("fpp_max_files_per_rank"))
     phase_gap_s: float = field(default_factory=_default("phase_gap_s"))
-    compute_event_pattern: str = field(default_factory=_default("compute_event_pattern"))
+    phases: dict[str, list[dict[str, str]]] = field(default_factory=_default("phases"))
     signature_max_runs: int = field(default_factory=_default("signature_max_runs"))
     straggler_excess: float = field(default_factory=_default("straggler_excess"))
     straggler_min_io_time_s: float = field(default_factory=_default("straggler_min_io_time_s"))
@@ -67,6 +68,7 @@ class AnalysisSettings:
     plot_sample_ops: int = field(default_factory=_default("plot_sample_ops"))
     au_threshold: float = field(default_factory=_default("au_threshold"))
     storage_wait_share: float = field(default_factory=_default("storage_wait_share"))
+    input_wait_share: float = field(default_factory=_default("input_wait_share"))
     startup_share: float = field(default_factory=_default("startup_share"))
     fs_bandwidth: float | None = field(default_factory=_default("fs_bandwidth"))
     fs_metadata_rate: float | None = field(default_factory=_default("fs_metadata_rate"))
@@ -83,7 +85,10 @@ class AnalysisSettings:
         """Settings from the config's ``analysis:`` mapping; an unknown key or a bad value
         raises a SettingsError (a ValueError; KeyError for unknown, TypeError for type)."""
         d = dict(d or {})
-        check_section("analysis", {**section_defaults("analysis"), **d})
+        defaults = section_defaults("analysis")
+        if isinstance(d.get("phases"), dict):  # a kind given replaces that kind's defaults only
+            d["phases"] = {**defaults["phases"], **d["phases"]}
+        check_section("analysis", {**defaults, **d})
         return cls(**d)
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,3 +99,45 @@ class AnalysisSettings:
         """Every class in rule order, ``other`` last (a rule may name ``other`` too)."""
         names = dict.fromkeys(c["name"] for c in self.file_classes if c["name"] != OTHER)
         return [*names, OTHER]
+
+
+PHASE_KINDS = ("compute", "fetch", "epoch", "app_io")
+PHASE_HELP = (
+    "which application events are KIND (compute, fetch, epoch, app_io), by category and/or "
+    "name (Python regexes, searched); repeat for several rules; the rules given for a kind "
+    "replace its defaults (analysis.phases in the config). E.g. --phase "
+    "compute:cat=computation --phase fetch:name='\\.iter$' --phase "
+    "compute:cat=ai_framework:name='\\.compute$'"
+)
+
+
+def parse_phase(text: str) -> tuple[str, dict[str, str]]:
+    """``compute:cat=RX:name=RX`` -> ("compute", {"cat": RX, "name": RX}); ValueError naming
+    what is wrong."""
+    kind, _, rest = text.partition(":")
+    rule: dict[str, str] = {}
+    for part in [x for x in re.split(r":(?=(?:cat|name)=)", rest) if x]:
+        key, eq, rx = part.partition("=")
+        if key not in ("cat", "name") or not eq:
+            raise ValueError(
+                f"--phase {text!r}: expected cat=REGEX and/or name=REGEX after {kind}:"
+            )
+        try:
+            re.compile(rx)
+        except re.error as e:
+            raise ValueError(f"--phase {text!r}: {key}={rx!r} is not a regex: {e}") from None
+        rule[key] = rx
+    if kind not in PHASE_KINDS or not rule:
+        raise ValueError(
+            f"--phase {text!r}: expected KIND:cat=REGEX[:name=REGEX] with KIND one of "
+            f"{', '.join(PHASE_KINDS)}"
+        )
+    return kind, rule
+
+
+def parse_phases(texts: list[str]) -> dict[str, list[dict[str, str]]]:
+    """Several ``--phase`` options: kind -> its rules, in the order given."""
+    given: dict[str, list[dict[str, str]]] = {}
+    for kind, rule in map(parse_phase, texts):
+        given.setdefault(kind, []).append(rule)
+    return given

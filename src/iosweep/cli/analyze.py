@@ -22,7 +22,7 @@ import yaml
 
 from iosweep.analysis.findings.run import analyze_run
 from iosweep.analysis.findings.sweep import analyze_sweep, load_summary
-from iosweep.analysis.settings import AnalysisSettings
+from iosweep.analysis.settings import PHASE_HELP, AnalysisSettings, parse_phases
 from iosweep.files import NoSpaceError
 from iosweep.trace.jobs import JOBS_JSON
 from iosweep.trace.store import open_store
@@ -41,11 +41,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sweep", action="store_true", help="write the sweep comparison even for one input"
     )
+    p.add_argument(
+        "--phase", action="append", default=[], metavar="KIND:cat=RX[:name=RX]", help=PHASE_HELP
+    )
 
 
-def load_settings(path: Path | None) -> AnalysisSettings:
+def phase_options(texts: list[str], prog: str) -> dict[str, list[dict[str, str]]]:
+    """The ``--phase`` options, kind -> rules; SystemExit naming a bad one."""
+    try:
+        return parse_phases(texts)
+    except ValueError as e:
+        raise SystemExit(f"{prog}: {e}") from None
+
+
+def load_settings(path: Path | None, phases: list[str] | None = None) -> AnalysisSettings:
+    """The analysis settings of ``path`` (a workflow config or a settings mapping), with the
+    ``--phase`` rules over its ``phases``."""
+    given = phase_options(phases or [], "iosweep analyze")
     if path is None:
-        return AnalysisSettings()
+        return AnalysisSettings.from_dict({"phases": given} if given else {})
     try:
         d = yaml.safe_load(Path(path).read_text()) or {}
     except (OSError, yaml.YAMLError) as e:
@@ -55,10 +69,23 @@ def load_settings(path: Path | None) -> AnalysisSettings:
     # A workflow config carries the settings under analysis:; a settings file is the mapping.
     if "analysis" in d or "sweep" in d:
         d = d.get("analysis") or {}
+    if given:
+        d = {**d, "phases": {**(d.get("phases") or {}), **given}}
     try:
         return AnalysisSettings.from_dict(d)
     except (KeyError, TypeError, ValueError) as e:
         raise SystemExit(f"iosweep analyze: {path}: {e.args[0] if e.args else e}") from e
+
+
+def _pipeline_line(sm: dict[str, Any]) -> str:
+    """Whether the run waited for its data, in a line: the verdict, or why there is none
+    (and what would give one)."""
+    p = sm.get("pipeline") or {}
+    v = p.get("verdict")
+    if p.get("available") and v:
+        au = (p.get("totals") or {}).get("au")
+        return f"  {v['title']}" + (f" (AU {au:.0%})" if isinstance(au, int | float) else "")
+    return f"  whether it waited for its data: not known: {p.get('reason') or 'no step records'}"
 
 
 def _safe_name(run_id: str, taken: set[str]) -> str:
@@ -82,7 +109,9 @@ def _job_stores(path: Path) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = load_settings(args.config)
+    settings = load_settings(args.config, args.phase)
+    # over the phases a store was ingested with, too
+    given = phase_options(args.phase, "iosweep analyze") or None
     out: Path = args.out
     stores, analyses, failed = [], [], 0
     for p in args.inputs:
@@ -105,13 +134,14 @@ def run(args: argparse.Namespace) -> int:
 
     if len(stores) == 1 and not analyses and not args.sweep:
         try:
-            sm = analyze_run(stores[0], out, settings)
+            sm = analyze_run(stores[0], out, settings, given)
         except Exception as e:  # report the culprit store and fail
             print(f"iosweep analyze: {stores[0]}: {e}", file=sys.stderr)
             if not isinstance(e, NoSpaceError):  # a full disk is not a bug: no traceback
                 traceback.print_exc(file=sys.stderr)
             return 1
         print(f"{stores[0]}: {sm['analysis_status']}, {len(sm['insights'])} insights -> {out}")
+        print(_pipeline_line(sm))
         return 1 if failed else 0
 
     summaries: list[dict[str, Any]] = []
@@ -120,10 +150,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             meta = open_store(st).meta
             run_out = out / "runs" / _safe_name(meta.run_id or st.name, taken)
-            sm = analyze_run(st, run_out, settings)
+            sm = analyze_run(st, run_out, settings, given)
             sm["_path"] = str(run_out / "summary.json")
             summaries.append(sm)
             print(f"{st}: {sm['analysis_status']}, {len(sm['insights'])} insights -> {run_out}")
+            print(_pipeline_line(sm))
         except Exception as e:  # one bad store never stops the others
             failed += 1
             print(f"iosweep analyze: {st}: {e}", file=sys.stderr)

@@ -9,6 +9,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from iosweep.analysis.settings import PHASE_HELP, parse_phases
+
 if TYPE_CHECKING:
     from iosweep.trace.schema import RunMeta
 
@@ -56,6 +58,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="rebuild the store even if it was built from the same, unchanged logs",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="list every issue")
+    p.add_argument(
+        "--phase",
+        action="append",
+        default=[],
+        metavar="KIND:cat=RX[:name=RX]",
+        help=PHASE_HELP + "; kept in the store for its analysis",
+    )
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = EPILOG
+
+
+EPILOG = """\
+traces iosweep did not run:
+  DFTracer traces whose application marks its compute and its data loading get the verdict
+  of iosweep's own runs (is the training waiting for its data). Recognised without options:
+  the DFTracer docs' Profile("computation") and Profile("IO", ...).iter(loader), the
+  categories of dftracer.python.ai (compute, dataloader, data, pipeline), DLIO's
+  (ai_framework/*.compute, dlio_benchmark/*.iter) and iosweep's (compute, fetch).
+  Other names: declare them, e.g.
+    iosweep ingest traces/ -o store --phase compute:cat=model:name='^forward$' \\
+        --phase fetch:cat=loader:name='next_batch'
+  A DLIO output folder (summary.json, .hydra/, trace-R-of-N.pfw) is one run; DLIO's own AU
+  is reported beside iosweep's. docs/analysis.md, "Phases", has the rules.
+"""
 
 
 def parse_params(items: list[str]) -> dict[str, object]:
@@ -116,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             params=parse_params(args.param),
             reuse=not args.force,
             workers=args.workers,
+            phases=parse_phases(args.phase) or None,
         )
     except (FileNotFoundError, ValueError) as e:
         print(f"iosweep ingest: {e}", file=sys.stderr)
@@ -166,6 +193,8 @@ def _print_store(path: Path, meta: RunMeta, logs_line: str, reused: bool, verbos
         ),
         f"  issues: {sev.get('error', 0)} errors, {sev.get('warning', 0)} warnings",
     ]
+    if meta.phases:
+        out.insert(-1, f"  phases declared: {json.dumps(meta.phases)}")
     if (path / MERGED_DARSHAN).exists():
         out.insert(
             -1,

@@ -167,6 +167,10 @@ APP_EVENTS = pa.schema(
         # file the call was about (POSIX/STDIO metadata calls such as open/lseek/close);
         # null for application annotations and calls on no traced file
         pa.field("path", _dict_str),
+        # the epoch and step an annotation names in its args (DFTracer's AI events; iter()'s
+        # ``step``, counted from 1 in each loop); null where it names none
+        pa.field("epoch", pa.int64()),
+        pa.field("step", pa.int64()),
     ],
     metadata={"iosweep.table": "app_events", "iosweep.schema_version": str(SCHEMA_VERSION)},
 )
@@ -233,6 +237,9 @@ class RunMeta:
     versions: dict[str, str] = field(default_factory=dict)
     command: list[str] = field(default_factory=list)
     manifest: dict[str, Any] = field(default_factory=dict)  # the run manifest as written, if any
+    # which application events are compute, fetch, ... (`iosweep ingest --phase`): they
+    # replace the analysis settings' rules of the kinds they name
+    phases: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> str:

@@ -132,9 +132,22 @@ def no_io_or_truncated(c: Context) -> list[Insight]:
     trace = summary["trace"]
     errors = [i for i in summary["issues"] if i.get("severity", "error") == "error"]
     comp = trace.get("completeness")
+    if unsized := trace.get("unsized_io_calls"):
+        # DFTracer without DFTRACER_INC_METADATA: calls timed, their files and sizes unknown
+        empty = summary.get("analysis_status") == "empty"
+        out.append(_mk(
+            "io_without_metadata", "high" if empty else "warn",
+            "I/O calls were traced without their files and sizes",
+            f"DFTracer recorded {unsized} read/write calls with no file and no byte count: "
+            "it ran without DFTRACER_INC_METADATA=1, so "
+            + ("no I/O figure of this report can be computed" if empty else
+               "the I/O figures of this report leave them out"),
+            {"calls": (unsized, "count")},
+            "Trace again with DFTRACER_INC_METADATA=1 beside DFTRACER_ENABLE=1 (DLIO too).",
+        ))  # fmt: skip
     if summary.get("analysis_status") == "empty" and (found := _io_left_out(summary, s)):
         out.append(found)
-    elif summary.get("analysis_status") == "empty":
+    elif summary.get("analysis_status") == "empty" and not unsized:
         out.append(
             _mk(
                 "no_io_recorded",
@@ -692,24 +705,28 @@ def exposed_io(c: Context) -> list[Insight]:
 
 
 def input_bound(c: Context) -> list[Insight]:
-    """The ranks wait for their data: the input pipeline's verdict."""
+    """The ranks wait for their data, or for their own loop: the input pipeline's verdict."""
     v = (c.summary.get("pipeline") or {}).get("verdict") or {}
-    if not v.get("kind", "").startswith("input-bound"):
+    loop = v.get("kind") == "loop-bound"
+    if not (loop or v.get("kind", "").startswith("input-bound")):
         return []
     n = v["numbers"]
+    numbers = {
+        "au": (n["au"], "share"),
+        "au_threshold": (n["au_threshold"], "share"),
+        "wait_per_rank": (n["wait_per_rank_s"], "s"),
+        "storage_share_of_wait": (n["storage_share_of_wait"], "share"),
+        "no_read_share_of_wait": (n["no_read_share_of_wait"], "share"),
+    }
+    if loop:
+        numbers["idle_per_rank"] = (n["idle_per_rank_s"], "s")
     return [
         _mk(
             v["kind"].replace("-", "_"),
-            "high",
+            "warn" if loop else "high",
             v["title"],
             v["text"][0].upper() + v["text"][1:],
-            {
-                "au": (n["au"], "share"),
-                "au_threshold": (n["au_threshold"], "share"),
-                "wait_per_rank": (n["wait_per_rank_s"], "s"),
-                "storage_share_of_wait": (n["storage_share_of_wait"], "share"),
-                "no_read_share_of_wait": (n["no_read_share_of_wait"], "share"),
-            },
+            numbers,
             "; ".join(v["levers"]),
         )
     ]

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from iosweep import memory
-from iosweep.analysis.data import RunData, load_run
+from iosweep.analysis.data import RunData, load_run, unsized_io_calls
 from iosweep.analysis.findings.insights import run_insights
 from iosweep.analysis.findings.sample import sample_ops
 from iosweep.analysis.patterns.access import class_strategy, epoch_strategy, per_epoch_reads
@@ -30,8 +30,11 @@ from iosweep.analysis.patterns.spatial import CATEGORIES, classify_ops
 from iosweep.analysis.patterns.temporal import epoch_windows, heatmap, phases, signatures
 from iosweep.analysis.patterns.volume import build_tables, widen, with_shares
 from iosweep.analysis.pipeline.completeness import completeness_checks
+from iosweep.analysis.pipeline.dlio import dlio_beside
 from iosweep.analysis.pipeline.epochs import op_epochs, placement, rank_windows
 from iosweep.analysis.pipeline.overlap import analyze_overlap
+from iosweep.analysis.pipeline.phases import steps_from_events
+from iosweep.analysis.pipeline.unoverlapped import analyze_unoverlapped
 from iosweep.analysis.pipeline.waits import analyze_pipeline
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.summary import SCHEMA, to_dict, validate, write_summary
@@ -40,14 +43,19 @@ from iosweep.trace.schema import Issue, RunMeta
 
 
 def analyze_run(
-    store_path: Path | str, out_dir: Path | str, settings: AnalysisSettings | None = None
+    store_path: Path | str,
+    out_dir: Path | str,
+    settings: AnalysisSettings | None = None,
+    phases: dict[str, list] | None = None,
 ) -> dict[str, Any]:
-    """Analyse one trace store; write ``out_dir/summary.json`` and the tables; return the summary."""
+    """Analyse one trace store; write ``out_dir/summary.json`` and the tables; return the
+    summary. ``phases``: phase rules that replace, kind by kind, those the store was
+    ingested with and the settings' (``iosweep analyze --phase``)."""
     settings = settings or AnalysisSettings()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     memory.map_large_arrays()
-    rd = load_run(Path(store_path), settings)
+    rd = load_run(Path(store_path), settings, phases)
     memory.release()  # the Arrow tables read are gone; their pages need not stay
     mask, artefacts = fd_reuse(rd)
     remove(rd, mask, artefacts)
@@ -175,9 +183,24 @@ def _epoch_facts(rd: RunData) -> EpochFacts:
     )
 
 
+def _steps_from_annotations(rd: RunData) -> None:
+    """A run without step records gets them from its own annotations, if it has any
+    (pipeline.phases); how they were timed, for the pipeline's summary."""
+    if not rd.steps.empty and (rd.steps["step"] >= 0).any():
+        return
+    found = steps_from_events(rd)
+    if found is None:
+        return
+    rd.issues.extend(Issue(**i) for i in found.issues)
+    if len(found.steps):
+        rd.steps = found.steps
+        rd.cache["timing"] = found.timing
+
+
 def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     s = rd.settings
     meta = rd.meta
+    _steps_from_annotations(rd)
     sp = classify_ops(rd)
     rd.cache.pop("time_rank", None)
     t = build_tables(rd, sp)
@@ -187,6 +210,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     rd.ops.host = rd.ops.module = None
     memory.release()
     ef = _epoch_facts(rd)
+    unov_table, unov = analyze_unoverlapped(rd)
     rd.ops.pid = None
     rd.cache.pop("time_rank", None)
     file_size = np.zeros(len(rd.paths), np.int64)
@@ -213,6 +237,8 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     pipe_table, pipe = analyze_pipeline(
         rd, ef.op_epoch, _pipeline_context(rd, classes, size_summary)
     )
+    pipe["unoverlapped"] = unov
+    pipe["dlio"] = dlio_beside(rd, pipe_table, pipe.get("totals"))
     checks = completeness_checks(
         rd,
         int(classes.get("dataset", {}).get("bytes_read", 0)),
@@ -260,6 +286,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
             "excluded_ops": rd.excluded_ops,
             "excluded_records": rd.excluded_records,
             "excluded_paths": rd.excluded_paths,
+            "unsized_io_calls": unsized_io_calls(rd.app_events),
             "unattributed": rd.unattributed,
             "shared_records": sh.to_json(),
         },
@@ -316,6 +343,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         "phases": ph,
         "overlap": ov_table,
         "pipeline": pipe_table,
+        "unoverlapped": unov_table,
         "heatmap": heatmap(rd),
     }
     return summary, tables

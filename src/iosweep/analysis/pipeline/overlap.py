@@ -1,7 +1,7 @@
 """I/O versus compute: per rank and epoch, the I/O time not hidden behind compute.
 
 Compute is what the manifest's steps cover (rows with ``step >= 0``) plus DFTracer app events
-whose category or name matches ``compute_event_pattern``. I/O time is the union of the rank's
+that ``analysis.phases.compute`` names. I/O time is the union of the rank's
 traced operations (all its processes, DataLoader workers included). ``exposed`` I/O is I/O time
 inside the epoch with no compute running on that rank at the same time.
 """
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis import intervals
-from iosweep.analysis.data import RunData, category_matches
+from iosweep.analysis.data import RunData, events_matching
 from iosweep.analysis.pipeline.epochs import rank_windows
 
 COLUMNS = [
@@ -36,15 +36,15 @@ def analyze_overlap(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
     st = rd.steps
     comp_parts = []
     sources = []
-    if not st.empty and (st["step"] >= 0).any():
+    # Steps recovered from the trace's own compute events are those events: one source, not two.
+    from_events = rd.cache.get("timing", {}).get("source") == "events"
+    if not st.empty and (st["step"] >= 0).any() and not from_events:
         s = st[st["step"] >= 0]
         comp_parts.append(s[["actor", "start", "end"]])
         sources.append("steps")
     ev = rd.app_events
-    if not ev.empty and rd.settings.compute_event_pattern:
-        rx = rd.settings.compute_event_pattern
-        hit = category_matches(ev["cat"], rx, search=True)
-        hit |= category_matches(ev["name"], rx, search=True)
+    if not ev.empty and rd.settings.phases.get("compute"):
+        hit = events_matching(ev, rd.settings.phases["compute"])
         e = ev[hit & (ev["actor"].to_numpy() >= 0)]
         if len(e):
             comp_parts.append(e[["actor", "start", "end"]])

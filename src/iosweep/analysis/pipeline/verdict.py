@@ -12,6 +12,7 @@ VERDICTS = {
     "undecided": "Not decided: the data wait is only estimated",
     "input-bound-storage": "Input-bound by storage",
     "input-bound-preprocessing": "Input-bound by preprocessing",
+    "loop-bound": "Held back by the loop itself, not by its data",
     "startup": "Dominated by start-up",
 }
 
@@ -31,6 +32,8 @@ def verdict(tot: dict[str, Any], context: dict[str, Any], s) -> dict[str, Any]:
         kind = "compute-bound"
     elif au is None:
         kind = "startup"  # a single step per epoch: nothing but warm-up to judge
+    elif (idle := tot.get("idle_per_rank")) and wait < s.input_wait_share * idle:
+        kind = "loop-bound"  # most of the time not computing is not spent waiting either
     else:
         kind = (
             "input-bound-storage"
@@ -46,6 +49,9 @@ def verdict(tot: dict[str, Any], context: dict[str, Any], s) -> dict[str, Any]:
             "au_threshold": s.au_threshold,
             "wait_per_rank_s": wait,
             "epoch_time_per_rank_s": epoch,
+            "idle_per_rank_s": tot.get("idle_per_rank"),
+            "wait_share_of_idle": wait / tot["idle_per_rank"] if tot.get("idle_per_rank") else None,
+            "input_wait_threshold": s.input_wait_share,
             "storage_share_of_wait": storage,
             "storage_threshold": s.storage_wait_share,
             "no_read_share_of_wait": tot["no_read_share"],
@@ -73,6 +79,13 @@ def _verdict_text(kind: str, tot: dict[str, Any], ctx: dict[str, Any], storage: 
     )
     if kind == "compute-bound":
         return base + "; the input pipeline keeps up"
+    if kind == "loop-bound":
+        idle = tot["idle_per_rank"]
+        return (
+            base + f", but they do not compute for {idle:.1f} s: {idle - wait:.1f} s of it is "
+            "neither computing nor waiting for a batch, spent by the loop itself between steps "
+            "(logging, metrics, synchronisation, evaluation)"
+        )
     w = ctx.get("loader_workers")
     if kind == "input-bound-storage":
         return (
@@ -97,6 +110,11 @@ def _levers(kind: str, ctx: dict[str, Any]) -> list[str]:
         return ["run more steps or epochs before judging the input pipeline"]
     if kind == "compute-bound":
         return []
+    if kind == "loop-bound":
+        return [
+            "profile the loop between steps (per-step logging, metric syncs such as .item(), "
+            "evaluation or checkpoints inside the epoch)"
+        ]
     if kind == "input-bound-preprocessing":
         out = [
             "more loader workers (DataLoader num_workers, tf.data num_parallel_calls), as long as cores are free"

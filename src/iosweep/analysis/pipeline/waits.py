@@ -281,6 +281,16 @@ def totals(t: pd.DataFrame, run_start: float, run_end: float) -> dict[str, Any]:
         "read_time_per_rank": float(t.groupby("rank")["read_time"].sum().mean()),
         "wait_per_rank": float(t.groupby("rank")["wait"].sum().mean()),
         "epoch_time_per_rank": float(t.groupby("rank")["epoch_time"].sum().mean()),
+        # the time a rank does not compute, first step left out (AU's denominator less compute)
+        "idle_per_rank": max(
+            float(
+                (t["epoch_time"] - t["first_wait"] - t["first_step"] - t["compute"])
+                .groupby(t["rank"])
+                .sum()
+                .mean()
+            ),
+            0.0,
+        ),
         "first_wait_max": float(t["first_wait"].max()),
         "first_step_max": float(t["first_step"].max()),
         "samples": _nan_none(samples),
@@ -300,14 +310,17 @@ def totals(t: pd.DataFrame, run_start: float, run_end: float) -> dict[str, Any]:
 
 
 def timing_of(rd: RunData) -> dict[str, Any]:
-    """How the run's steps were timed, from its manifest (:class:`summary.Timing`'s fields)."""
-    t = (rd.meta.manifest or {}).get("timing") or {}
+    """How the run's steps were timed, from its manifest, or the annotations they came from
+    (:mod:`.phases`): :class:`summary.Timing`'s fields."""
+    t = rd.cache.get("timing") or (rd.meta.manifest or {}).get("timing") or {}
     if not isinstance(t, dict):
         return {}
     other = [f"{o.get('kind')} at {o.get('site')} ({o.get('batches')} batches)"
              for o in t.get("other_loops") or [] if isinstance(o, dict)]  # fmt: skip
     return {
-        "source": t.get("source") if t.get("source") in ("script", "hooks", "none") else "",
+        "source": t.get("source")
+        if t.get("source") in ("script", "hooks", "events", "none")
+        else "",
         "wait": t.get("wait") if t.get("wait") in ("measured", "estimated") else "",
         "method": str(t.get("method") or ""),
         "loop": str(t.get("loop") or ""),
@@ -324,20 +337,30 @@ NO_STEPS_HINT = (
     "loop (iosweep's hooks time those), run the job through iosweep (a `workloads:` entry), "
     "or annotate compute and data loading in a DFTracer trace"
 )
+# The same for a trace iosweep did not run: the two lines DFTracer's documentation teaches.
+ANNOTATE_HINT = (
+    "to get a verdict, annotate the training loop for DFTracer, as its documentation shows: "
+    '`for batch in dft_fn("IO").iter(loader):` around the loop and `@dft_fn("computation").log` '
+    "on the model's forward (`from dftracer.python import dft_fn`); or run the job through "
+    "iosweep (a `workloads:` entry), which times it without any change"
+)
 
 
 def _no_steps_reason(rd: RunData) -> str:
     why = str(((rd.meta.manifest or {}).get("timing") or {}).get("why_none") or "")
     if why:
         return f"{why}; so only the I/O is analysed, not whether training waited for it ({NO_STEPS_HINT})"
+    dftracer = "dftracer" in {p.tracer for p in rd.meta.processes}
     if rd.meta.params.get("framework"):
         return (
             "no step timestamps: the run has no manifest with steps (logs from elsewhere), so "
             "only the I/O is analysed, not whether training waited for it"
+            + (f"; {ANNOTATE_HINT}" if dftracer else "")
         )
     return (
         "the logs record no compute phases (an application's logs from elsewhere), so "
         "only the I/O is analysed, not whether the computation waited for it"
+        + (f"; {ANNOTATE_HINT}" if dftracer else "")
     )
 
 

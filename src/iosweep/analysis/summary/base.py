@@ -20,6 +20,7 @@ TABLES = (
     "ops_sample",
     "pipeline",
     "heatmap",
+    "unoverlapped",
 )
 #: what analyze_sweep writes
 SWEEP_FILES = (

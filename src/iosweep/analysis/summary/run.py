@@ -58,6 +58,7 @@ class Trace(_Model):
     excluded_ops: int
     excluded_records: int = 0  # counter records of analysed modules on excluded paths
     excluded_paths: list[str] = Field(default_factory=list)  # up to 5 of them (e.g. <STDOUT>)
+    unsized_io_calls: int = 0  # DFTracer reads/writes without file or size (no metadata)
     unattributed: dict[str, int | float]
     # MPI files reduced by Darshan to one record: records, spread (to ranks), traced, ranks
     shared_records: dict[str, int] = Field(default_factory=dict)
@@ -364,6 +365,7 @@ class PipelineTotals(_Model):
     read_time_per_rank: float  # seconds inside reads, the rank's processes added up
     wait_per_rank: float  # data wait, steps after the first
     epoch_time_per_rank: float
+    idle_per_rank: float | None = None  # AU's denominator less compute: wait and the rest
     first_wait_max: float  # the wait for the first batch (loader start-up)
     first_step_max: float  # the first step (warm-up)
     samples: float | None
@@ -396,7 +398,12 @@ class PipelineEpoch(_Model):
 
 class Verdict(_Model):
     kind: Literal[
-        "compute-bound", "input-bound-storage", "input-bound-preprocessing", "startup", "undecided"
+        "compute-bound",
+        "input-bound-storage",
+        "input-bound-preprocessing",
+        "loop-bound",
+        "startup",
+        "undecided",
     ]
     title: str
     text: str
@@ -407,7 +414,8 @@ class Verdict(_Model):
 class Timing(_Model):
     """How the run's steps and data waits were timed (the manifest's ``timing``)."""
 
-    source: Literal["script", "hooks", "none", ""] = ""  # the training script, iosweep's hooks
+    # the training script, iosweep's hooks, the trace's own annotations (analysis.phases)
+    source: Literal["script", "hooks", "events", "none", ""] = ""
     wait: Literal["measured", "estimated", ""] = ""
     method: str = ""
     loop: str = ""  # the loop the hooks timed: its kind, file and line
@@ -415,6 +423,49 @@ class Timing(_Model):
     batches: int | None = None  # batches the hooks timed, all ranks and loops
     other_loops: list[str] = Field(default_factory=list)  # loops not taken for the steps
     problems: list[str] = Field(default_factory=list)  # hooks that could not be installed
+
+
+class UnoverlappedFigures(_Model):
+    """Seconds of compute, application I/O and POSIX I/O (their unions), and of each I/O
+    that no compute covered."""
+
+    compute_time: float
+    app_io_time: float
+    posix_io_time: float
+    unoverlapped_app_io_time: float
+    unoverlapped_posix_io_time: float
+
+
+class UnoverlappedRank(UnoverlappedFigures):
+    rank: int
+
+
+class UnoverlappedTotals(UnoverlappedFigures):
+    u_app_io_dfa: float  # as dftracer-analyzer computes it: sums less sums, per process
+    u_posix_io_dfa: float
+
+
+class Unoverlapped(_Model):
+    """DFAnalyzer's overlap figures (iosweep.analysis.pipeline.unoverlapped)."""
+
+    available: bool
+    reason: str = ""
+    per_rank: list[UnoverlappedRank] = Field(default_factory=list)
+    totals: UnoverlappedTotals | None = None
+    processes: int = 0
+
+
+class DlioAu(_Model):
+    """DLIO's own account of its run beside iosweep's (iosweep.trace.dlio)."""
+
+    au_mean: float | None  # fraction, the mean over epochs of DLIO's per-epoch AU
+    au_per_epoch: list[float]
+    iosweep_au: float | None
+    iosweep_au_per_epoch: list[float | None]
+    computation_time: float | None  # seconds a step, as configured (DLIO counts this)
+    traced_compute_mean: float | None  # seconds a step, the compute events' mean
+    throughput_samples_per_s: float | None
+    text: str  # the two side by side, and why they differ
 
 
 class Pipeline(_Model):
@@ -431,6 +482,8 @@ class Pipeline(_Model):
     epochs: list[PipelineEpoch] = Field(default_factory=list)
     verdict: Verdict | None = None
     coverage: str = ""  # a warning when the steps do not fall within the trace
+    unoverlapped: Unoverlapped = Field(default_factory=lambda: Unoverlapped(available=False))
+    dlio: DlioAu | None = None
 
 
 class FileShape(_Model):

@@ -349,9 +349,7 @@ def _pipeline(sm: RunSummary) -> dict[str, Any]:
         "text": p.verdict.text[0].upper() + p.verdict.text[1:] + ".",
         "levers": p.verdict.levers,
         "wait": [(name, fmt.share(v)) for name, v in wait if v is not None],
-        "wait_source": "as the training script timed it"
-        if p.wait_source == "timed"
-        else "the gaps between the steps",
+        "wait_source": _wait_source(p),
         "numbers": [
             ("AU (first step left out)", fmt.share(t.au)),
             ("compute / epoch (first step in)", fmt.share(t.compute_share)),
@@ -365,8 +363,38 @@ def _pipeline(sm: RunSummary) -> dict[str, Any]:
         ],
         "epochs": records_table(p.epochs, PIPELINE_EPOCHS, limit=50),
         "coverage": p.coverage,
+        "dlio": p.dlio.text if p.dlio else "",
+        "unoverlapped": _unoverlapped(p),
         **found,
     }
+
+
+def _wait_source(p) -> str:
+    if p.wait_source == "gaps":
+        return "the gaps between the steps"
+    if p.wait_source == "estimated":
+        return "estimated: " + p.timing.method
+    return {
+        "hooks": "as iosweep's hooks timed it",
+        "events": "from the trace's own fetch events",
+    }.get(p.timing.source, "as the training script timed it")
+
+
+def _unoverlapped(p) -> str:
+    """DFAnalyzer's overlap figures in one sentence (and dftracer-analyzer's own way)."""
+    u = p.unoverlapped
+    if not u.available or u.totals is None:
+        return ""
+    t = u.totals
+    return (
+        f"Not hidden by computation (DFAnalyzer's figures, all ranks, exact unions): "
+        f"{fmt.seconds(t.unoverlapped_app_io_time)} of {fmt.seconds(t.app_io_time)} of "
+        f"application I/O, {fmt.seconds(t.unoverlapped_posix_io_time)} of "
+        f"{fmt.seconds(t.posix_io_time)} of POSIX I/O, beside "
+        f"{fmt.seconds(t.compute_time)} of compute; dftracer-analyzer's way (summed durations "
+        f"less summed compute, per process) gives {fmt.seconds(t.u_app_io_dfa)} and "
+        f"{fmt.seconds(t.u_posix_io_dfa)}"
+    )
 
 
 def _overlap(sm: RunSummary) -> dict[str, Any]:

@@ -126,10 +126,14 @@ def timing_text(p: Pipeline) -> str:
         text = f"Steps timed by iosweep's hooks, without changing the script: {t.loop}, {t.method}{cost}"
     elif t.source == "script" and p.available:
         text = "Steps timed by the training script itself"
+    elif t.source == "events" and p.available:
+        text = f"Steps from the trace's own annotations ({t.loop}): {t.method}"
     else:
         return ""
     if t.wait == "estimated":
         text += ". The data wait is an estimate, not a measurement"
+    if p.dlio is not None:
+        text += f". {p.dlio.text}"
     if t.other_loops:
         text += f". Other loops (not the training loop): {', '.join(t.other_loops)}"
     return text + "."

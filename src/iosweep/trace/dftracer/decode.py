@@ -6,6 +6,7 @@ is parsed line by line, so one bad line costs only itself).
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -20,8 +21,10 @@ PH_UNKNOWN, PH_COMPLETE, PH_COUNTER, PH_AGGREGATED, PH_METADATA = 0, 1, 2, 3, 4
 _PH_LETTERS = {"X": PH_COMPLETE, "C": PH_COUNTER, "A": PH_AGGREGATED, "M": PH_METADATA}
 
 # --- the columns parsed out of each line ---------------------------------------------------------
-_ARGS_INT = ("ret", "count", "size", "offset", "whence", "flags", "ret_len", "str_len")
-_ARGS_STR = ("hhash", "fhash", "name", "value")
+_ARGS_INT = ("ret", "count", "size", "offset", "whence", "flags", "ret_len", "str_len",
+             "epoch", "step")  # fmt: skip
+# fname, hostname: the file and host of an event as pydftracer 1.0.x writes them (no hashes)
+_ARGS_STR = ("hhash", "fhash", "name", "value", "fname", "hostname")
 _TOP_INT = ("id", "pid", "tid", "ts", "dur")
 _TOP_STR = ("name", "cat")
 # Normalised table every parse path produces (args flattened with an ``a_`` prefix).
@@ -213,15 +216,18 @@ def split_lines(text: bytes) -> tuple[Lines, tuple[int, bytes] | None]:
 # lines -> normalised table
 
 
-def _sample_ph_type(lines: Lines) -> pa.DataType:
+def _sample_types(lines: Lines) -> tuple[pa.DataType, bool]:
+    """(type of ``ph``, whether numbers are written as strings) from the first events: DFTracer
+    >= 2 writes numbers and ``ph`` as a number, pydftracer 1.0.x (DLIO 2.0.0's) strings."""
     for line in (lines.get(i) for i in range(min(50, len(lines)))):
         try:
             obj = json.loads(line)
         except ValueError:
             continue
         if isinstance(obj, dict) and "ph" in obj:
-            return pa.string() if isinstance(obj["ph"], str) else pa.int64()
-    return pa.int64()
+            ph = pa.string() if isinstance(obj["ph"], str) else pa.int64()
+            return ph, isinstance(obj.get("ts"), str)
+    return pa.int64(), False
 
 
 def _explicit_schema(ph_type: pa.DataType) -> pa.Schema:
@@ -231,6 +237,22 @@ def _explicit_schema(ph_type: pa.DataType) -> pa.Schema:
         + [(c, pa.string()) for c in _TOP_STR]
         + [("ph", ph_type), ("args", args)]
     )
+
+
+# pydftracer 1.0.x quotes numbers, and not always ("ret":26 beside "ret":"0"): the numeric
+# fields are unquoted in the bytes, so that one bulk parse reads them all as numbers.
+_QUOTED_NUMBER = re.compile(
+    rb'"(' + b"|".join(c.encode() for c in _TOP_INT + _ARGS_INT) + rb')":"(-?[0-9]+)"'
+)
+
+
+# What is left quoted of epoch and step after that is text (DLIO writes "epoch":"train"):
+# not an iteration's number, so out of the numeric column's way.
+_TEXT_COUNT = re.compile(rb'"(epoch|step)":"')
+
+
+def _unquote(buf: bytes) -> bytes:
+    return _TEXT_COUNT.sub(rb'"\1_text":"', _QUOTED_NUMBER.sub(rb'"\1":\2', buf))
 
 
 def _ph_codes(col: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -329,9 +351,11 @@ def parse_lines(lines: Lines) -> tuple[pa.Table, list[tuple[int, str, bytes]]]:
     bad: list[tuple[int, str, bytes]] = []
     if not len(lines):
         return _NORM.empty_table(), bad
-    schema = _explicit_schema(_sample_ph_type(lines))
+    ph_type, strings = _sample_types(lines)
+    schema = _explicit_schema(ph_type)
+    prepare = _unquote if strings else (lambda b: b)
     try:
-        return _bulk(lines.joined(), schema, lines.numbers), bad
+        return _bulk(prepare(lines.joined()), schema, lines.numbers), bad
     except (pa.ArrowInvalid, ValueError):
         pass
     parts = []
@@ -339,7 +363,7 @@ def parse_lines(lines: Lines) -> tuple[pa.Table, list[tuple[int, str, bytes]]]:
     for i in range(0, len(items), _CHUNK_LINES):
         block, numbers = items[i : i + _CHUNK_LINES], line_no[i : i + _CHUNK_LINES]
         try:
-            parts.append(_bulk(b"\n".join(block), schema, numbers))
+            parts.append(_bulk(prepare(b"\n".join(block)), schema, numbers))
         except (pa.ArrowInvalid, ValueError):
             parts.append(_one_by_one(block, numbers, bad))
     return pa.concat_tables(parts), bad

@@ -22,6 +22,7 @@ Decoding (gunzip, lines, bulk JSON parse) is in :mod:`.decode`, the position mod
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,13 +135,32 @@ def _dict_array(codes: np.ndarray, values: list[str | None]) -> pa.DictionaryArr
 
 
 def _hash_to_u64(h: str | None) -> int | None:
+    """A file's id: DFTracer's hash, or (a path, as pydftracer 1.0.x names files) 64 bits of
+    its BLAKE2b, the same in every process's trace."""
     if not h:
         return None
     try:
         v = int(h, 16)
     except ValueError:
-        return None
+        return int.from_bytes(hashlib.blake2b(h.encode(), digest_size=8).digest(), "little")
     return v if v < 2**64 else None
+
+
+def _unhashed(norm: pa.Table) -> pa.Table:
+    """pydftracer 1.0.x (DLIO 2.0.0's tracer) names a call's file (``fname``) and host
+    (``hostname``) in its args instead of hashing them, and writes as ``pid`` the id DLIO
+    gives it (its rank) for every process of the rank: the path and host stand in for their
+    hashes (and are their own metadata records, :func:`_metadata`), and the thread id stands
+    in for the process (each of DLIO's forked loader workers has one thread, whose id is its
+    pid)."""
+    cols = {n: norm.column(n) for n in norm.column_names}
+    named_files = cols["a_fname"].null_count < len(norm)
+    if not named_files or cols["a_fhash"].null_count < len(norm):
+        return norm  # DFTracer's own format: hashes and real pids
+    for hashed, named in (("a_fhash", "a_fname"), ("a_hhash", "a_hostname")):
+        cols[hashed] = pc.coalesce(cols[hashed], cols[named])
+    cols["pid"] = pc.coalesce(cols["tid"], cols["pid"])
+    return pa.table(cols, schema=norm.schema)
 
 
 def _reparse(lines: Lines, wanted: np.ndarray) -> list[dict]:
@@ -211,6 +231,7 @@ def _build(
     warnings: list[Issue],
 ) -> ProcessLog:
     issues, lost = _damage(path, norm, lines, bad, problems)
+    norm = _unhashed(norm)
     ev = _events(path, norm, lines, warnings)
     meta = _metadata(ev)
     start_rows, end_rows, start_args, end_args = _tracer_events(ev)
@@ -347,6 +368,9 @@ def _metadata(ev: _Events) -> _Meta:
             r = as_int(value)
             if r is not None:
                 m.rank_of_pid[pid_m] = r
+    for col, table in (("a_fname", m.files), ("a_hostname", m.hosts)):  # pydftracer 1.0.x
+        for v in pc.unique(ev.norm.column(col).drop_null()).to_pylist():
+            table.setdefault(v, v)
     scale = _TIME_SCALE.get(m.time_metric)
     if scale is None:
         ev.warnings.append(
@@ -646,6 +670,9 @@ def _tables(
             "cat": _dict_array(ev.cat_c[app_rows], ev.cats),
             "name": _dict_array(ev.name_c[app_rows], ev.names),
             "path": _dict_array(fh_c[app_rows], path_vals),
+            # the iteration an annotation names (DFTracer's iter() counts ``step`` from 1)
+            "epoch": ev.norm.column("a_epoch").take(pa.array(app_rows)),
+            "step": ev.norm.column("a_step").take(pa.array(app_rows)),
         }
     )
     return {

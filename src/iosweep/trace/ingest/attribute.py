@@ -4,6 +4,7 @@ and missing ranks, several jobs mixed in one input."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 
 from iosweep.trace.ingest.find import _Log
@@ -196,7 +197,9 @@ def _short(exe: str, n: int = 60) -> str:
 
 
 def _mixed_jobs(read: list[_Log]) -> list[Issue]:
-    """A warning when the Darshan MPI logs come from several jobs (their ranks overlap)."""
+    """A warning when the Darshan MPI logs come from several jobs (their ranks overlap), or
+    when the per-process logs fall into groups that never ran at the same time (runs at
+    different times mixed in one folder: one job's processes overlap in time)."""
     mpi_jobs = {e.plog.jobid for e in read if e.plog.mpi and e.plog.tracer == "darshan"}
     if len(mpi_jobs) > 1:
         return [
@@ -209,7 +212,38 @@ def _mixed_jobs(read: list[_Log]) -> list[Issue]:
                 "warning",
             )
         ]
-    return []
+    groups = _apart_in_time([e for e in read if not e.plog.mpi])
+    if len(groups) < 2:
+        return []
+    said = "; ".join(
+        f"{len(g)} log(s) from {dt.datetime.fromtimestamp(min(e.plog.start for e in g), dt.UTC):%Y-%m-%d %H:%M:%S} UTC, "
+        f"e.g. {g[0].path.name}"
+        for g in groups
+    )
+    return [
+        Issue(
+            "logs",
+            "mixed-jobs",
+            f"the logs form {len(groups)} groups that never ran at the same time, as runs at "
+            f"different times would: {said}; they are analysed as one run: give each run's "
+            "logs separately",
+            "warning",
+        )
+    ]
+
+
+def _apart_in_time(logs: list[_Log]) -> list[list[_Log]]:
+    """The logs grouped by overlapping [start, end] (chains of overlaps), in time order."""
+    groups: list[list[_Log]] = []
+    end = 0.0
+    for e in sorted(logs, key=lambda x: x.plog.start):
+        if groups and e.plog.start <= end:
+            groups[-1].append(e)
+            end = max(end, e.plog.end)
+        else:
+            groups.append([e])
+            end = e.plog.end
+    return groups
 
 
 def _ranks_from_logs(read: list[_Log], mpi_hosts: dict[int, dict[int, str]]) -> list[RankInfo]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from iosweep import memory
 from iosweep.files import write_json
-from iosweep.trace import jobs
+from iosweep.trace import dlio, jobs
 from iosweep.trace.darshan.merge import MergeInput, write_merged_log
 from iosweep.trace.ingest.attribute import (
     _attribute,
@@ -118,6 +118,7 @@ def ingest(
     params: dict | None = None,
     reuse: bool = True,
     workers: int | None = None,
+    phases: dict[str, list[dict[str, str]]] | None = None,
 ) -> RunMeta:
     """Build the trace store ``out`` from the logs under ``inputs``; return its metadata.
 
@@ -132,7 +133,9 @@ def ingest(
     when no log could be read (``RunMeta.processes`` is then empty). With ``reuse``, a store
     already at ``out`` that was built from the same files (paths, sizes, modification times),
     arguments and reader code is returned as it is (``inputs.json`` records them).
-    ``workers`` processes read the logs (default: :func:`read_workers`).
+    ``workers`` processes read the logs (default: :func:`read_workers`). ``phases`` declares
+    which application events are compute, fetch, ... (kind -> rules, as the ``analysis.phases``
+    setting); the store keeps them for its analysis.
 
     Logs of several unrelated jobs (:mod:`iosweep.trace.jobs`) raise ValueError naming them:
     :func:`ingest_jobs` writes one store per job instead.
@@ -147,6 +150,7 @@ def ingest(
         reuse=reuse,
         workers=workers,
         split=False,
+        phases=phases,
     )
     return stores[0][1]
 
@@ -162,6 +166,7 @@ def ingest_jobs(
     reuse: bool = True,
     workers: int | None = None,
     split: bool = True,
+    phases: dict[str, list[dict[str, str]]] | None = None,
 ) -> list[tuple[Path, RunMeta]]:
     """Like :func:`ingest`, but logs of several jobs become one store per job.
 
@@ -179,13 +184,18 @@ def ingest_jobs(
         found = [p / "manifest.json" for p in inputs if (p / "manifest.json").is_file()]
         manifest = found[0] if found else None
     man = _load_manifest(manifest) if manifest is not None else {}
+    # DLIO's output folders: its own account of each run (dlio.py), when no manifest is given
+    dlio_dirs = dlio.find_dlio_outputs(inputs) if manifest is None else []
 
     entries, unfinished = discover(inputs)
     out_resolved = out.resolve()
     entries = [e for e in entries if out_resolved not in e.path.resolve().parents]
     rank_files = _rank_files(inputs)
     used = [e.path for e in entries] + unfinished + rank_files + ([manifest] if manifest else [])
+    used += [f for d in dlio_dirs for f in _dlio_files(d)]
     arguments = {"run_id": run_id, "isolate": isolate, "params": params or {}}
+    if phases:  # (absent otherwise: stores built before phases existed stay reusable)
+        arguments["phases"] = phases
     fingerprint = inputs_fingerprint(used, arguments)
     if reuse and (stores := _reusable(out, fingerprint)) is not None:
         return stores
@@ -202,8 +212,15 @@ def ingest_jobs(
     ranks, rank_source = _collect_ranks(man, rank_files, issues)
     readers = _read_all(entries, isolate, issues, workers)
     read = [e for e in entries if e.log is not None]
-    # a manifest or rank files describe one run: its logs are never split
-    groups = jobs.group_jobs([e.plog for e in read]) if not (man or rank_files) and read else []
+    if len(dlio_dirs) == 1:
+        man, dlio_issues = dlio.read_dlio_output(dlio_dirs[0])
+        issues.extend(dlio_issues)
+    # a manifest or rank files describe one run: its logs are never split; DLIO's output
+    # folders are one run each
+    if len(dlio_dirs) > 1:
+        groups = _dlio_groups(dlio_dirs, read)
+    else:
+        groups = jobs.group_jobs([e.plog for e in read]) if not (man or rank_files) and read else []
     if len(groups) > 1:
         if not split:
             raise ValueError(
@@ -221,11 +238,14 @@ def ingest_jobs(
             groups,
             issues,
             {**fingerprint, "logs": len(entries), "read_processes": readers},
+            manifests={d.name: dlio.read_dlio_output(d) for d in dlio_dirs},
+            phases=phases,
         )
     issues.extend(_mixed_jobs(read))
     meta = _build_store(
         out, man, entries, ranks, rank_source, issues, inputs=inputs, run_id=run_id, params=params
     )
+    _declare_phases(out, meta, phases)
     # last: only a finished store is reused
     write_json(out / INPUTS_JSON, {**fingerprint, "logs": len(entries), "read_processes": readers})
     return [(out, meta)]
@@ -241,14 +261,23 @@ def _ingest_split(
     groups: list[tuple[str, list[int]]],
     issues: list[Issue],
     inputs_doc: dict[str, Any],
+    manifests: dict[str, tuple[dict[str, Any], list[Issue]]] | None = None,
+    phases: dict[str, list[dict[str, str]]] | None = None,
 ) -> list[tuple[Path, RunMeta]]:
-    """One store per job under ``out``; ``jobs.json`` lists them (and lets them be reused)."""
+    """One store per job under ``out``; ``jobs.json`` lists them (and lets them be reused).
+    ``manifests``: a job's own account of itself by its label (a DLIO run's output folder)."""
     base = run_id or (inputs[0].name if inputs else "run")
+    manifests = manifests or {}
+    described = (
+        ", ".join(f"{label} ({len(idx)} traces)" for label, idx in groups)
+        if manifests
+        else jobs.describe([e.plog for e in read], groups)
+    )
     warning = Issue(
         "logs",
         "mixed-jobs",
         f"the input holds logs of {len(groups)} unrelated jobs, ingested as {len(groups)} "
-        f"separate runs: {jobs.describe([e.plog for e in read], groups)}",
+        f"separate runs: {described}",
         "warning",
     )
     read_paths = {str(e.path) for e in read}
@@ -258,10 +287,11 @@ def _ingest_split(
     for label, idx in groups:
         job = [read[i] for i in idx]
         own = {str(e.path) for e in job}
-        job_issues = [warning, *shared, *(i for i in issues if i.source in own)]
+        man, found = manifests.get(label, ({}, []))
+        job_issues = [warning, *shared, *(i for i in issues if i.source in own), *found]
         meta = _build_store(
             out / label,
-            {},
+            man,
             job,
             [],
             "",
@@ -270,9 +300,36 @@ def _ingest_split(
             run_id=f"{base}.{label}",
             params=params,
         )
+        _declare_phases(out / label, meta, phases)
         stores.append((out / label, meta))
     write_json(out / jobs.JOBS_JSON, {**inputs_doc, "jobs": [label for label, _ in groups]})
     return stores
+
+
+def _declare_phases(
+    store: Path, meta: RunMeta, phases: dict[str, list[dict[str, str]]] | None
+) -> None:
+    """Keep the phases the user declared for these logs in the store's run.json."""
+    if phases:
+        meta.phases = phases
+        meta.write(store / "run.json")
+
+
+def _dlio_files(folder: Path) -> list[Path]:
+    """What a DLIO output folder says of its run (its traces are found as logs)."""
+    return sorted([*folder.glob("*.json"), *(folder / ".hydra").glob("*.yaml")])
+
+
+def _dlio_groups(dirs: list[Path], read: list[_Log]) -> list[tuple[str, list[int]]]:
+    """One job per DLIO output folder (its traces lie in it); logs in none of them, apart."""
+    groups: list[tuple[str, list[int]]] = []
+    taken: set[int] = set()
+    for d in dirs:
+        idx = [i for i, e in enumerate(read) if d.resolve() in e.path.resolve().parents]
+        taken |= set(idx)
+        groups.append((d.name, idx))
+    rest = [i for i in range(len(read)) if i not in taken]
+    return [*groups, *([("other", rest)] if rest else [])]
 
 
 def _clear_outputs(out: Path) -> None:

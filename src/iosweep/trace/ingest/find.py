@@ -26,6 +26,9 @@ UNFINISHED_SUFFIX = ".darshan_partial"
 
 
 _RANK_DIR = re.compile(r"^rank-(\d+)$")
+# DLIO names each rank's DFTracer trace trace-<rank>-of-<ranks>.pfw (one file for the rank and
+# its loader workers)
+_DLIO_TRACE = re.compile(r"^trace-(\d+)-of-(\d+)\.pfw(\.gz)?$")
 
 
 _RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
@@ -64,7 +67,11 @@ def _tracer_of(path: Path) -> str | None:
 
 
 def _dir_rank(path: Path, root: Path) -> int | None:
-    """R if ``path`` lies under a ``rank-R`` directory below ``root`` (traces/rank-R/...)."""
+    """R if ``path`` lies under a ``rank-R`` directory below ``root`` (traces/rank-R/...), or
+    is DLIO's trace of rank R (``trace-R-of-N.pfw``)."""
+    m = _DLIO_TRACE.match(path.name)
+    if m:
+        return int(m.group(1))
     try:
         rel = path.relative_to(root)
     except ValueError:

@@ -1,0 +1,7 @@
+"""``python -m iosweep``: the ``iosweep`` command."""
+
+import sys
+
+from iosweep.cli import main
+
+sys.exit(main())

@@ -1,0 +1,70 @@
+"""DLIO's own AU beside iosweep's, for a DLIO run (its output folder read at ingest:
+``RunMeta.manifest["dlio"]``, iosweep.trace.dlio), and why the two differ.
+
+DLIO's AU per rank and epoch is the configured computation time of every step but the first
+over the epoch's wall time less the first step's processing time (``statscounter.py``); its
+summary's per-epoch AU is the mean over ranks. iosweep's is the traced compute of every step
+but the first over the epoch time less the first wait and first step, from the trace's own
+compute and fetch events: the numerator is measured (a sleep overshoots its request), and
+the windows start and end at slightly different points.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from iosweep.analysis.data import RunData
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and np.isfinite(v) else None
+
+
+def dlio_beside(rd: RunData, table: pd.DataFrame, totals: dict[str, Any] | None) -> dict | None:
+    """The DlioAu record (iosweep.analysis.summary), or None for a run that is not DLIO's."""
+    d = (rd.meta.manifest or {}).get("dlio")
+    if not isinstance(d, dict):
+        return None
+    per_epoch = [float(v) / 100 for v in d.get("au_percentage") or [] if _num(v) is not None]
+    mean = _num(d.get("au_mean_percentage"))
+    mean = mean / 100 if mean is not None else None
+    mine = (
+        [None if pd.isna(v) else float(v) for v in table.groupby("epoch")["au"].mean()]
+        if len(table)
+        else []
+    )
+    ours = (totals or {}).get("au")
+    steps = (table["steps"] - 1).clip(lower=0).sum() if len(table) else 0
+    traced = float(table["compute"].sum() / steps) if steps else None
+    ct = _num(d.get("computation_time"))
+    if mean is None or ours is None:
+        text = (
+            "DLIO's summary gives no training AU"
+            if mean is None
+            else "iosweep found no steps to judge"
+        )
+    else:
+        why = (
+            f"DLIO counts each step's configured computation time ({ct * 1e3:.1f} ms), the "
+            f"traced compute events last {traced * 1e3:.1f} ms on average"
+            if ct is not None and traced is not None
+            else "DLIO counts each step's configured computation time, iosweep the traced one"
+        )
+        text = (
+            f"DLIO's own AU {mean:.1%}, iosweep's {ours:.1%} ({(ours - mean) * 100:+.1f} points): "
+            f"{why}; DLIO divides by its epoch's wall time less the first step, iosweep by "
+            "the epoch time less the first wait and step"
+        )
+    return {
+        "au_mean": mean,
+        "au_per_epoch": per_epoch,
+        "iosweep_au": ours,
+        "iosweep_au_per_epoch": mine,
+        "computation_time": ct,
+        "traced_compute_mean": traced,
+        "throughput_samples_per_s": _num(d.get("throughput_samples_per_s")),
+        "text": text,
+    }

@@ -1,0 +1,127 @@
+"""DFAnalyzer's overlap figures: how much application I/O and POSIX I/O the computation did
+not hide, per process, per rank and in total (DFTracer traces with compute annotations).
+
+For each process: compute = the union of its compute events (``analysis.phases.compute``),
+application I/O = the union of its application I/O events (``analysis.phases.app_io``),
+POSIX I/O = the union of its POSIX/STDIO calls (the analysed reads and writes, and the
+metadata calls on analysed paths). Unoverlapped = the time in the I/O's union that no compute
+covers: ``|io \\ compute|``, exact. Per rank the same over its whole process tree (the
+rank and its loader workers: their I/O is hidden when the rank computes meanwhile).
+
+Beside it, the figure as dftracer-analyzer 0.0.9 computes it for a process view
+(``metrics.py``: ``u_<layer>_time_sum``): the *sum* of the layer's call durations less the
+sum of the compute durations, clipped at zero, per process (dftracer-analyzer's rows are per
+thread). The two differ where calls overlap (concurrent threads, nested events: sums count
+them twice) and where a process's I/O and compute do not coincide in time (the sums subtract
+anyway). docs/analysis.md has the definitions and the comparison.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from iosweep.analysis import intervals
+from iosweep.analysis.data import RunData, category_matches, events_matching
+
+COLUMNS = [
+    "rank",
+    "pid",
+    "compute_time",
+    "app_io_time",
+    "posix_io_time",
+    "unoverlapped_app_io_time",
+    "unoverlapped_posix_io_time",
+    "app_io_busy",  # sums of durations, and dftracer-analyzer's subtraction
+    "posix_io_busy",
+    "compute_busy",
+    "u_app_io_dfa",
+    "u_posix_io_dfa",
+]
+
+
+def _spans(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    _, mlo, mhi = intervals.merge(np.zeros(len(lo), np.int64), lo, hi)
+    return mlo, mhi
+
+
+def _outside(a: tuple[np.ndarray, np.ndarray], c: tuple[np.ndarray, np.ndarray]) -> float:
+    """Length of the (disjoint) spans ``a`` that the (disjoint) spans ``c`` do not cover."""
+    total = float((a[1] - a[0]).sum())
+    if not len(c[0]) or not total:
+        return total
+    return total - float(intervals.measure_in(a[0], a[1], c[0], c[1]).sum())
+
+
+def _figures(comp: pd.DataFrame, app: pd.DataFrame, posix: pd.DataFrame) -> dict[str, float]:
+    def arr(df):
+        return df["start"].to_numpy(np.float64), df["end"].to_numpy(np.float64)
+
+    c, a, p = (_spans(*arr(df)) for df in (comp, app, posix))
+    busy = {k: float((df["end"] - df["start"]).sum()) for k, df in
+            (("compute", comp), ("app", app), ("posix", posix))}  # fmt: skip
+    return {
+        "compute_time": float((c[1] - c[0]).sum()),
+        "app_io_time": float((a[1] - a[0]).sum()),
+        "posix_io_time": float((p[1] - p[0]).sum()),
+        "unoverlapped_app_io_time": _outside(a, c),
+        "unoverlapped_posix_io_time": _outside(p, c),
+        "app_io_busy": busy["app"],
+        "posix_io_busy": busy["posix"],
+        "compute_busy": busy["compute"],
+        "u_app_io_dfa": max(busy["app"] - busy["compute"], 0.0),
+        "u_posix_io_dfa": max(busy["posix"] - busy["compute"], 0.0),
+    }
+
+
+def _posix_calls(rd: RunData) -> pd.DataFrame:
+    """(actor, pid, start, end) of the analysed reads/writes and the POSIX/STDIO metadata
+    calls on analysed paths (the app events hold those)."""
+    ops = rd.ops
+    seg = pd.DataFrame({"actor": ops.actor, "pid": ops.pid, "start": ops.start, "end": ops.end})
+    ev = rd.app_events
+    meta = ev[category_matches(ev["cat"], "^(POSIX|STDIO)$") & (ev["file"].to_numpy() >= 0)]
+    return pd.concat([seg, meta[["actor", "pid", "start", "end"]]], ignore_index=True)
+
+
+def analyze_unoverlapped(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The per-process table and the summary (per rank and totals); unavailable without
+    compute events or without the processes' ids."""
+    ev = rd.app_events
+    compute = events_matching(ev, rd.settings.phases.get("compute") or []) & (ev["actor"] >= 0)
+    if not compute.any() or rd.ops.pid is None:
+        why = "no compute events: DFAnalyzer's figures need the trace's compute annotations"
+        return pd.DataFrame(columns=COLUMNS), {"available": False, "reason": why}
+    app = events_matching(ev, rd.settings.phases.get("app_io") or []) & (ev["actor"] >= 0)
+    kinds = {"comp": ev[compute], "app": ev[app], "posix": _posix_calls(rd)}
+    kinds["posix"] = kinds["posix"][kinds["posix"]["actor"] >= 0]
+    procs = sorted(
+        set(
+            zip(
+                *(pd.concat([d[["actor", "pid"]] for d in kinds.values()]).T.to_numpy()),
+                strict=True,
+            )
+        )
+    )
+    rows = []
+    for actor, pid in procs:
+        part = {k: d[(d["actor"] == actor) & (d["pid"] == pid)] for k, d in kinds.items()}
+        rows.append(
+            {
+                "rank": int(actor),
+                "pid": int(pid),
+                **_figures(part["comp"], part["app"], part["posix"]),
+            }
+        )
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    per_rank = []
+    for actor in sorted({int(a) for a, _ in procs}):
+        part = {k: d[d["actor"] == actor] for k, d in kinds.items()}
+        f = _figures(part["comp"], part["app"], part["posix"])
+        per_rank.append({"rank": actor, **{k: f[k] for k in COLUMNS[2:7]}})
+    totals = {k: float(sum(r[k] for r in per_rank)) for k in COLUMNS[2:7]}
+    totals |= {k: float(table[k].sum()) for k in ("u_app_io_dfa", "u_posix_io_dfa")}
+    return table, {"available": True, "reason": "", "per_rank": per_rank, "totals": totals,
+                   "processes": len(table)}  # fmt: skip
