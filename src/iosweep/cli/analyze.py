@@ -23,6 +23,7 @@ import yaml
 from iosweep.analysis.findings.run import analyze_run
 from iosweep.analysis.findings.sweep import analyze_sweep, load_summary
 from iosweep.analysis.settings import PHASE_HELP, AnalysisSettings, parse_phases
+from iosweep.cli.show import show
 from iosweep.files import NoSpaceError
 from iosweep.trace.jobs import JOBS_JSON
 from iosweep.trace.store import open_store
@@ -40,6 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--sweep", action="store_true", help="write the sweep comparison even for one input"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the runs' answers as one JSON list (for scripts)"
     )
     p.add_argument(
         "--phase", action="append", default=[], metavar="KIND:cat=RX[:name=RX]", help=PHASE_HELP
@@ -77,15 +81,14 @@ def load_settings(path: Path | None, phases: list[str] | None = None) -> Analysi
         raise SystemExit(f"iosweep analyze: {path}: {e.args[0] if e.args else e}") from e
 
 
-def _pipeline_line(sm: dict[str, Any]) -> str:
-    """Whether the run waited for its data, in a line: the verdict, or why there is none
-    (and what would give one)."""
-    p = sm.get("pipeline") or {}
-    v = p.get("verdict")
-    if p.get("available") and v:
-        au = (p.get("totals") or {}).get("au")
-        return f"  {v['title']}" + (f" (AU {au:.0%})" if isinstance(au, int | float) else "")
-    return f"  whether it waited for its data: not known: {p.get('reason') or 'no step records'}"
+def _said(out: Path, answers: list, as_json: bool) -> None:
+    """The run's answer on the terminal (iosweep.report.terminal), or kept for --json."""
+    from iosweep.analysis.summary import read_summary
+
+    pair = (read_summary(out), out)
+    answers.append(pair)
+    if not as_json:
+        show([pair])
 
 
 def _safe_name(run_id: str, taken: set[str]) -> str:
@@ -114,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     given = phase_options(args.phase, "iosweep analyze") or None
     out: Path = args.out
     stores, analyses, failed = [], [], 0
+    answers: list = []
     for p in args.inputs:
         if (p / "run.json").is_file():
             stores.append(p)
@@ -140,8 +144,9 @@ def run(args: argparse.Namespace) -> int:
             if not isinstance(e, NoSpaceError):  # a full disk is not a bug: no traceback
                 traceback.print_exc(file=sys.stderr)
             return 1
-        print(f"{stores[0]}: {sm['analysis_status']}, {len(sm['insights'])} insights -> {out}")
-        print(_pipeline_line(sm))
+        _said(out, answers, args.json)
+        if args.json:
+            show(answers, as_json=True)
         return 1 if failed else 0
 
     summaries: list[dict[str, Any]] = []
@@ -153,8 +158,7 @@ def run(args: argparse.Namespace) -> int:
             sm = analyze_run(st, run_out, settings, given)
             sm["_path"] = str(run_out / "summary.json")
             summaries.append(sm)
-            print(f"{st}: {sm['analysis_status']}, {len(sm['insights'])} insights -> {run_out}")
-            print(_pipeline_line(sm))
+            _said(run_out, answers, args.json)
         except Exception as e:  # one bad store never stops the others
             failed += 1
             print(f"iosweep analyze: {st}: {e}", file=sys.stderr)
@@ -169,7 +173,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"iosweep analyze: {a}: {e}", file=sys.stderr)
     if summaries:
         res = analyze_sweep(summaries, out, settings)
-        print(f"sweep: {res['runs']} runs -> {out}")
+        if args.json:
+            show(answers, as_json=True)
+        else:
+            print(f"sweep: {res['runs']} runs -> {out}")
     return 1 if failed else 0
 
 

@@ -33,11 +33,12 @@ from iosweep.analysis.pipeline.completeness import completeness_checks
 from iosweep.analysis.pipeline.dlio import dlio_beside
 from iosweep.analysis.pipeline.epochs import op_epochs, placement, rank_windows
 from iosweep.analysis.pipeline.overlap import analyze_overlap
-from iosweep.analysis.pipeline.phases import steps_from_events
+from iosweep.analysis.pipeline.phases import use_annotated_steps
 from iosweep.analysis.pipeline.unoverlapped import analyze_unoverlapped
 from iosweep.analysis.pipeline.waits import analyze_pipeline
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.summary import SCHEMA, to_dict, validate, write_summary
+from iosweep.analysis.timeline import export as timeline_export
 from iosweep.files import atomic_write, json_safe
 from iosweep.trace.schema import Issue, RunMeta
 
@@ -60,12 +61,18 @@ def analyze_run(
     mask, artefacts = fd_reuse(rd)
     remove(rd, mask, artefacts)
     summary, tables = _analyze(rd)
+    timeline = rd.cache.pop("timeline", None)
+    summary["timeline"] = (
+        timeline.record() if timeline else {"file": "", "cut": "analysis.timeline.enabled: false"}
+    )
     summary["artefacts"] = artefacts
     summary["store_relative"] = os.path.relpath(Path(store_path).resolve(), out_dir.resolve())
     for name, df in tables.items():
         _write_parquet(df, out_dir / f"{name}.parquet")
     summary["tables"] = {name: f"{name}.parquet" for name in tables}
     model = validate(json_safe(summary), str(out_dir))
+    if timeline:
+        timeline_export.write(rd, timeline, to_dict(model), out_dir / timeline_export.FILE)
     write_summary(model, out_dir)  # last: its presence means done
     return to_dict(model)
 
@@ -183,24 +190,13 @@ def _epoch_facts(rd: RunData) -> EpochFacts:
     )
 
 
-def _steps_from_annotations(rd: RunData) -> None:
-    """A run without step records gets them from its own annotations, if it has any
-    (pipeline.phases); how they were timed, for the pipeline's summary."""
-    if not rd.steps.empty and (rd.steps["step"] >= 0).any():
-        return
-    found = steps_from_events(rd)
-    if found is None:
-        return
-    rd.issues.extend(Issue(**i) for i in found.issues)
-    if len(found.steps):
-        rd.steps = found.steps
-        rd.cache["timing"] = found.timing
-
-
 def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     s = rd.settings
     meta = rd.meta
-    _steps_from_annotations(rd)
+    use_annotated_steps(rd)
+    # the timeline first: it needs every operation's process and thread, freed below
+    timeline = timeline_export.collect(rd) if s.timeline["enabled"] else None
+    rd.ops.thread = None
     sp = classify_ops(rd)
     rd.cache.pop("time_rank", None)
     t = build_tables(rd, sp)
@@ -346,6 +342,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         "unoverlapped": unov_table,
         "heatmap": heatmap(rd),
     }
+    rd.cache["timeline"] = timeline
     return summary, tables
 
 

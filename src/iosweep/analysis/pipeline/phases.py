@@ -26,6 +26,7 @@ import pandas as pd
 
 from iosweep.analysis import intervals
 from iosweep.analysis.data import RunData, events_matching
+from iosweep.trace.schema import Issue
 
 STEP_COLUMNS = ["actor", "epoch", "step", "start", "end", "wait_start", "wait_end", "samples"]
 
@@ -255,3 +256,18 @@ def steps_from_events(rd: RunData) -> FromEvents | None:
     }
     issues += _crossing(rd, masks)
     return FromEvents(steps[STEP_COLUMNS], timing, issues)
+
+
+def use_annotated_steps(rd: RunData) -> None:
+    """A run without step records gets them from its own annotations, if it has any
+    (``rd.steps``), with how they were timed for the pipeline's summary
+    (``rd.cache["timing"]``) and what did not fit (``rd.issues``)."""
+    if not rd.steps.empty and (rd.steps["step"] >= 0).any():
+        return
+    found = steps_from_events(rd)
+    if found is None:
+        return
+    rd.issues.extend(Issue(**i) for i in found.issues)
+    if len(found.steps):
+        rd.steps = found.steps
+        rd.cache["timing"] = found.timing

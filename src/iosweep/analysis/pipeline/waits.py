@@ -78,7 +78,7 @@ class RankEpoch:
     wait_hi: np.ndarray
 
 
-def _rank_epochs(rd: RunData) -> list[RankEpoch]:
+def rank_epochs(rd: RunData) -> list[RankEpoch]:
     st = steps_frame(rd)
     out = []
     for (a, e), g in st.groupby(["actor", "epoch"], sort=True):
@@ -177,7 +177,7 @@ def rank_epoch_table(rd: RunData, op_epoch: np.ndarray) -> pd.DataFrame:
     batch = rd.meta.params.get("batch_size")
     counts, volume, busy, n_ep = _reads_per_rank_epoch(rd, op_epoch)
     rows = []
-    for re_ in _rank_epochs(rd):
+    for re_ in rank_epochs(rd):
         st = re_.steps
         comp = (st["end"] - st["start"]).to_numpy(np.float64)
         wait = (st["wait_hi"] - st["wait_lo"]).to_numpy(np.float64)

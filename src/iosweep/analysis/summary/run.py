@@ -455,6 +455,16 @@ class Unoverlapped(_Model):
     processes: int = 0
 
 
+class TimelineRecord(_Model):
+    """The run's timeline file (iosweep.analysis.timeline) and what it leaves out."""
+
+    file: str  # beside summary.json; "" when none was written
+    slices: int = 0
+    window: list[float | None] = Field(default_factory=list)  # seconds; None: to the end
+    cut: str = ""  # "" when nothing was left out, else where and why it ends
+    left_out: dict[str, int] = Field(default_factory=dict)  # operations, app_events, ...
+
+
 class DlioAu(_Model):
     """DLIO's own account of its run beside iosweep's (iosweep.trace.dlio)."""
 
@@ -712,6 +722,7 @@ class RunSummary(_Model):
     insights: list[Insight]
     ops_sample: OpsSample
     file_tables: FileTables
+    timeline: TimelineRecord = Field(default_factory=lambda: TimelineRecord(file=""))
     tables: dict[str, str]  # table name -> file beside summary.json
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pandas as pd
@@ -144,6 +145,7 @@ def section(ctx: Context, r: RunView) -> dict[str, Any]:
         "mpiio": _mpiio(sm),
         "layers": _layers(sm),
         "pipeline": _pipeline(sm),
+        "timeline": _timeline(ctx, r),
         "checkpoints": checkpoint_sentence(sm),
         "insights": [
             {
@@ -366,6 +368,25 @@ def _pipeline(sm: RunSummary) -> dict[str, Any]:
         "dlio": p.dlio.text if p.dlio else "",
         "unoverlapped": _unoverlapped(p),
         **found,
+    }
+
+
+def _timeline(ctx: Context, r: RunView) -> dict[str, str] | None:
+    """The run's timeline file, linked from where the report is, with what it leaves out."""
+    tl = r.summary.timeline
+    f = r.analysis_dir / tl.file if tl.file else None
+    if f is None or not f.is_file():
+        return None
+    cut = (
+        f"It ends {tl.cut}; "
+        + ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in tl.left_out.items() if n)
+        + " are left out of it."
+        if tl.cut
+        else "It holds the whole run."
+    )
+    return {
+        "href": os.path.relpath(f.resolve(), ctx.figs.root.parent.resolve()),
+        "text": f"{tl.slices:,} slices. {cut}",
     }
 
 

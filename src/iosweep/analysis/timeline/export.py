@@ -1,0 +1,396 @@
+"""A run's timeline: slices and markers from the analysed data, cut to the settings'
+window, written as Chrome trace-event JSON (gzip) with the run's verdict in its metadata."""
+
+from __future__ import annotations
+
+import gzip
+import heapq
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from iosweep import __version__
+from iosweep.analysis.data import OPS, RunData
+from iosweep.analysis.pipeline.waits import rank_epochs
+from iosweep.files import atomic_write
+
+FILE = "timeline.json.gz"
+HOW_TO_OPEN = (
+    "open it at https://ui.perfetto.dev (Open trace file; it stays in the browser), or with "
+    "Perfetto's trace processor (trace_processor_shell, or the perfetto Python package)"
+)
+_ROLE_ORDER = {"rank": 0, "worker": 1, "child": 2}
+
+
+@dataclass
+class Timeline:
+    """A run's slices (one row each: track, thread key, name, cat, ts and dur in µs, args as
+    JSON text) and markers, after the cut; the metadata says what was cut."""
+
+    slices: pd.DataFrame
+    markers: list[dict[str, Any]]
+    process_names: dict[int, str]
+    window: tuple[float, float]  # seconds from the run's start
+    cut: str  # "" when nothing was left out, else where and why
+    left_out: dict[str, int] = field(default_factory=dict)
+    run_id: str = ""
+    clock_zero: float = 0.0
+
+    def record(self, written: bool = True) -> dict[str, Any]:
+        """The summary's ``timeline`` record."""
+        lo, hi = self.window
+        return {
+            "file": FILE if written else "",
+            "slices": len(self.slices),
+            "window": [lo, hi if np.isfinite(hi) else None],
+            "cut": self.cut,
+            "left_out": self.left_out,
+        }
+
+
+# --- slices ---------------------------------------------------------------------------------------
+def _loop_slices(rd: RunData) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Each rank's steps and waits as the pipeline measured them, and its epochs (markers)."""
+    rows: list[tuple] = []
+    marks = []
+    for re_ in rank_epochs(rd):
+        st = re_.steps
+        first = np.zeros(len(st), bool)
+        first[0] = True
+        for s, e, lo, hi, step, f in zip(
+            st["start"], st["end"], st["wait_lo"], st["wait_hi"], st["step"], first, strict=True
+        ):
+            args = json.dumps({"epoch": re_.epoch, "step": int(step), "first_of_epoch": bool(f)})
+            if hi > lo:
+                rows.append((re_.rank, -1, -1, "wait for batch", "data wait", lo, hi, args))
+            rows.append((re_.rank, -1, -1, "step", "compute", s, e, args))
+        marks.append(
+            _marker(
+                f"epoch {re_.epoch}",
+                "p",
+                re_.start,
+                re_.rank,
+                {"epoch": re_.epoch, "end_s": re_.end, "steps": len(st)},
+            )
+        )
+    return pd.DataFrame(rows, columns=_COLS), marks
+
+
+_COLS = ["track", "pid", "thread", "name", "cat", "start", "end", "args"]
+
+
+def _op_slices(rd: RunData, keep: np.ndarray) -> pd.DataFrame:
+    """The analysed reads and writes (``keep`` of them), with file, offset and size."""
+    o = rd.ops
+    assert o.pid is not None and o.thread is not None and o.module is not None, "released"
+    idx = np.flatnonzero(keep)
+    names = np.array(OPS, dtype=object)
+    modules = np.array([*rd.modules, ""], dtype=object)
+    classes = rd.class_names
+    paths = rd.paths
+    args = [
+        json.dumps(
+            {
+                "file": paths[f],
+                "offset": int(off) if off >= 0 else None,
+                "size": int(n),
+                "class": classes[rd.file_class[f]],
+            }
+        )
+        for f, off, n in zip(o.file[idx], o.offset[idx], o.length[idx], strict=True)
+    ]
+    return pd.DataFrame(
+        {
+            "track": o.actor[idx],
+            "pid": o.pid[idx],
+            "thread": o.thread[idx],
+            "name": names[o.op[idx]],
+            "cat": modules[o.module[idx]],
+            "start": o.start[idx],
+            "end": o.end[idx],
+            "args": args,
+        }
+    )
+
+
+def _event_slices(rd: RunData, keep: np.ndarray) -> pd.DataFrame:
+    """The app events (metadata calls, annotations), with the file where they name one."""
+    ev = rd.app_events[keep]
+    paths = rd.paths
+    args = [json.dumps({"file": paths[f]} if f >= 0 else {}) for f in ev["file"].to_numpy()]
+    return pd.DataFrame(
+        {
+            "track": ev["actor"].to_numpy(),
+            "pid": ev["pid"].to_numpy(),
+            "thread": ev["thread"].to_numpy(),
+            "name": ev["name"].astype(str).to_numpy(),
+            "cat": ev["cat"].astype(str).to_numpy(),
+            "start": ev["start"].to_numpy(),
+            "end": ev["end"].to_numpy(),
+            "args": args,
+        }
+    )
+
+
+# --- the cut --------------------------------------------------------------------------------------
+def _step_window(loop: pd.DataFrame, max_steps: int) -> float:
+    """The time by which every rank has done ``max_steps`` steps (inf: none does more)."""
+    steps = loop[loop["name"] == "step"].sort_values("start")
+    ends = [g["end"].iloc[max_steps - 1] for _, g in steps.groupby("track") if len(g) > max_steps]
+    return float(max(ends)) if ends else np.inf
+
+
+def _cut(rd: RunData, loop: pd.DataFrame) -> tuple[float, float, str]:
+    """(window start, window end, why it ends there, or "")."""
+    t = rd.settings.timeline
+    if t.get("window"):
+        lo, hi = (float(v) for v in t["window"])
+        return lo, hi, f"the window {lo:g}-{hi:g} s set by analysis.timeline.window"
+    hi = _step_window(loop, int(t["max_steps"]))
+    why = f"after the first {t['max_steps']} steps of every rank" if np.isfinite(hi) else ""
+    return -np.inf, hi, why
+
+
+def _in_window(start: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    return (start >= lo) & (start < hi)
+
+
+def collect(rd: RunData) -> Timeline:
+    """The run's timeline, cut as ``analysis.timeline`` says (steps, window, max_events)."""
+    loop, marks = _loop_slices(rd)
+    lo, hi, why = _cut(rd, loop)
+    ops_keep = _in_window(rd.ops.start, lo, hi) & np.isfinite(rd.ops.end)
+    ev = rd.app_events
+    ev_keep = _in_window(ev["start"].to_numpy(), lo, hi) & np.isfinite(ev["end"].to_numpy())
+    loop_keep = _in_window(loop["start"].to_numpy(), lo, hi)
+    cap = int(rd.settings.timeline["max_events"])
+    n = int(ops_keep.sum() + ev_keep.sum() + loop_keep.sum())
+    if n > cap:  # end earlier: at the start of the first slice past the cap
+        starts = np.sort(
+            np.concatenate(
+                [
+                    rd.ops.start[ops_keep],
+                    ev["start"].to_numpy()[ev_keep],
+                    loop["start"].to_numpy()[loop_keep],
+                ]
+            )
+        )
+        hi = float(starts[cap])
+        why = f"at {cap:,} slices (analysis.timeline.max_events), {hi:.3f} s into the run"
+        ops_keep &= rd.ops.start < hi
+        ev_keep &= ev["start"].to_numpy() < hi
+        loop_keep &= loop["start"].to_numpy() < hi
+    left = {
+        "operations": int(len(rd.ops) - ops_keep.sum()),
+        "app_events": int(len(ev) - ev_keep.sum()),
+        "steps_and_waits": int(len(loop) - loop_keep.sum()),
+    }
+    slices = pd.concat(
+        [loop[loop_keep], _op_slices(rd, ops_keep), _event_slices(rd, ev_keep)], ignore_index=True
+    )
+    marks = [m for m in marks if lo <= m["ts"] / 1e6 < hi]
+    return Timeline(
+        slices=slices,
+        markers=marks,
+        process_names=_process_names(rd, slices),
+        window=(float(max(lo, rd.run_start)), float(hi)),
+        cut=why if any(left.values()) else "",
+        left_out=left if any(left.values()) else {},
+        run_id=rd.meta.run_id,
+        clock_zero=rd.meta.clock_zero,
+    )
+
+
+def _process_names(rd: RunData, slices: pd.DataFrame) -> dict[int, str]:
+    kind = "rank" if rd.actor_kind == "rank" else "process"
+    out = {}
+    for a in sorted({int(a) for a in slices["track"]}):
+        host = rd.actor_host.get(a, "")
+        out[a] = (
+            f"{kind} {a}" + (f" ({host})" if host else "")
+            if a >= 0
+            else ("processes not tied to a rank")
+        )
+    return out
+
+
+# --- tracks ---------------------------------------------------------------------------------------
+def _lanes(ts: np.ndarray, te: np.ndarray) -> np.ndarray:
+    """A lane per slice such that no two slices of one lane overlap (greedy, by start)."""
+    order = np.lexsort((-te, ts))
+    lane = np.zeros(len(ts), np.int64)
+    free: list[tuple[float, int]] = []  # (end of its last slice, lane)
+    n_lanes = 0
+    for i in order:
+        if free and free[0][0] <= ts[i]:
+            _, k = heapq.heappop(free)
+        else:
+            k, n_lanes = n_lanes, n_lanes + 1
+        lane[i] = k
+        heapq.heappush(free, (te[i], k))
+    return lane
+
+
+def _thread_name(rd: RunData, roles: dict[int, str], pid: int, thread: int, lane: int) -> str:
+    if pid < 0:
+        base = "training loop: steps and data waits"
+    else:
+        role = roles.get(pid, "process")
+        base = {"rank": "main process", "worker": "loader worker"}.get(role, role)
+        base += f" pid {pid}" + (f" thread {thread}" if thread >= 0 and thread != pid else "")
+    return base + (f" (overlapping calls, lane {lane + 1})" if lane else "")
+
+
+def _tracks(rd: RunData, s: pd.DataFrame) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Slices with ``tid`` (one per track, thread and lane, unique in the file) and their
+    ``thread_name`` metadata events; times in µs (rounded to the ns, so that lanes hold)."""
+    s = s.assign(
+        ts=np.round(s["start"].to_numpy(np.float64) * 1e6, 3),
+        te=np.round(s["end"].to_numpy(np.float64) * 1e6, 3),
+    )
+    s["te"] = np.maximum(s["te"], s["ts"])
+    s["track"] = np.where(s["track"] >= 0, s["track"], -1)
+    roles = {p.pid: p.role for p in rd.meta.processes}
+    s["order"] = [_ROLE_ORDER.get(roles.get(int(p), ""), 3) if p >= 0 else -1 for p in s["pid"]]
+    s["lane"] = 0
+    for _, g in s.groupby(["track", "pid", "thread"], sort=False):
+        s.loc[g.index, "lane"] = _lanes(g["ts"].to_numpy(), g["te"].to_numpy())
+    keys = s[["track", "order", "pid", "thread", "lane"]].drop_duplicates()
+    keys = keys.sort_values(["track", "order", "pid", "thread", "lane"]).reset_index(drop=True)
+    keys["tid"] = np.arange(1, len(keys) + 1)
+    s = s.merge(keys, on=["track", "order", "pid", "thread", "lane"], how="left")
+    meta = [
+        {
+            "ph": "M",
+            "name": "thread_name",
+            "pid": _pid(k.track),
+            "tid": int(k.tid),
+            "args": {"name": _thread_name(rd, roles, int(k.pid), int(k.thread), int(k.lane))},
+        }
+        for k in keys.itertuples()
+    ] + [
+        {
+            "ph": "M",
+            "name": "thread_sort_index",
+            "pid": _pid(k.track),
+            "tid": int(k.tid),
+            "args": {"sort_index": int(k.tid)},
+        }
+        for k in keys.itertuples()
+    ]
+    return s.sort_values(["tid", "ts", "te"], kind="stable"), meta
+
+
+def _pid(track: int) -> int:
+    """A rank's process id in the file: the rank; processes tied to no rank share one."""
+    return int(track) if track >= 0 else 1_000_000
+
+
+def _marker(name: str, scope: str, t: float, track: int, args: dict[str, Any]) -> dict[str, Any]:
+    m = {
+        "ph": "i",
+        "s": scope,
+        "name": name,
+        "cat": "marker",
+        "ts": round(t * 1e6, 3),
+        "pid": _pid(track),
+        "tid": 0,
+        "args": args,
+    }
+    return m
+
+
+# --- writing --------------------------------------------------------------------------------------
+def _metadata(tl: Timeline, summary: dict[str, Any]) -> dict[str, Any]:
+    pipe = summary.get("pipeline") or {}
+    v = pipe.get("verdict") or {}
+    return {
+        "generator": f"iosweep {__version__}",
+        "run_id": tl.run_id,
+        "clock_zero_unix_s": tl.clock_zero,
+        "time": "microseconds from the run's start (clock_zero_unix_s)",
+        "verdict": {k: v.get(k) for k in ("kind", "title", "text")} if v else None,
+        "au": (pipe.get("totals") or {}).get("au"),
+        "au_label": pipe.get("au_label"),
+        "pipeline_reason": "" if pipe.get("available") else pipe.get("reason", ""),
+        "window_s": tl.record()["window"],
+        "cut": tl.cut or "nothing left out",
+        "left_out": tl.left_out,
+        "how_to_open": HOW_TO_OPEN,
+    }
+
+
+def _checkpoints(summary: dict[str, Any], tl: Timeline) -> list[dict[str, Any]]:
+    lo, hi = tl.window
+    out = []
+    for c in (summary.get("checkpoints") or {}).get("events") or []:
+        if lo <= c["start"] < hi:
+            args = {k: c.get(k) for k in ("duration", "bytes", "files", "ranks", "after_epoch")}
+            out.append(_marker("checkpoint", "g", c["start"], 1_000_000, args))
+    return out
+
+
+def events(rd: RunData, tl: Timeline, summary: dict[str, Any]) -> tuple[list[dict], pd.DataFrame]:
+    """(metadata and marker events, the slices with their tids), in the order written."""
+    slices, thread_meta = _tracks(rd, tl.slices)
+    procs = [
+        {"ph": "M", "name": n, "pid": _pid(a), "tid": 0, "args": args}
+        for a, name in tl.process_names.items()
+        for n, args in (
+            ("process_name", {"name": name}),
+            ("process_sort_index", {"sort_index": _pid(a)}),
+        )
+    ]
+    marks = tl.markers + _checkpoints(summary, tl)
+    if tl.cut:
+        marks.append(
+            _marker(
+                "timeline cut here",
+                "g",
+                min(tl.window[1], 1e9),
+                1_000_000,
+                {"why": tl.cut, "left_out": tl.left_out},
+            )
+        )
+    return procs + thread_meta + sorted(marks, key=lambda m: (m["pid"], m["ts"])), slices
+
+
+def write(rd: RunData, tl: Timeline, summary: dict[str, Any], path: Path) -> Path:
+    """Write the timeline to ``path`` (gzip JSON), atomically."""
+    head, slices = events(rd, tl, summary)
+
+    def lines():
+        yield from (json.dumps(e) for e in head)
+        for r in slices.itertuples():
+            name, cat, pid = json.dumps(r.name), json.dumps(r.cat), _pid(r.track)
+            yield (
+                f'{{"ph":"X","name":{name},"cat":{cat},"pid":{pid},"tid":{r.tid},'
+                f'"ts":{r.ts:.3f},"dur":{r.te - r.ts:.3f},"args":{r.args}}}'
+            )
+
+    def put(tmp: Path) -> None:
+        with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) as f:
+            f.write('{"traceEvents":[\n')
+            f.write(",\n".join(lines()))
+            f.write('\n],\n"displayTimeUnit":"ms",\n"otherData":')
+            f.write(json.dumps(_metadata(tl, summary)))
+            f.write("}\n")
+
+    return atomic_write(path, put)
+
+
+def from_store(store: Path, settings: Any) -> tuple[RunData, Timeline]:
+    """(RunData, Timeline) of a trace store read as the analysis reads it (artefacts out,
+    steps from the annotations where there are no step records)."""
+    from iosweep.analysis.data import load_run
+    from iosweep.analysis.patterns.artefacts import fd_reuse, remove
+    from iosweep.analysis.pipeline.phases import use_annotated_steps
+
+    rd = load_run(Path(store), settings)
+    remove(rd, *fd_reuse(rd))
+    use_annotated_steps(rd)
+    return rd, collect(rd)

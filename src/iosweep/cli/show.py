@@ -1,0 +1,76 @@
+"""``iosweep show ANALYSIS...``: each run's answer again, on the terminal (the verdict, AU,
+where the wait goes, the first lever, what the figures miss); ``--json`` for scripts.
+An ANALYSIS is a run's analysis (``summary.json`` or its directory), or a directory holding
+some (a sweep's output, the workflow's ``results``). Colour only on a terminal (and never with NO_COLOR set).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from iosweep.analysis.summary import AnalysisFailure, RunSummary, SummaryError, read_summary
+from iosweep.report.terminal import as_record, run_text
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "analyses",
+        nargs="+",
+        type=Path,
+        metavar="ANALYSIS",
+        help="run analyses (summary.json or its directory), or directories holding some",
+    )
+    p.add_argument("--json", action="store_true", help="one JSON list of the runs' answers")
+
+
+def analysis_dirs(paths: list[Path]) -> list[Path]:
+    """The run analyses named, a sweep output standing for its runs."""
+    out = []
+    for p in paths:
+        if p.is_file():
+            out.append(p.parent)
+        elif (p / "summary.json").is_file():
+            out.append(p)
+        else:  # a sweep's output, the workflow's results: every run analysis under it
+            out += sorted(s.parent for s in p.rglob("summary.json")) or [p]
+    return out
+
+
+def use_color(stream=sys.stdout) -> bool:
+    return stream.isatty() and not os.environ.get("NO_COLOR")
+
+
+def show(summaries: list[tuple[RunSummary | AnalysisFailure, Path]], as_json: bool = False) -> None:
+    """Print each run's answer (text, or one JSON list)."""
+    if as_json:
+        print(json.dumps([as_record(sm, d) for sm, d in summaries], indent=1))
+        return
+    color = use_color()
+    for sm, d in summaries:
+        print(run_text(sm, d, color))
+
+
+def run(args: argparse.Namespace) -> int:
+    found, failed = [], 0
+    for d in analysis_dirs(args.analyses):
+        try:
+            found.append((read_summary(d), d))
+        except (OSError, SummaryError, ValueError) as e:
+            failed += 1
+            print(f"iosweep show: {d}: {e}", file=sys.stderr)
+    show(found, args.json)
+    return 1 if failed or not found else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="iosweep show", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
