@@ -69,7 +69,12 @@ def test_existing_logs_through_the_workflow(tmp_path, shared_data):
         f"    tf2-np4: {{logs: [{tf / 'darshan-np4'}], params: {{framework: tensorflow, nodes: 1, ppn: 4}}}}\n"
         f"    dlio: {{logs: [{shared_data / 'darshan-logs' / 'dlio_logs'}]}}\n"
     )
-    snakemake("--cores", "2", "--configfile", str(cfg))
+    proc = snakemake("--cores", "2", "--configfile", str(cfg))
+    # the end of the sweep: each run's answer on the terminal, with its timeline
+    said = proc.stdout + proc.stderr
+    for run in ("external~pytorch-np4", "external~tf2-np4", "external~dlio"):
+        assert f"{run}: complete" in said
+        assert f"{results / 'runs' / run / 'analysis' / 'timeline.json.gz'}" in said
     meta = json.loads(
         (results / "runs" / "external~pytorch-np4" / "store" / "run.json").read_text()
     )
