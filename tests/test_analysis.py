@@ -438,6 +438,18 @@ def test_io_overlap_with_compute_per_epoch(tmp_path):
     assert v["kind"] == "loop-bound" and sm["pipeline"]["wait_source"] == "gaps"
 
 
+def test_an_estimated_wait_is_never_read_as_loop_bound(tmp_path):
+    # The same steps as above, but the wait estimated (Keras fit's compiled steps): a lower
+    # bound, so the 6 s neither computing nor waiting may be wait the estimate missed.
+    steps = [(0, 0, -1, 0.0, 10.0), (0, 0, 0, 1.0, 2.0), (0, 0, 1, 3.0, 4.0)]
+    segs = [(0, "/data/a.npy", "read", 0, 10, 0.5, 1.5)]
+    timing = {"source": "hooks", "wait": "estimated", "method": "call time less the fastest"}
+    store = make_store(tmp_path / "s", segs, steps=steps, manifest={"timing": timing})
+    v = run(tmp_path, store)["pipeline"]["verdict"]
+    assert v["kind"] == "input-bound-preprocessing" and v["numbers"]["au"] == pytest.approx(0.125)
+    assert "even by an estimate that can only underrate the wait" in v["text"]
+
+
 def test_dftracer_events_give_compute_and_metadata(tmp_path):
     # DFTracer: no counters; open/seek calls and "compute" annotations are app events.
     segs = [

@@ -17,11 +17,15 @@ VERDICTS = {
 }
 
 
-def verdict(tot: dict[str, Any], context: dict[str, Any], s) -> dict[str, Any]:
+def verdict(
+    tot: dict[str, Any], context: dict[str, Any], s, wait_is_lower_bound: bool = False
+) -> dict[str, Any]:
     """The run's verdict, the numbers that decided it, and the levers to try.
 
     ``context``: loader workers, staging, dataset median file size and read size (for the
-    levers); ``s``: the analysis settings (thresholds)."""
+    levers); ``s``: the analysis settings (thresholds). ``wait_is_lower_bound``: the wait was
+    estimated (Keras fit's compiled steps), so time not computing may be unseen wait: never
+    loop-bound."""
     au = tot["au"]
     wait = tot["wait_per_rank"]
     epoch = tot["epoch_time_per_rank"]
@@ -32,7 +36,11 @@ def verdict(tot: dict[str, Any], context: dict[str, Any], s) -> dict[str, Any]:
         kind = "compute-bound"
     elif au is None:
         kind = "startup"  # a single step per epoch: nothing but warm-up to judge
-    elif (idle := tot.get("idle_per_rank")) and wait < s.input_wait_share * idle:
+    elif (
+        (idle := tot.get("idle_per_rank"))
+        and wait < s.input_wait_share * idle
+        and not wait_is_lower_bound
+    ):
         kind = "loop-bound"  # most of the time not computing is not spent waiting either
     else:
         kind = (

@@ -377,7 +377,7 @@ def analyze_pipeline(
     tot = totals(t, rd.run_start, rd.run_end)
     timed = steps_frame(rd)["wait_start"].notna().any()
     source = "estimated" if timing.get("wait") == "estimated" else "timed" if timed else "gaps"
-    v = verdict(tot, context, rd.settings)
+    v = verdict(tot, context, rd.settings, wait_is_lower_bound=source == "estimated")
     if source == "estimated":
         v = estimated(v, timing["method"])
     out: dict[str, Any] = {
