@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from iosweep.analysis.summary import AnalysisFailure, RunSummary, SummaryError, read_summary
+from iosweep.cli.report import find_analyses
 from iosweep.report.terminal import as_record, run_text
 
 
@@ -25,19 +26,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="run analyses (summary.json or its directory), or directories holding some",
     )
     p.add_argument("--json", action="store_true", help="one JSON list of the runs' answers")
-
-
-def analysis_dirs(paths: list[Path]) -> list[Path]:
-    """The run analyses named, a sweep output standing for its runs."""
-    out = []
-    for p in paths:
-        if p.is_file():
-            out.append(p.parent)
-        elif (p / "summary.json").is_file():
-            out.append(p)
-        else:  # a sweep's output, the workflow's results: every run analysis under it
-            out += sorted(s.parent for s in p.rglob("summary.json")) or [p]
-    return out
 
 
 def use_color(stream=sys.stdout) -> bool:
@@ -56,7 +44,7 @@ def show(summaries: list[tuple[RunSummary | AnalysisFailure, Path]], as_json: bo
 
 def run(args: argparse.Namespace) -> int:
     found, failed = [], 0
-    for d in analysis_dirs(args.analyses):
+    for d in find_analyses(args.analyses)[0]:  # the same search as iosweep report's
         try:
             found.append((read_summary(d), d))
         except (OSError, SummaryError, ValueError) as e:
