@@ -207,6 +207,28 @@ def test_merging_by_hand_ranks_hosts_and_a_log_left_out(tmp_path):
     assert str(err.value) == "write_merged_log: no log with a rank"
 
 
+def test_the_merged_job_header_is_the_earliest_process_s(tmp_path):
+    # rank 0 started 10 s after rank 1 (job ids differ, as a restarted job's can): the merged
+    # job starts with rank 1, and its job id and executable are rank 1's
+    from iosweep.trace.darshan.libutil import SEGMENT_DTYPE
+    from iosweep.trace.darshan.merge import MergeInput, write_merged_log
+    from iosweep.trace.darshan.write import DxtFile, write_darshan_log
+
+    seg = np.zeros(1, SEGMENT_DTYPE)
+    seg["length"], seg["start"], seg["end"] = 100, 1.0, 1.5
+    late = write_darshan_log(tmp_path / "late.darshan", [DxtFile("/d/a", seg)],
+                             start=1_700_000_100, end=1_700_000_200, exe="./late", jobid=5)  # fmt: skip
+    early = write_darshan_log(tmp_path / "early.darshan", [DxtFile("/d/b", seg)],
+                              start=1_700_000_090, end=1_700_000_150, exe="./early", jobid=4)  # fmt: skip
+    out = write_merged_log([MergeInput(late, 0), MergeInput(early, 1)], tmp_path / "m.darshan")
+    job = report(out.path).metadata
+    assert (job["job"]["start_time_sec"], job["job"]["end_time_sec"]) == (
+        1_700_000_090,
+        1_700_000_200,
+    )
+    assert job["job"]["jobid"] == 4 and job["exe"].startswith("./early")
+
+
 def test_rebinning_a_heatmap_by_hand():
     # bins of 1 s from 0.5 s onto bins of 2 s from 0: [0.5, 1.5) lies in [0, 2); [1.5, 2.5)
     # (empty) across 2 s; [2.5, 3.5) in [2, 4)

@@ -69,7 +69,8 @@ def write_merged_log(
         for o in logs:
             o.delta = o.job["start"] - start
         nprocs = max(o.inp.rank for o in logs) + 1
-        first = min(logs, key=lambda o: (o.inp.rank, o.job["start"]))
+        # the header (job id, uid, exe, metadata) is the earliest process's, as its start is
+        first = min(logs, key=lambda o: (o.job["start"], o.inp.rank))
         names: dict[int, str] = {}
         mounts: dict[str, str] = {}
         for o in logs:
