@@ -51,6 +51,16 @@ def test_iosweep_states_drishti_s_findings_and_survives_where_drishti_crashes():
     # 128 of 320 POSIX calls; 32 ranks x 4 blocking MPI-IO reads and writes (README)
     assert set(mpi) >= {"P01", "M06", "M07"}
     assert mpi["P01"][4] == "same" and "128 read, 192 written" in mpi["P01"][3]
-    assert mpi["M06"][4] == mpi["M07"][4] == "same"
-    assert "0 non-blocking of 128 reads" in mpi["M06"][3]
-    assert all(v[4] != "differs" for v in mpi.values())
+    # blocking MPI-IO (M06/M07): iosweep says so where a rank's calls take more than 20% of
+    # the run: the writes (5.37 s a rank, the MPI-IO paragraph) do, the reads do not, and
+    # the check says how much they take
+    assert mpi["M07"][4] == "same" and "0 of 128 MPI-IO writes are non-blocking" in mpi["M07"][3]
+    assert mpi["M06"][4] == "stated" and "0 of 128 MPI-IO reads are non-blocking" in mpi["M06"][3]
+    assert "of the run in them (at most 20%)" in mpi["M06"][3]
+    assert all(v[4] not in ("differs", "silent") for v in mpi.values())
+    # every Drishti finding meets a check of iosweep's: found too, or another stated outcome
+    assert "silent: 0;" in res.stdout
+    # M02/M03 (no collective I/O) fire on 128 independent calls; iosweep's floor is more than
+    # 1,000 (Drishti's own absolute count), and it says so
+    if "M03" in mpi:
+        assert mpi["M03"][4] == "stated" and "floor: more than 1,000" in mpi["M03"][3]

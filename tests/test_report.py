@@ -13,6 +13,7 @@ import json
 import re
 from pathlib import Path
 
+import markupsafe
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -312,6 +313,16 @@ def test_an_mpi_jobs_report_speaks_its_own_language(shared_data, tmp_path):
     assert "collective MPI-IO" in first
     # nothing to compare frameworks on: no such section (test_mpi checks every word)
     assert 'id="frameworks"' not in raw and "training" not in page
+    # every rule's outcome under the verdict, with its reason: the independent writes under
+    # the 1,000-call floor (128 of 128, the README's 32 ranks x 4) are said, not left out
+    sm = json.loads((tmp_path / "analysis" / "summary.json").read_text())
+    assert "Checks:" in page and len(sm["checks"]) >= 20
+    for c in sm["checks"]:
+        assert str(markupsafe.escape(c["reason"])) in raw, c["id"]  # as jinja2 escapes
+    assert (
+        "128 of 128 MPI-IO writes (100.0%) are independent calls: too few to matter "
+        "(floor: more than 1,000)" in page
+    )
 
 
 def test_what_was_run_says_what_explains_the_numbers(sweep):

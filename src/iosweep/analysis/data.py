@@ -19,6 +19,7 @@ from iosweep.analysis.classify import classify_paths, matches
 from iosweep.analysis.intervals import merge
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.shared import (
+    ACCESS_COLUMNS,
     SHARED_COLUMNS,
     SUBCOUNTS,
     SharedRecords,
@@ -57,6 +58,7 @@ COUNTER_COLUMNS = [
     *[f"size_read_{b}" for b in SIZE_BINS],
     *[f"size_write_{b}" for b in SIZE_BINS],
     *SUBCOUNTS,
+    *ACCESS_COLUMNS,
     "file_alignment",
     "stripe_size",
     "stripe_count",

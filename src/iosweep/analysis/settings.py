@@ -46,8 +46,10 @@ class AnalysisSettings:
     random_ops_min_count: int = field(default_factory=_default("random_ops_min_count"))
     metadata_time_share: float = field(default_factory=_default("metadata_time_share"))
     metadata_min_time_s: float = field(default_factory=_default("metadata_min_time_s"))
+    metadata_rank_time_s: float = field(default_factory=_default("metadata_rank_time_s"))
     redundant_read_min_ranks: int = field(default_factory=_default("redundant_read_min_ranks"))
     redundant_read_min_bytes: int = field(default_factory=_default("redundant_read_min_bytes"))
+    redundant_write_min_bytes: int = field(default_factory=_default("redundant_write_min_bytes"))
     fpp_min_ranks: int = field(default_factory=_default("fpp_min_ranks"))
     rank0_checkpoint_min_ranks: int = field(default_factory=_default("rank0_checkpoint_min_ranks"))
     imbalance_share: float = field(default_factory=_default("imbalance_share"))
@@ -61,6 +63,7 @@ class AnalysisSettings:
     mpiio_independent_min_count: int = field(
         default_factory=_default("mpiio_independent_min_count")
     )
+    stdio_share: float = field(default_factory=_default("stdio_share"))
     io_time_share: float = field(default_factory=_default("io_time_share"))
     exposed_io_share: float = field(default_factory=_default("exposed_io_share"))
     trace_completeness_min: float = field(default_factory=_default("trace_completeness_min"))

@@ -61,7 +61,23 @@ def as_record(sm: RunSummary | AnalysisFailure, where: Path | str) -> dict[str, 
         "why_no_verdict": "" if p.available else p.reason,
         "warnings": _warnings(sm),
         "timeline": str(Path(where) / sm.timeline.file) if sm.timeline.file else None,
+        "checks": [c.model_dump(by_alias=True) for c in sm.checks],
     }
+
+
+def checks_line(sm: RunSummary) -> str:
+    """Every rule's outcome in one line: how many of each, naming the found and the
+    not-checked (those a reader must look at)."""
+    by: dict[str, list[str]] = {}
+    for c in sm.checks:
+        by.setdefault(c.outcome, []).append(c.id)
+    parts = []
+    for outcome in ("found", "passed", "not-applicable", "not-checked"):
+        ids = by.get(outcome, [])
+        if ids:
+            named = f" ({', '.join(ids)})" if outcome in ("found", "not-checked") else ""
+            parts.append(f"{len(ids)} {outcome.replace('-', ' ')}{named}")
+    return "checks: " + "; ".join(parts)
 
 
 def run_text(sm: RunSummary | AnalysisFailure, where: Path | str, color: bool = False) -> str:
@@ -94,5 +110,7 @@ def run_text(sm: RunSummary | AnalysisFailure, where: Path | str, color: bool = 
             f"  whether it waited for its data: not known: {p.reason or 'no step records'}"
         )
     lines += ["  " + style("warn", "warning: ") + w for w in r["warnings"]]
+    if sm.checks:
+        lines.append("  " + checks_line(sm))
     lines.append(f"  -> {where}" + (f" (timeline: {r['timeline']})" if r["timeline"] else ""))
     return "\n".join(lines)

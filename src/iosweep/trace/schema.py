@@ -71,6 +71,9 @@ def darshan_size_bin(length: Any) -> np.ndarray:
     return np.searchsorted(np.array(SIZE_BIN_LOWER[1:]), length, side="left")
 
 
+#: Darshan's four most common access sizes per record (ACCESS1..4)
+ACCESS_SLOTS = (1, 2, 3, 4)
+
 #: Per file, per process counters from Darshan's POSIX and STDIO modules.
 COUNTERS = pa.schema(
     [
@@ -114,6 +117,9 @@ COUNTERS = pa.schema(
         pa.field("seq_writes", pa.int64()),
         pa.field("consec_reads", pa.int64()),
         pa.field("consec_writes", pa.int64()),
+        # POSIX and MPIIO only: the four most common request sizes (reads and writes
+        # together) and how many requests had each (*_ACCESS1..4_ACCESS / _COUNT)
+        *[pa.field(f"access{i}_{k}", pa.int64()) for i in ACCESS_SLOTS for k in ("size", "count")],
         # LUSTRE only (a file's layout, no I/O): its first component's stripe size and count
         pa.field("stripe_size", pa.int64()),
         pa.field("stripe_count", pa.int64()),

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from iosweep import memory
 from iosweep.analysis.data import RunData, load_run, unsized_io_calls
-from iosweep.analysis.findings.insights import run_insights
+from iosweep.analysis.findings.rules import run_checks
 from iosweep.analysis.findings.sample import sample_ops
 from iosweep.analysis.patterns.access import class_strategy, epoch_strategy, per_epoch_reads
 from iosweep.analysis.patterns.alignment import analyze_alignment
@@ -318,7 +318,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     summary["layers"] = analyze_layers(rd)
     summary["alignment"] = analyze_alignment(rd)
     summary["headline"] = _headline(rd, summary, t, ranks)
-    summary["insights"] = run_insights(summary, t.files, ranks, s)
+    summary["insights"], summary["checks"] = run_checks(summary, t.files, ranks, s, t.file_rank)
     summary["headline"]["insights"] = len(summary["insights"])
     present = set(t.files["class"].astype(str))
     files, file_ranks, file_tables = _bounded_file_tables(rd, t, s.table_max_files)

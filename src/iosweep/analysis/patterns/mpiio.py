@@ -7,8 +7,8 @@ a rank and the MPI-IO writes 2.7 to 7.6 s, which is what the application measure
 bytes are POSIX's too, so this layer is never added to the volume figures.
 
 Per-rank times come from DXT_MPIIO segments where they hold every call the counters
-counted (the sum of each rank's call durations), else from per-rank MPI-IO counter records; a record Darshan reduced over
-all ranks gives only its fastest and slowest rank and the mean.
+counted (the sum of each rank's call durations), else from MPI-IO counter records: per rank,
+and those Darshan reduced over all ranks handed to the ranks as shared.py does for POSIX.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.data import READ, WRITE, MpiioLayer, RunData
-from iosweep.analysis.shared import record_time, reduced
+from iosweep.analysis.shared import reduced, spread_records
 
 
 def analyze_mpiio(
@@ -89,23 +89,18 @@ def _rank_times(layer: MpiioLayer, d: int, name: str, n_ranks: int) -> dict[str,
     if len(ops) and _use_dxt(layer, d, name):
         dur = (ops["end"] - ops["start"]).clip(lower=0)
         return _stats(dur.groupby(ops["rank"]).sum().to_numpy())
-    per_rank = _ranked(layer)
-    if len(per_rank) and (per_rank[f"{name}s"] > 0).any():
-        t = per_rank[per_rank[f"{name}s"] > 0].groupby("actor")[f"{name}_time"].sum()
-        return _stats(t.to_numpy())
-    red = layer.records[reduced(layer.records)]
-    red = red[red[f"{name}s"] > 0]
-    if not len(red):
+    # per-rank records, and the records Darshan reduced over all ranks handed to each rank
+    # (shared.spread_records): a rank's time is its sum over files, so mean <= max always
+    recs = layer.records[layer.records[f"{name}s"] > 0]
+    red = reduced(recs)
+    parts = [recs[~red & (recs["actor"] >= 0)]]
+    if red.any():
+        parts.append(spread_records(recs[red], n_ranks))
+    rows = pd.concat(parts, ignore_index=True)
+    rows = rows[rows[f"{name}s"] > 0]
+    if not len(rows):
         return None
-    # Darshan's fastest/slowest rank times count all of a rank's time on the file (reads,
-    # writes, metadata): this direction's part of them in the record's proportions
-    total = record_time(red)
-    share = np.nan_to_num(red[f"{name}_time"].to_numpy()) / np.where(total > 0, total, np.inf)
-    return {
-        "min": float((red["fastest_rank_time"] * share).min()),
-        "mean": float(red[f"{name}_time"].sum()) / max(n_ranks, 1),
-        "max": float((red["slowest_rank_time"] * share).max()),
-    }
+    return _stats(rows.groupby("actor")[f"{name}_time"].sum().to_numpy())
 
 
 def _posix_times(

@@ -23,6 +23,19 @@ def _log2_bin(length: np.ndarray) -> np.ndarray:
     return np.frexp(length.astype(np.float64))[1].astype(np.int64)
 
 
+def _straddling_small(co: pd.DataFrame, ncls: int) -> np.ndarray:
+    """Per (class, op), [lo, hi] of the counter-only requests of the Darshan bin holding the
+    small threshold that are smaller than it (volume._straddling_small)."""
+    out = np.zeros((ncls * 2, 2), np.int64)
+    if not len(co) or "ctr_small_read_lo" not in co:
+        return out
+    for op_i, op in enumerate(OPS):
+        agg = co.groupby("class")[[f"ctr_small_{op}_lo", f"ctr_small_{op}_hi"]].sum()
+        for c, row in agg.iterrows():
+            out[int(c) * 2 + op_i] += row.to_numpy(np.int64)
+    return out
+
+
 def analyze_sizes(rd: RunData, file_rank: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     ops = rd.ops
     classes = rd.class_names
@@ -53,6 +66,7 @@ def analyze_sizes(rd: RunData, file_rank: pd.DataFrame) -> tuple[pd.DataFrame, d
     # Counter-only (rank, file) pairs: Darshan's bins.
     co = file_rank[file_rank["source"] == "counters"]
     ctr_hist = np.zeros((ncls * 2, 10), np.int64)
+    ctr_small = _straddling_small(co, ncls)
     if len(co):
         for op_i, op in enumerate(OPS):
             cols = [f"ctr_size_{op}_{b}" for b in SIZE_BINS]
@@ -112,8 +126,9 @@ def analyze_sizes(rd: RunData, file_rank: pd.DataFrame) -> tuple[pd.DataFrame, d
             "ops_from_counters": n_ctr,
         }
         e = exact[exact["k"].isin(ks)].groupby("size")["count"].sum().sort_index()
-        # from counters, a request is small only when its whole bin is below the threshold
-        # (bins include their upper bound: 1 MiB requests are in 100K_1M, and not small)
+        # from counters, a request is small when its whole bin is below the threshold (bins
+        # include their upper bound: 1 MiB requests are in 100K_1M, and not small), or when
+        # ACCESS1..4 say its size (below)
         small_ctr = int(
             ch[[i for i in range(10) if (SIZE_BIN_LOWER[i + 1] if i < 9 else 1 << 62) < thr]].sum()
         )
@@ -149,7 +164,10 @@ def analyze_sizes(rd: RunData, file_rank: pd.DataFrame) -> tuple[pd.DataFrame, d
         dall = dh[ks].sum(axis=0) + ch
         mb = int(np.searchsorted(np.cumsum(dall), 0.5 * dall.sum(), side="left"))
         out["median_bin"] = SIZE_BINS[mb]
-        out["small"] = small_seg + small_ctr
+        lo, hi = ctr_small[ks].sum(axis=0)
+        # small_undecided: counters only, requests of Darshan's bin that holds the threshold
+        # (100K_1M) whose size neither DXT nor ACCESS1..4 tell
+        out["small"], out["small_undecided"] = small_seg + small_ctr + int(lo), int(hi - lo)
         sized = out["ops"] - out["zero_length"]
         out["small_share"] = out["small"] / sized if sized else 0.0
         out["small_source"] = (

@@ -18,7 +18,7 @@ from iosweep.analysis import intervals
 from iosweep.analysis.data import READ, WHO, WRITE, RunData
 from iosweep.analysis.patterns.metadata import KINDS, per_file_from_app_events
 from iosweep.analysis.patterns.spatial import CATEGORIES, Spatial, fractions
-from iosweep.trace.schema import SIZE_BINS
+from iosweep.trace.schema import SIZE_BIN_LOWER, SIZE_BINS
 
 # Per (rank, file) metrics that add up over operations, processes and files, in the column
 # order of file_ranks.parquet and ranks.parquet.
@@ -212,7 +212,41 @@ def _size_bins(rd: RunData, fr: _Columns, st: _Aligned) -> None:
         total = np.zeros(len(st), np.int64)
         np.add.at(total, at, v)
         fr[f"ctr_{name}"] = total
+    for name, v in _straddling_small(c, rd.settings.small_request_bytes).items():
+        total = np.zeros(len(st), np.int64)
+        np.add.at(total, at, v)
+        fr[f"ctr_{name}"] = total
     rd.counters = c.drop(columns=names)
+
+
+def _straddling_small(c: pd.DataFrame, thr: int) -> dict[str, np.ndarray]:
+    """Per record and direction, how many requests of the Darshan bin that holds the small
+    threshold (100K_1M for 1 MiB: 1 MiB requests and smaller ones together) are known to be
+    smaller (``small_<op>_lo``) and may be (``small_<op>_hi``), from the four most common
+    access sizes (ACCESS1..4, reads and writes together): a size seen only in one direction
+    belongs to it, the rest of the bin is undecided."""
+    b = next((i for i in range(9) if SIZE_BIN_LOWER[i] < thr <= SIZE_BIN_LOWER[i + 1]), None)
+    if b is None:  # the threshold is a bin edge: whole bins decide
+        return {}
+    lo_edge, hi_edge = SIZE_BIN_LOWER[b], SIZE_BIN_LOWER[b + 1]
+    k_small = np.zeros(len(c), np.int64)
+    k_known = np.zeros(len(c), np.int64)
+    for i in (1, 2, 3, 4):
+        if f"access{i}_size" not in c:
+            continue
+        size = c[f"access{i}_size"].to_numpy(np.int64)
+        n = np.maximum(c[f"access{i}_count"].to_numpy(np.int64), 0)
+        inside = (size > lo_edge) & (size <= hi_edge) if b else (size >= 0) & (size <= hi_edge)
+        k_known += np.where(inside, n, 0)
+        k_small += np.where(inside & (size < thr), n, 0)
+    n_r = c[f"size_read_{SIZE_BINS[b]}"].to_numpy(np.int64)
+    n_w = c[f"size_write_{SIZE_BINS[b]}"].to_numpy(np.int64)
+    unknown = np.maximum(n_r + n_w - k_known, 0)
+    out = {}
+    for op, mine, other in (("read", n_r, n_w), ("write", n_w, n_r)):
+        out[f"small_{op}_lo"] = np.minimum(np.maximum(k_small - other, 0), mine)
+        out[f"small_{op}_hi"] = np.minimum(mine, k_small + unknown)
+    return out
 
 
 class _Aligned:

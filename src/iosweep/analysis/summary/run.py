@@ -249,7 +249,8 @@ class SizeStats(_Model):
     zero_length: int | None = None
     top_sizes: list[TopSize] = Field(default_factory=list)
     median_bin: str
-    small: int
+    small: int  # known smaller than small_request_bytes
+    small_undecided: int = 0  # may be (counters only: Darshan's bin holding the threshold)
     small_share: float
     small_source: str
 
@@ -676,6 +677,29 @@ class Insight(_Model):
         return self
 
 
+class Check(_Model):
+    """One rule's outcome on a run (``checks``): what it found, or why it passed, did not
+    apply, or could not be checked. Every rule gives at least one, whatever the run."""
+
+    id: str  # the rule's id, and the direction or place it judged: small_requests.write
+    rule: str = ""  # the rule that gave it (findings/rules: RULES)
+    title: str  # what is checked, in words
+    outcome: Literal["found", "passed", "not-applicable", "not-checked"]
+    severity: Literal["high", "warn", "info"] | None = None  # a finding's
+    reason: str  # the finding, or the measured value against the threshold, or why not
+    numbers: dict[str, Any] = Field(default_factory=dict)
+    units: dict[str, Unit] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _every_number_has_a_unit(self) -> Check:
+        missing = sorted(set(self.numbers) - set(self.units))
+        if missing:
+            raise ValueError(f"check {self.id}: numbers without a unit: {missing}")
+        if (self.severity is None) == (self.outcome == "found"):
+            raise ValueError(f"check {self.id}: a severity goes with a finding, and only there")
+        return self
+
+
 class RunSummary(_Model):
     """One run's analysis (``summary.json``); every fact the report states about the run."""
 
@@ -720,6 +744,7 @@ class RunSummary(_Model):
     alignment: Alignment | None = None
     headline: dict[str, Any]  # flat metrics: one column each in the sweep table
     insights: list[Insight]
+    checks: list[Check] = Field(default_factory=list)  # every rule's outcome
     ops_sample: OpsSample
     file_tables: FileTables
     timeline: TimelineRecord = Field(default_factory=lambda: TimelineRecord(file=""))

@@ -157,6 +157,16 @@ def section(ctx: Context, r: RunView) -> dict[str, Any]:
             }
             for i in sm.insights
         ],
+        "checks": [
+            {
+                "id": c.id,
+                "title": c.title,
+                "outcome": c.outcome,
+                "severity": c.severity or "",
+                "reason": c.reason,
+            }
+            for c in sm.checks
+        ],
         "issues": [f"[{i.severity}] {i.kind}: {i.source}: {i.message}" for i in sm.issues][:30],
         "limitations": list(sm.limitations),
         # filled below for runs with I/O; the template tests every one

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from iosweep.trace.darshan.libutil import _Handle, _issue, _RecordError
 from iosweep.trace.logs import LogError
-from iosweep.trace.schema import COUNTERS, SIZE_BINS, Issue
+from iosweep.trace.schema import ACCESS_SLOTS, COUNTERS, SIZE_BINS, Issue
 
 # COUNTERS columns from each module's counter names (libdarshan-util upgrades old records
 # to the current layout, so the current names index records of every format version)
@@ -35,6 +35,8 @@ _POSIX_MAP = {
     "consec_writes": ("POSIX_CONSEC_WRITES",),
     **{f"size_read_{b}": (f"POSIX_SIZE_READ_{b.upper()}",) for b in SIZE_BINS},
     **{f"size_write_{b}": (f"POSIX_SIZE_WRITE_{b.upper()}",) for b in SIZE_BINS},
+    **{f"access{i}_size": (f"POSIX_ACCESS{i}_ACCESS",) for i in ACCESS_SLOTS},
+    **{f"access{i}_count": (f"POSIX_ACCESS{i}_COUNT",) for i in ACCESS_SLOTS},
 }
 
 
@@ -69,6 +71,8 @@ _MPIIO_MAP = {
     "bytes_written": ("MPIIO_BYTES_WRITTEN",),
     **{f"size_read_{b}": (f"MPIIO_SIZE_READ_AGG_{b.upper()}",) for b in SIZE_BINS},
     **{f"size_write_{b}": (f"MPIIO_SIZE_WRITE_AGG_{b.upper()}",) for b in SIZE_BINS},
+    **{f"access{i}_size": (f"MPIIO_ACCESS{i}_ACCESS",) for i in ACCESS_SLOTS},
+    **{f"access{i}_count": (f"MPIIO_ACCESS{i}_COUNT",) for i in ACCESS_SLOTS},
 }
 
 

@@ -1,0 +1,361 @@
+"""Rules on how the ranks share the work: balance, aggregators, metadata, checkpoints,
+and how much of the run the I/O takes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from iosweep.analysis.findings.rules.base import (
+    Context,
+    Outcome,
+    files,
+    found,
+    make_insight,
+    not_applicable,
+    not_checked,
+    passed,
+    when_no_io,
+)
+from iosweep.units import human_bytes
+
+AGGREGATOR_BYTES = 0.99  # the fewest ranks that move this share of the bytes ...
+AGGREGATOR_RANKS = 0.5  # ... are MPI-IO's aggregators when they are under this share of ranks
+
+
+def aggregators(c: Context) -> list[int] | None:
+    """The ranks that do the file I/O for the others under collective MPI-IO (collective
+    buffering): the fewest ranks moving 99% of the bytes, when they are under half the
+    ranks; None when the job has no collective MPI-IO or most ranks move their own data."""
+    m = c.summary.get("mpiio") or {}
+    collective = sum(int((m.get(d) or {}).get("collective") or 0) for d in ("read", "write"))
+    r = c.ranks
+    if not collective or len(r) < 2:
+        return None
+    b = (r["bytes_read"] + r["bytes_written"]).sort_values(ascending=False, kind="stable")
+    if b.sum() <= 0:
+        return None
+    k = int(np.searchsorted((b.cumsum() / b.sum()).to_numpy(), AGGREGATOR_BYTES)) + 1
+    if k >= AGGREGATOR_RANKS * len(r):
+        return None
+    return sorted(int(x) for x in r.loc[b.index[:k], "rank"])
+
+
+def _secs(v: float) -> str:
+    return f"{v:.3g} s"
+
+
+def _spread(v: np.ndarray) -> float | None:
+    mx = float(v.max()) if len(v) else 0.0
+    return (mx - float(v.min())) / mx if mx > 0 else None
+
+
+def _balance(c: Context, r: pd.DataFrame) -> dict[str, tuple]:
+    """The spread of bytes and I/O time over ``r``'s ranks, and their stragglers (I/O time
+    above the median rank's by straggler_excess)."""
+    s = c.settings
+    b = (r["bytes_read"] + r["bytes_written"]).to_numpy(np.float64)
+    t = r["io_time"].to_numpy(np.float64)
+    med = float(np.median(t[t > 0])) if (t > 0).sum() > 1 else np.inf
+    slow = r.loc[(t > med * (1 + s.straggler_excess)) & (t >= s.straggler_min_io_time_s), "rank"]
+    return {
+        "bytes_spread": (_spread(b), "share"),
+        "bytes_max": (float(b.max()), "bytes"),
+        "io_time_spread": (_spread(t), "share"),
+        "io_time_max": (float(t.max()), "s"),
+        "stragglers": ([int(x) for x in slow], "ranks"),
+    }
+
+
+def imbalance(c: Context) -> list[Outcome]:
+    """Imbalance and stragglers across the ranks that do the file I/O: all ranks, or MPI-IO's
+    aggregators where collective buffering funnels the I/O through a few (then the spread
+    between aggregators and the others is the design; among the aggregators it is not)."""
+    cid, title = "imbalance", "I/O balanced across ranks"
+    if none := when_no_io(c, cid, title):
+        return none
+    if c.n_ranks < 2 or len(c.ranks) < 2:
+        return [not_applicable(cid, title, f"one {c.who}: nothing to balance")]
+    agg = aggregators(c)
+    r = c.ranks[c.ranks["rank"].isin(agg)] if agg else c.ranks
+    among = f"the {len(r)} aggregators" if agg else f"the {len(r)} {c.whos}"
+    if agg and len(agg) == 1:
+        return [not_applicable(cid, title, f"one aggregator ({c.who} {agg[0]}) does all the "
+                               "file I/O (mpiio_aggregators): no balance to judge")]  # fmt: skip
+    s = c.settings
+    bal = _balance(c, r)
+    bs, ts = bal["bytes_spread"][0], bal["io_time_spread"][0]
+    # (spread, the busiest rank's amount, its floor, how the floor reads)
+    over = {
+        "bytes_spread": (bs, bal["bytes_max"][0], s.imbalance_min_bytes, human_bytes),
+        "io_time_spread": (ts, bal["io_time_max"][0], s.imbalance_min_io_time_s, _secs),
+    }
+    over = {k: v for k, v in over.items() if v[0] is not None and v[0] > s.imbalance_share}
+    fired = {k: bal[k] for k, v in over.items() if v[1] >= v[2]}
+    stragglers = bal["stragglers"][0]
+    numbers = {**fired, "stragglers": (stragglers, "ranks"),
+               "threshold_share": (s.imbalance_share, "share")}  # fmt: skip
+    if not fired and not stragglers:
+        spreads = {k: bal[k] for k in ("bytes_spread", "io_time_spread")}
+        measured = (
+            f"over {among}: (max - min) / max of bytes {bs or 0:.1%}, of I/O time {ts or 0:.1%}"
+        )
+        if not over:
+            return [passed(cid, title, f"{measured} (at most {s.imbalance_share:.0%}); "
+                           "no straggler", spreads)]  # fmt: skip
+        small = "; ".join(
+            f"the busiest {c.who}'s {'bytes' if k == 'bytes_spread' else 'I/O time'} "
+            f"{fmt(amount)} is under the floor of {fmt(floor)}"
+            for k, (_, amount, floor, fmt) in over.items()
+        )
+        return [not_applicable(cid, title, f"{measured}: above {s.imbalance_share:.0%}, but "
+                               f"too little to matter: {small}", spreads)]  # fmt: skip
+    text = [
+        f"(max - min) / max of {k.removesuffix('_spread').replace('_', ' ')} per rank is {v[0]:.1%}"
+        for k, v in fired.items()
+    ] + ([f"stragglers: ranks {stragglers}"] if stragglers else [])
+    ins = make_insight(
+        "imbalance",
+        "warn",
+        "I/O imbalance across ranks" + (" (among MPI-IO's aggregators)" if agg else ""),
+        "; ".join(text),
+        numbers,
+        "Balance the data each rank reads (equal shard sizes), and look at the "
+        "stragglers' nodes (storage path, local contention)."
+        if c.training_job
+        else "Balance the bytes each rank moves (the decomposition of the domain), "
+        "and look at the stragglers' nodes and storage targets (a slow OST, local "
+        "contention).",
+    )
+    return [found(cid, title, ins)]
+
+
+def mpiio_aggregators(c: Context) -> list[Outcome]:
+    """Collective MPI-IO with a few ranks doing all file I/O: MPI-IO's aggregators. A warning
+    when their I/O takes a large share of the run (the funnel is then the bottleneck)."""
+    cid, title = "mpiio_aggregators", "File I/O spread over the ranks"
+    if none := when_no_io(c, cid, title):
+        return none
+    m = c.summary.get("mpiio") or {}
+    collective = sum(int((m.get(d) or {}).get("collective") or 0) for d in ("read", "write"))
+    if not collective:
+        return [not_applicable(cid, title, "no collective MPI-IO calls")]
+    agg = aggregators(c)
+    if not agg:
+        return [passed(cid, title, f"collective MPI-IO ({collective:,} calls), with the bytes "
+                       f"spread over {AGGREGATOR_RANKS:.0%} of the ranks or more",
+                       {"collective": (collective, "count")})]  # fmt: skip
+    heavy = c.io_matters()
+    ins = make_insight(
+        "mpiio_aggregators",
+        "warn" if heavy else "info",
+        "Collective I/O through aggregator ranks",
+        f"{len(agg)} of {c.n_ranks} ranks do {AGGREGATOR_BYTES:.0%} of the file I/O under "
+        f"{collective:,} collective MPI-IO calls: MPI-IO's collective buffering aggregators; "
+        "the others send them their data"
+        + (f"; the busiest spends {c.io_share:.0%} of the run in I/O" if heavy else ""),
+        {
+            "aggregators": (len(agg), "count"),
+            "ranks": (c.n_ranks, "count"),
+            "collective": (collective, "count"),
+            "io_share_max": (c.io_share, "share"),
+        },
+        "The number of aggregators is the cb_nodes hint (on Lustre, by default, the file's "
+        "stripe count; romio_cb_read/romio_cb_write turn collective buffering on or off): "
+        "more aggregators, or a file striped over more OSTs, spread the file I/O.",
+    )
+    return [found(cid, title, ins)]
+
+
+def _file_spreads(rows: pd.DataFrame, col: str, tcol: str, c: Context) -> pd.DataFrame:
+    """Per file that two ranks or more moved bytes of: (max - min) / max over its ranks of
+    the bytes and of the seconds, each 0 where the busiest rank is under its floor."""
+    s = c.settings
+    g = rows.groupby("file")
+    n = g.size()
+    shared = n[n >= 2].index
+    b_max, b_min = g[col].max()[shared], g[col].min()[shared]
+    t_max, t_min = g[tcol].max()[shared], g[tcol].min()[shared]
+    return pd.DataFrame(
+        {
+            "bytes": ((b_max - b_min) / b_max).where(b_max >= s.imbalance_min_bytes, 0.0),
+            "time": ((t_max - t_min) / t_max.where(t_max > 0)).fillna(0.0)
+            .where(t_max >= s.imbalance_min_io_time_s, 0.0),
+            "b_max": b_max,
+            "b_min": b_min,
+        }
+    )  # fmt: skip
+
+
+def shared_file_imbalance(c: Context) -> list[Outcome]:
+    """Per file shared by several ranks, the spread of the bytes and of the time each rank
+    spent on it (Drishti's P18/P19 on shared files), per direction; among MPI-IO's
+    aggregators where they do the file I/O."""
+    out: list[Outcome] = []
+    fr, s = c.file_ranks, c.settings
+    agg = aggregators(c)
+    for op, done in (("read", "read"), ("write", "written")):
+        cid, title = f"shared_file_imbalance.{op}", f"Shared files {done} evenly by their ranks"
+        if none := when_no_io(c, cid, title):
+            out += none
+            continue
+        if not len(fr):
+            out.append(not_checked(cid, title, "no per-file, per-rank table"))
+            continue
+        col = "bytes_read" if op == "read" else "bytes_written"
+        rows = fr[(fr["actor"] >= 0) & (fr[col] > 0)]
+        sp = _file_spreads(rows[rows["actor"].isin(agg)] if agg else rows, col, f"{op}_time", c)
+        if not len(sp):
+            out.append(not_applicable(cid, title, f"no file is {done} by two {c.whos} or more"
+                                      + (" among MPI-IO's aggregators" if agg else "")))  # fmt: skip
+            continue
+        worst = sp[["bytes", "time"]].max(axis=1)
+        numbers = {
+            "files": (len(sp), "count"),
+            "uneven_files": (int((worst > s.imbalance_share).sum()), "count"),
+            "bytes_spread_max": (float(sp["bytes"].max()), "share"),
+            "time_spread_max": (float(sp["time"].max()), "share"),
+            "threshold_share": (s.imbalance_share, "share"),
+        }
+        if worst.max() <= s.imbalance_share:
+            out.append(passed(cid, title, f"{files(len(sp))} {done} by several {c.whos}: the "
+                              f"largest (max - min) / max per rank is {sp['bytes'].max():.1%} of "
+                              f"bytes and {sp['time'].max():.1%} of time (at most "
+                              f"{s.imbalance_share:.0%}; counted where the busiest rank moves "
+                              f"{human_bytes(s.imbalance_min_bytes)} or spends "
+                              f"{s.imbalance_min_io_time_s} s)", numbers))  # fmt: skip
+            continue
+        f = worst.idxmax()
+        path = c.files.set_index("file")["path"].get(f, str(f)) if len(c.files) else f
+        ins = make_insight(
+            "shared_file_imbalance",
+            "warn",
+            f"Ranks {op} shared files unevenly",
+            f"{numbers['uneven_files'][0]:,} of {files(len(sp))} {done} by several {c.whos} "
+            f"have a (max - min) / max of bytes or time per rank above {s.imbalance_share:.0%}; "
+            f"the most uneven, {path}: {human_bytes(int(sp.at[f, 'b_max']))} against "
+            f"{human_bytes(int(sp.at[f, 'b_min']))}, time spread {sp.at[f, 'time']:.0%}",
+            {**numbers, "op": (op, "text")},
+            "Give each rank an equal part of the shared file (the decomposition), or let "
+            "collective MPI-IO aggregate the parts; a time spread at equal bytes points at the "
+            "storage targets (striping) or contention.",
+        )
+        out.append(found(cid, title, ins))
+    return out
+
+
+def metadata_heavy(c: Context) -> list[Outcome]:
+    """Metadata time: a large share of the I/O time (with a floor on the busiest rank), or
+    above an absolute limit on one rank (Drishti's P17: 30 s)."""
+    cid, title = "metadata_heavy", "Metadata time"
+    if none := when_no_io(c, cid, title):
+        return none
+    md, s = c.summary["metadata"], c.settings
+    share, mx = md.get("meta_time_share"), float(md.get("max_rank_meta_time") or 0.0)
+    if share is None:
+        return [not_checked(cid, title, "no metadata timings (the tracer recorded no open, "
+                            "stat or seek durations)")]  # fmt: skip
+    numbers = {
+        "meta_time_share": (share, "share"),
+        "max_rank_meta_time": (mx, "s"),
+        "opens": (md["totals"]["opens"], "count"),
+        "stats": (md["totals"]["stats"], "count"),
+        "seeks": (md["totals"]["seeks"], "count"),
+        "threshold_share": (s.metadata_time_share, "share"),
+        "threshold_rank_s": (s.metadata_rank_time_s, "s"),
+    }
+    by_share = share > s.metadata_time_share and mx >= s.metadata_min_time_s
+    if not by_share and mx <= s.metadata_rank_time_s:
+        return [passed(cid, title, f"{share:.1%} of I/O time is metadata and the busiest "
+                       f"{c.who} spends {mx:.2f} s on it (found above {s.metadata_time_share:.0%} "
+                       f"with {s.metadata_min_time_s} s on one {c.who}, or above "
+                       f"{s.metadata_rank_time_s} s on one)", numbers)]  # fmt: skip
+    ins = make_insight(
+        "metadata_heavy",
+        "warn",
+        "Metadata-heavy I/O",
+        f"{share:.1%} of I/O time is metadata (open, stat, seek, sync); the "
+        f"busiest {c.who} spends {mx:.2f} s on it",
+        numbers,
+        "Open each file once and keep it open, pack many small files into few large ones, "
+        "and avoid repeated stat/exists checks in the data loader."
+        if c.training_job
+        else "Open each file once (on one rank, or collectively with MPI_File_open), avoid "
+        "repeated stat calls and per-step opens, and pack many small files into few.",
+    )
+    return [found(cid, title, ins)]
+
+
+def file_per_process_at_scale(c: Context) -> list[Outcome]:
+    """File per process at scale."""
+    cid, title = "file_per_process_at_scale", "Files per process at scale"
+    if none := when_no_io(c, cid, title):
+        return none
+    s, n = c.settings, c.n_ranks
+    if n < s.fpp_min_ranks:
+        return [not_applicable(cid, title, f"{n} {c.whos}, under the {s.fpp_min_ranks} at which "
+                               "per-rank files load the metadata servers together",
+                               {"ranks": (n, "count"), "threshold_ranks": (s.fpp_min_ranks, "count")})]  # fmt: skip
+    out: list[Outcome] = []
+    for cls, acc in c.summary["classes"].items():
+        for d in ("read", "write"):
+            a = acc.get("access", {}).get(d)
+            if not (a and a["strategy"] == "file-per-process"):
+                continue
+            ins = make_insight(
+                "file_per_process_at_scale",
+                "warn",
+                f"File-per-process {cls} {d}s at {n} ranks",
+                f"{a['evidence']['files']} {cls} files, one set per rank, opened by {n} ranks",
+                {
+                    "ranks": (n, "count"),
+                    "files": (a["evidence"]["files"], "count"),
+                    "op": (d, "text"),
+                    "threshold_ranks": (s.fpp_min_ranks, "count"),
+                },
+                "Many ranks opening their own files load the metadata servers together; use "
+                "fewer, shared files (collective or aggregated I/O) or stagger the opens.",
+                cls,
+            )
+            out.append(found(f"{cid}.{cls}.{d}", title, ins))
+    return out or [passed(cid, title, f"no class of files is file-per-process at {n} ranks")]
+
+
+def single_rank_checkpoint(c: Context) -> list[Outcome]:
+    """One rank writes every checkpoint."""
+    what = "checkpoints" if c.training_job else "restart files"
+    cid, title = "single_rank_checkpoint", f"{what.capitalize()} written by more than one rank"
+    if none := when_no_io(c, cid, title):
+        return none
+    ck, s, n = c.summary.get("checkpoints", {}), c.settings, c.n_ranks
+    if not ck.get("available") or not ck.get("n_writers"):
+        return [not_applicable(cid, title, f"no rank writes {what}")]
+    if n < max(s.rank0_checkpoint_min_ranks, 2):
+        return [not_applicable(cid, title, f"{n} {c.who}: nothing to share")]
+    if ck["n_writers"] > 1:
+        return [passed(cid, title, f"{ck['n_writers']} {c.whos} write {what}")]
+    w = ck["writers"][0]
+    ins = make_insight(
+        "single_rank_checkpoint",
+        "info",
+        f"Only {c.who} {w} writes checkpoints",
+        f"{c.who.capitalize()} {w} writes all {human_bytes(ck['bytes_written'])} of checkpoints"
+        + (
+            f" in {ck['n_checkpoints']} bursts of {ck['duration_mean']:.3f} s on average"
+            if ck.get("n_checkpoints")
+            else ""
+        )
+        + f" while the other {n - 1} {c.whos} write none",
+        {
+            "writer": (w, "ranks"),
+            "ranks": (n, "count"),
+            "bytes_written": (ck["bytes_written"], "bytes"),
+            "checkpoints": (ck.get("n_checkpoints"), "count"),
+            "duration_mean": (ck.get("duration_mean"), "s"),
+            "interval_mean": (ck.get("interval_mean"), "s"),
+        },
+        "Fine for small models; for large ones the other ranks wait at the next collective "
+        "while one rank writes: use asynchronous or sharded (per-rank) checkpointing.",
+        "checkpoint",
+    )
+    return [found(cid, title, ins)]
