@@ -8,6 +8,7 @@
 #   tools/slurm-cluster.sh status [--state-dir DIR]
 #   tools/slurm-cluster.sh fail-node NODE [--state-dir DIR]   # (multi-node) lose a node
 #   tools/slurm-cluster.sh env    [--state-dir DIR]     # print the exports again
+#   tools/slurm-cluster.sh install                      # only the Debian packages (root)
 #
 # start prints (on stdout, progress goes to stderr) the variables clients need, and
 # writes them to DIR/env.sh as well:
@@ -745,6 +746,10 @@ cmd_status() {
 }
 
 case "$CMD" in
+  install)
+    need_root
+    ensure_packages
+    ;;
   start) cmd_start ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
@@ -759,5 +764,5 @@ case "$CMD" in
     node_exec "$@"
     ;;
   -h | --help | help) usage ;;
-  *) die "unknown command '$CMD' (start, stop, status, env, fail-node)" ;;
+  *) die "unknown command '$CMD' (install, start, stop, status, env, fail-node)" ;;
 esac
