@@ -20,6 +20,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/ingest.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/replay.smk"
 
 
 onsuccess:

@@ -55,6 +55,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "iosweep.cli.timeline:add_arguments",
         "iosweep.cli.timeline:run",
     ),
+    "replay": Subcommand(
+        "write a DLIO workload that replays a measured run, at any scale",
+        "iosweep.cli.replay:add_arguments",
+        "iosweep.cli.replay:run",
+    ),
     "report": Subcommand(
         "render the HTML report of run analyses and the sweep comparison",
         "iosweep.cli.report:add_arguments",

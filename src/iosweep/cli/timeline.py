@@ -64,7 +64,10 @@ def _window(text: str | None) -> list[float] | None:
     return [lo, hi]
 
 
-def _store_and_summary(run: Path) -> tuple[Path, dict[str, Any] | None]:
+def store_and_summary(
+    run: Path, prog: str = "iosweep timeline"
+) -> tuple[Path, dict[str, Any] | None]:
+    """(trace store, summary or None) of RUN: a run's analysis, or its trace store."""
     if (run / "run.json").is_file():
         return run, None
     f = run if run.is_file() else run / "summary.json"
@@ -72,13 +75,13 @@ def _store_and_summary(run: Path) -> tuple[Path, dict[str, Any] | None]:
         sm = json.loads(f.read_text())
     except (OSError, ValueError) as e:
         raise SystemExit(
-            f"iosweep timeline: {run}: neither a trace store (run.json) nor a "
+            f"{prog}: {run}: neither a trace store (run.json) nor a "
             f"run analysis (summary.json): {e}"
         ) from None
     rel = sm.get("store_relative")
     store = (f.parent / rel) if rel else Path(sm.get("store", ""))
     if not (store / "run.json").is_file():
-        raise SystemExit(f"iosweep timeline: {run}: its trace store {store} is gone")
+        raise SystemExit(f"{prog}: {run}: its trace store {store} is gone")
     return store, sm
 
 
@@ -93,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         settings = AnalysisSettings.from_dict({"timeline": timeline})
     except (KeyError, TypeError, ValueError) as e:
         raise SystemExit(f"iosweep timeline: {e.args[0] if e.args else e}") from None
-    store, summary = _store_and_summary(args.run)
+    store, summary = store_and_summary(args.run)
     rd, tl = export.from_store(store, settings)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     export.write(rd, tl, summary or {}, args.out)

@@ -234,7 +234,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         rd, ef.op_epoch, _pipeline_context(rd, classes, size_summary)
     )
     pipe["unoverlapped"] = unov
-    pipe["dlio"] = dlio_beside(rd, pipe_table, pipe.get("totals"))
+    pipe["dlio"] = dlio_beside(rd, pipe_table, pipe)
     checks = completeness_checks(
         rd,
         int(classes.get("dataset", {}).get("bytes_read", 0)),

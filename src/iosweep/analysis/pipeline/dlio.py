@@ -23,11 +23,44 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and np.isfinite(v) else None
 
 
-def dlio_beside(rd: RunData, table: pd.DataFrame, totals: dict[str, Any] | None) -> dict | None:
+def _replay(d: dict[str, Any], pipe: dict[str, Any]) -> dict[str, Any] | None:
+    """The replayed run's answer (the workload's ``iosweep`` section) beside this run's."""
+    of = (d.get("workload") or {}).get("iosweep")
+    if not isinstance(of, dict) or not of.get("replay_of"):
+        return None
+    tot, v = pipe.get("totals") or {}, (pipe.get("verdict") or {}).get("kind")
+    au, sps = _num(of.get("au")), _num(of.get("samples_per_s"))
+    ranks = of.get("ranks") if isinstance(of.get("ranks"), int) else None
+    mine_au, mine_sps, mine_ranks = tot.get("au"), tot.get("samples_per_s"), tot.get("ranks")
+    parts = [f"replays run {of['replay_of']} ({ranks} rank(s)) at {mine_ranks} rank(s)"]
+    if au is not None and mine_au is not None:
+        parts.append(
+            f"AU {mine_au:.1%} against the run's {au:.1%} ({(mine_au - au) * 100:+.1f} points)"
+        )
+    if sps is not None and mine_sps is not None:
+        parts.append(f"{mine_sps:,.1f} samples/s against {sps:,.1f} ({mine_sps / sps:.2f}x)")
+    if of.get("verdict"):
+        parts.append(
+            f"the same verdict ({v})"
+            if of["verdict"] == v
+            else f"verdict {v} where the run's was {of['verdict']}"
+        )
+    return {
+        "of_run": str(of["replay_of"]),
+        "ranks_of_run": ranks,
+        "au_of_run": au,
+        "samples_per_s_of_run": sps,
+        "verdict_of_run": of.get("verdict"),
+        "text": "; ".join(parts),
+    }
+
+
+def dlio_beside(rd: RunData, table: pd.DataFrame, pipe: dict[str, Any]) -> dict | None:
     """The DlioAu record (iosweep.analysis.summary), or None for a run that is not DLIO's."""
     d = (rd.meta.manifest or {}).get("dlio")
     if not isinstance(d, dict):
         return None
+    totals = pipe.get("totals")
     per_epoch = [float(v) / 100 for v in d.get("au_percentage") or [] if _num(v) is not None]
     mean = _num(d.get("au_mean_percentage"))
     mean = mean / 100 if mean is not None else None
@@ -67,4 +100,5 @@ def dlio_beside(rd: RunData, table: pd.DataFrame, totals: dict[str, Any] | None)
         "traced_compute_mean": traced,
         "throughput_samples_per_s": _num(d.get("throughput_samples_per_s")),
         "text": text,
+        "replay": _replay(d, pipe),
     }

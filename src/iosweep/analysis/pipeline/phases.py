@@ -271,3 +271,17 @@ def use_annotated_steps(rd: RunData) -> None:
     if len(found.steps):
         rd.steps = found.steps
         rd.cache["timing"] = found.timing
+
+
+def load_analysed(store: Any, settings: Any) -> RunData:
+    """A trace store read as the analysis reads it: artefacts out, steps from the
+    annotations where there are no step records."""
+    from pathlib import Path
+
+    from iosweep.analysis.data import load_run
+    from iosweep.analysis.patterns.artefacts import fd_reuse, remove
+
+    rd = load_run(Path(store), settings)
+    remove(rd, *fd_reuse(rd))
+    use_annotated_steps(rd)
+    return rd

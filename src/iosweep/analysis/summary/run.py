@@ -466,6 +466,18 @@ class TimelineRecord(_Model):
     left_out: dict[str, int] = Field(default_factory=dict)  # operations, app_events, ...
 
 
+class DlioReplay(_Model):
+    """A DLIO run of a workload ``iosweep replay`` wrote: the replayed run's own answer, as
+    the workload recorded it, beside this run's."""
+
+    of_run: str
+    ranks_of_run: int | None
+    au_of_run: float | None
+    samples_per_s_of_run: float | None
+    verdict_of_run: str | None
+    text: str
+
+
 class DlioAu(_Model):
     """DLIO's own account of its run beside iosweep's (iosweep.trace.dlio)."""
 
@@ -477,6 +489,7 @@ class DlioAu(_Model):
     traced_compute_mean: float | None  # seconds a step, the compute events' mean
     throughput_samples_per_s: float | None
     text: str  # the two side by side, and why they differ
+    replay: DlioReplay | None = None  # the run this one replays, where iosweep wrote the workload
 
 
 class Pipeline(_Model):

@@ -386,11 +386,7 @@ def write(rd: RunData, tl: Timeline, summary: dict[str, Any], path: Path) -> Pat
 def from_store(store: Path, settings: Any) -> tuple[RunData, Timeline]:
     """(RunData, Timeline) of a trace store read as the analysis reads it (artefacts out,
     steps from the annotations where there are no step records)."""
-    from iosweep.analysis.data import load_run
-    from iosweep.analysis.patterns.artefacts import fd_reuse, remove
-    from iosweep.analysis.pipeline.phases import use_annotated_steps
+    from iosweep.analysis.pipeline.phases import load_analysed
 
-    rd = load_run(Path(store), settings)
-    remove(rd, *fd_reuse(rd))
-    use_annotated_steps(rd)
+    rd = load_analysed(store, settings)
     return rd, collect(rd)

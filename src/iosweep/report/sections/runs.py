@@ -376,6 +376,7 @@ def _pipeline(sm: RunSummary) -> dict[str, Any]:
         "epochs": records_table(p.epochs, PIPELINE_EPOCHS, limit=50),
         "coverage": p.coverage,
         "dlio": p.dlio.text if p.dlio else "",
+        "replay": p.dlio.replay.text if p.dlio and p.dlio.replay else "",
         "unoverlapped": _unoverlapped(p),
         **found,
     }

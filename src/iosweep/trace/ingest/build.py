@@ -184,8 +184,13 @@ def ingest_jobs(
         found = [p / "manifest.json" for p in inputs if (p / "manifest.json").is_file()]
         manifest = found[0] if found else None
     man = _load_manifest(manifest) if manifest is not None else {}
-    # DLIO's output folders: its own account of each run (dlio.py), when no manifest is given
-    dlio_dirs = dlio.find_dlio_outputs(inputs) if manifest is None else []
+    # DLIO's output folders: its own account of each run (dlio.py); with a manifest (DLIO run
+    # as a workload of the sweep), the one DLIO folder of that run
+    dlio_dirs = dlio.find_dlio_outputs(inputs)
+    if manifest is not None and len(dlio_dirs) > 1:
+        issues.append(Issue(str(manifest), "ambiguous", f"{len(dlio_dirs)} DLIO output folders "
+                            "in one run: DLIO's own account left out", "warning"))  # fmt: skip
+        dlio_dirs = []
 
     entries, unfinished = discover(inputs)
     out_resolved = out.resolve()
@@ -213,8 +218,9 @@ def ingest_jobs(
     readers = _read_all(entries, isolate, issues, workers)
     read = [e for e in entries if e.log is not None]
     if len(dlio_dirs) == 1:
-        man, dlio_issues = dlio.read_dlio_output(dlio_dirs[0])
+        rec, dlio_issues = dlio.read_dlio_output(dlio_dirs[0])
         issues.extend(dlio_issues)
+        man = {**man, "dlio": rec["dlio"]} if man else rec
     # a manifest or rank files describe one run: its logs are never split; DLIO's output
     # folders are one run each
     if len(dlio_dirs) > 1:
