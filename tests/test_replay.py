@@ -157,6 +157,11 @@ def test_the_replay_at_the_run_s_scale_has_its_au_and_its_verdict(replayed):
     text = "\n".join(html_lines(report.read_text()))
     assert f"replays run {real['run_id']} (2 rank(s)) at 2 rank(s)" in text
     assert f"against the run's {au_real:.1%}" in text
+    # and in the sweep section's table of replays, beside the run it replays
+    cells = text[text.index("Replays") :].split("\n")
+    row = cells[cells.index(real["run_id"]) :][:10]
+    assert row[:4] == [real["run_id"], "yes", "2", "2"], row
+    assert row[4:6] == [f"{au_real:.1%}", f"{au_rep:.1%}"] and row[8:] == [a["verdict"]["kind"]] * 2
 
 
 @pytest.mark.integration

@@ -181,6 +181,7 @@ def replay_entries(
         ("iosweep", "replay_of", m.run_id, "DLIO ignores this section; iosweep's analysis of "
          "a DLIO run sets the replayed run's answer beside the replay's"),
         ("iosweep", "ranks", int(f["ranks"].value), f["ranks"].source),
+        ("iosweep", "calibrated", bool(fixes), "whether a calibration pass corrected the times"),
         *[("iosweep", k, _round(f[k].value), f[k].source)
           for k in ("au", "samples_per_s", "wait_per_rank", "verdict")],
     ]  # fmt: skip

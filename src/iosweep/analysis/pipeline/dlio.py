@@ -51,6 +51,7 @@ def _replay(d: dict[str, Any], pipe: dict[str, Any]) -> dict[str, Any] | None:
         "au_of_run": au,
         "samples_per_s_of_run": sps,
         "verdict_of_run": of.get("verdict"),
+        "calibrated": of.get("calibrated") if isinstance(of.get("calibrated"), bool) else None,
         "text": "; ".join(parts),
     }
 

@@ -476,6 +476,7 @@ class DlioReplay(_Model):
     samples_per_s_of_run: float | None
     verdict_of_run: str | None
     text: str
+    calibrated: bool | None = None  # whether iosweep replay --calibrate corrected its times
 
 
 class DlioAu(_Model):

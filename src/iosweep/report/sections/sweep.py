@@ -70,6 +70,47 @@ SCALE = [
 ]
 
 
+REPLAYS = [
+    Column("run", "replay of run"),
+    Column("calibrated", "calibrated", lambda v: {True: "yes", False: "no"}.get(v, "")),
+    Column("ranks_of_run", "ranks: run", num=True),
+    Column("ranks", "replay", num=True),
+    Column("au_of_run", "AU: run", fmt.share, num=True),
+    Column("au", "replay", fmt.share, num=True),
+    Column("sps_of_run", "samples/s: run", fmt.number, num=True),
+    Column("sps", "replay", fmt.number, num=True),
+    Column("verdict_of_run", "verdict: run"),
+    Column("verdict", "replay"),
+]
+
+
+def replay_table(ctx: Context) -> Table | None:
+    """Each DLIO replay among the runs beside the run it replays (docs/replay.md)."""
+    rows = []
+    for r in ctx.runs:
+        p = r.summary.pipeline
+        rp = p.dlio.replay if p.dlio else None
+        if rp is None:
+            continue
+        t = p.totals
+        rows.append(
+            {
+                "run": ctx.anon(rp.of_run),
+                "calibrated": rp.calibrated,
+                "ranks_of_run": rp.ranks_of_run,
+                "ranks": t.ranks if t else None,
+                "au_of_run": rp.au_of_run,
+                "au": t.au if t else None,
+                "sps_of_run": rp.samples_per_s_of_run,
+                "sps": t.samples_per_s if t else None,
+                "verdict_of_run": rp.verdict_of_run or "",
+                "verdict": p.verdict.kind if p.verdict else "",
+            }
+        )
+    rows.sort(key=lambda x: (x["run"], x["ranks"] or 0))
+    return records_table(rows, REPLAYS) if rows else None
+
+
 def pipeline_section(ctx: Context) -> dict[str, Any]:
     """The input pipeline across the sweep: what the levers did, how far it scales fed."""
     pa = ctx.sweep.pipeline
@@ -106,6 +147,7 @@ def pipeline_section(ctx: Context) -> dict[str, Any]:
         "figure": figure,
         "scale": scale,
         "projection": pa.projection.text if pa.projection else "",
+        "replays": replay_table(ctx),
     }
 
 
