@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/replay_validation.py [--workers 0 2 4] [--scale 2 4] [--out DIR]
 
 For each loader-worker count: a real ImageNet-style run of 2 ranks (PyTorch + Horovod, traced by
-DFTracer, 256 JPEGs, batch 16, 2 epochs, 32-pixel crops: decode-bound without workers), analysed;
+DFTracer, 512 JPEGs, batch 32, 3 epochs, 32-pixel crops: decode-bound without workers), analysed;
 its replay written with ``iosweep replay`` with and without the calibration pass; DLIO 2.0.0
 (``.venv-dlio``) run on each at the run's 2 ranks and, calibrated, at each --scale times the
 ranks (emulated on this machine); every DLIO run ingested and analysed as the real one was.
@@ -27,14 +27,18 @@ from iosweep.run.runner import run_point
 from iosweep.trace.ingest import ingest
 
 RANKS = 2
+# enough training that start-up (imports, Horovod) stays under half the run (with 2 epochs of
+# 8 steps a real run was once called start-up-dominated), and steps long enough that DLIO's
+# own ~20 ms a step is a small part of them: the job of tests/test_replay.py
+EPOCHS = 3
 
 
 def real_run(base: Path, images: Path, workers: int) -> dict:
     config = validate_config(
         {
             "sweep": {"frameworks": ["pytorch"], "workloads": ["imagenet"],
-                      "tracers": ["dftracer"], "procs_per_node": [RANKS], "epochs": [2],
-                      "steps_per_epoch": [0], "batch_size": [16], "loader_workers": [workers],
+                      "tracers": ["dftracer"], "procs_per_node": [RANKS], "epochs": [EPOCHS],
+                      "steps_per_epoch": [0], "batch_size": [32], "loader_workers": [workers],
                       "staging": ["none"]},
             "training": {"collect_wait": 20, "timeout": 900, "imagenet": {"image_size": 32}},
         }
@@ -44,7 +48,8 @@ def real_run(base: Path, images: Path, workers: int) -> dict:
     man = run_point(config, point, run_dir, images, log=lambda m: None)
     if man["status"] not in ("ok", "partial"):
         raise SystemExit(f"the real run failed: {man.get('reason')}")
-    ingest([run_dir], run_dir / "store", manifest=run_dir / "manifest.json")
+    # a run id of its own (the sweep's would be the same for every worker count: one point each)
+    ingest([run_dir], run_dir / "store", manifest=run_dir / "manifest.json", run_id=run_dir.name)
     return analyze_run(run_dir / "store", run_dir / "analysis") | {"_store": run_dir / "store"}
 
 
@@ -74,7 +79,7 @@ def main() -> None:
     base = a.out or Path(tempfile.mkdtemp(prefix="iosweep-replay-"))
     images = base / "images"
     if not (images / "dataset.json").is_file():
-        prepare_imagenet(images, classes=4, images_per_class=64, log=lambda m: None)
+        prepare_imagenet(images, classes=4, images_per_class=128, log=lambda m: None)
     print(f"{'run':28s} {'ranks':>5s} {'AU':>7s} {'DLIO':>6s} {'samples/s':>10s} "
           f"{'wait/rank':>9s} {'compute':>9s}  verdict")  # fmt: skip
     for w in a.workers:
@@ -92,7 +97,10 @@ def main() -> None:
             for k in a.scale if cal else []:
                 print(row(f"  replay calibrated x{k}", replayed(base, name, RANKS * k)), flush=True)
     (base / "done.json").write_text(json.dumps({"workers": a.workers, "scale": a.scale}))
-    print(f"outputs: {base}")
+    print(f"outputs: {base}; all of them as one report (the replays beside their runs):")
+    print(
+        f"  iosweep analyze {base}/real-*/store {base}/*-np*/store -o {base}/sweep && iosweep report {base}/sweep -o report.html"
+    )
 
 
 if __name__ == "__main__":

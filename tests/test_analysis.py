@@ -1619,6 +1619,15 @@ def test_storage_bound_projection_by_hand():
     assert p["fs_bandwidth_source"] == "highest observed"
     # a job that loads its data before training reads no files per epoch: no projection
     assert projection(df.assign(dataset_files_read_per_epoch=0), AnalysisSettings()) is None
+    # a DLIO run (a replay, say) closer to fully fed does not stand for the job: run a still
+    # sets the demand, while the file system's best figure counts every run
+    dlio = df.assign(workload=["imagenet", "dlio:iosweep_replay_a"], au=[0.5, 0.9])
+    p = projection(dlio, AnalysisSettings())
+    assert p is not None and p["run_id"] == "a" and p["demand_per_rank"] == 200e6
+    assert (p["fs_bandwidth"], p["fs_metadata_rate"]) == (240e6, 240.0)
+    # DLIO runs alone: the projection is theirs
+    only = projection(dlio.assign(workload="dlio:default"), AnalysisSettings())
+    assert only is not None and only["run_id"] == "b"
 
 
 def test_lever_series_by_hand():

@@ -147,6 +147,13 @@ def projection(df: pd.DataFrame, s: AnalysisSettings) -> dict[str, Any] | None:
     if "dataset_files_read_per_epoch" not in r:
         return None
     r = r[r["dataset_files_read_per_epoch"].fillna(0) > 0]
+    # DLIO runs emulate a job (a replay among them measures DLIO on this machine): the
+    # projection extrapolates the demand of the jobs themselves where the sweep has any;
+    # what the file system delivered counts every run
+    seen = r
+    if "workload" in r:
+        jobs = r[~r["workload"].astype(str).str.startswith("dlio:")]
+        r = jobs if not jobs.empty else r
     if r.empty:
         return None
     # Fully fed, a rank reads as fast as its compute consumes samples: its bandwidth / AU,
@@ -154,7 +161,7 @@ def projection(df: pd.DataFrame, s: AnalysisSettings) -> dict[str, Any] | None:
     fed = r["au"].clip(upper=1.0)
     demand = r["read_bandwidth_per_rank"] / fed
     i = fed.idxmax()
-    fs_bw = s.fs_bandwidth or float((r["read_bandwidth_per_rank"] * r["ranks"]).max())
+    fs_bw = s.fs_bandwidth or float((seen["read_bandwidth_per_rank"] * seen["ranks"]).max())
     ranks_bw = fs_bw / float(demand[i])
     out = {
         "run_id": str(r.loc[i, "run_id"]),
@@ -173,7 +180,7 @@ def projection(df: pd.DataFrame, s: AnalysisSettings) -> dict[str, Any] | None:
     if "files_per_s" in r and r["files_per_s"].notna().any():
         opens = r["files_per_s"] / r["ranks"] / fed
         j = i if np.isfinite(opens[i]) else opens.dropna().index[0]
-        fs_md = s.fs_metadata_rate or float(r["files_per_s"].max())
+        fs_md = s.fs_metadata_rate or float(seen["files_per_s"].max())
         at_md = fs_md / float(opens[j])
         out |= {"opens_per_rank": float(opens[j]), "fs_metadata_rate": fs_md,
                 "ranks_at_metadata": at_md}  # fmt: skip
