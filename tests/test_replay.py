@@ -146,7 +146,7 @@ def replayed(tmp_path_factory) -> tuple[dict, dict, Path]:
 
 @pytest.mark.integration
 def test_the_replay_at_the_run_s_scale_has_its_au_and_its_verdict(replayed):
-    real, rep, _, report = replayed
+    real, rep, workload, report = replayed
     a, b = real["pipeline"], rep["pipeline"]
     assert a["verdict"]["kind"] == b["verdict"]["kind"], (a["verdict"], b["verdict"])
     au_real, au_rep = a["totals"]["au"], b["totals"]["au"]
@@ -160,6 +160,11 @@ def test_the_replay_at_the_run_s_scale_has_its_au_and_its_verdict(replayed):
     text = "\n".join(html_lines(report.read_text()))
     assert f"replays run {real['run_id']} (2 rank(s)) at 2 rank(s)" in text
     assert f"against the run's {au_real:.1%}" in text
+    # what DLIO cannot express, as the workload's header lists it, in the report too
+    header = workload.read_text().split("\nmodel:")[0]
+    for limit in rp["limits"]:
+        assert f"#  - {limit}" in header and limit in text
+    assert any("a sleep per step" in x for x in rp["limits"])
     # and in the sweep section's table of replays, beside the run it replays
     cells = text[text.index("Replays") :].split("\n")
     row = cells[cells.index(real["run_id"]) :][:10]

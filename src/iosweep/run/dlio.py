@@ -184,6 +184,7 @@ def replay_entries(
         ("iosweep", "calibrated", bool(fixes), "whether a calibration pass corrected the times"),
         *[("iosweep", k, _round(f[k].value), f[k].source)
           for k in ("au", "samples_per_s", "wait_per_rank", "verdict")],
+        ("iosweep", "limits", list(m.limits), "the header's list, for the report"),
     ]  # fmt: skip
     if workers > 0:
         e.insert(
@@ -204,7 +205,8 @@ def replay_entries(
 
 
 def _scalar(v: Any) -> str:
-    return yaml.safe_dump(v, default_flow_style=True).strip().removesuffix("...").strip()
+    text = yaml.safe_dump(v, default_flow_style=True, width=float("inf"))
+    return text.strip().removesuffix("...").strip()
 
 
 def workload_text(m: ReplayMeasures, entries: list[Entry], header: list[str]) -> str:

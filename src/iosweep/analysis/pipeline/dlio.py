@@ -52,6 +52,7 @@ def _replay(d: dict[str, Any], pipe: dict[str, Any]) -> dict[str, Any] | None:
         "samples_per_s_of_run": sps,
         "verdict_of_run": of.get("verdict"),
         "calibrated": of.get("calibrated") if isinstance(of.get("calibrated"), bool) else None,
+        "limits": [str(x) for x in of.get("limits") or [] if isinstance(x, str)],
         "text": "; ".join(parts),
     }
 

@@ -477,6 +477,7 @@ class DlioReplay(_Model):
     verdict_of_run: str | None
     text: str
     calibrated: bool | None = None  # whether iosweep replay --calibrate corrected its times
+    limits: list[str] = Field(default_factory=list)  # what DLIO could not express of the run
 
 
 class DlioAu(_Model):

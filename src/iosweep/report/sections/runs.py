@@ -377,6 +377,7 @@ def _pipeline(sm: RunSummary) -> dict[str, Any]:
         "coverage": p.coverage,
         "dlio": p.dlio.text if p.dlio else "",
         "replay": p.dlio.replay.text if p.dlio and p.dlio.replay else "",
+        "replay_limits": p.dlio.replay.limits if p.dlio and p.dlio.replay else [],
         "unoverlapped": _unoverlapped(p),
         **found,
     }
