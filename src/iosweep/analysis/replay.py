@@ -26,7 +26,6 @@ from iosweep.analysis.data import READ, RunData
 from iosweep.analysis.pipeline.waits import rank_epochs
 
 DATASET = "dataset"
-CHECKPOINT = "checkpoint"
 
 
 class ReplayError(ValueError):
@@ -45,6 +44,7 @@ class ReplayMeasures:
     run_id: str
     figures: dict[str, Measured]
     paths: list[str]  # the dataset files the run read, in name order
+    files_here: bool = False  # every one of them is on this machine
     limits: list[str] = field(default_factory=list)  # what a replay cannot reproduce
     problems: list[str] = field(default_factory=list)  # what could not be measured
 
@@ -89,11 +89,11 @@ def _dataset_reads(rd: RunData) -> pd.DataFrame:
     )
 
 
-def _sample_costs(reads: pd.DataFrame) -> tuple[Measured, Measured, Measured]:
-    """(wall time of one sample's load, time inside its reads, reads per sample)."""
+def _sample_costs(reads: pd.DataFrame) -> tuple[Measured, Measured]:
+    """(wall time of one sample's load, time inside its reads)."""
     r = reads.assign(dur=reads["end"] - reads["start"])
     per = r.groupby(["pid", "file"], as_index=False).agg(
-        first=("start", "min"), read_time=("dur", "sum"), reads=("dur", "size")
+        first=("start", "min"), read_time=("dur", "sum")
     )
     per = per.sort_values(["pid", "first"])
     gaps = per.groupby("pid")["first"].diff().dropna().to_numpy()
@@ -115,52 +115,43 @@ def _sample_costs(reads: pd.DataFrame) -> tuple[Measured, Measured, Measured]:
         "median time inside one file's reads (per process and file)",
         float(np.std(per["read_time"])),
     )
-    n = Measured(float(np.median(per["reads"])), "median reads per file and process")
-    return sample, rt, n
+    return sample, rt
 
 
-def _dataset_shape(rd: RunData, reads: pd.DataFrame) -> tuple[dict[str, Measured], list[str]]:
+def _dataset_shape(rd: RunData, reads: pd.DataFrame) -> tuple[dict[str, Measured], list[str], bool]:
+    """(the dataset's figures, its files in name order, whether all of them are here)."""
     files = np.unique(reads["file"].to_numpy())
     paths = sorted(rd.paths[int(f)] for f in files)
-    ends = (reads["offset"] + reads["length"]).where(reads["offset"] >= 0)
-    size = ends.groupby(reads["file"]).max().dropna()
     on_disk = [os.path.getsize(p) for p in paths if os.path.isfile(p)]
-    if len(on_disk) == len(paths):
+    here = len(on_disk) == len(paths)
+    if here:
         sizes, src = np.array(on_disk, np.float64), "the files' sizes on disk"
     else:
-        sizes, src = size.to_numpy(np.float64), "the highest byte read of each file"
+        ends = (reads["offset"] + reads["length"]).where(reads["offset"] >= 0)
+        sizes = ends.groupby(reads["file"]).max().dropna().to_numpy(np.float64)
+        src = "the highest byte read of each file"
     folders = pd.Series([os.path.dirname(p) for p in paths])
-    per_folder = folders.value_counts()
     root = os.path.commonpath([os.path.dirname(f) for f in folders.unique()])
     if folders.nunique() > 1:
         root = os.path.dirname(root) if root in set(folders) else root
     suffixes = pd.Series([os.path.splitext(p)[1].lower() for p in paths]).value_counts()
-    ln = rd.ops.length[
-        (rd.file_class[rd.ops.file] == rd.settings.class_names.index(DATASET))
-        & (rd.ops.op == READ)
-        & (rd.ops.length > 0)
-    ]
-    top = pd.Series(ln).value_counts().head(3)
+    ln = reads["length"][reads["length"] > 0]
+    top = ln.value_counts().head(3)
     sizes_text = ", ".join(f"{int(s):,} B x {int(c):,}" for s, c in top.items())
     out = {
         "files": Measured(len(paths), "distinct dataset files read"),
         "folders": Measured(int(folders.nunique()), "distinct folders of those files"),
-        "files_per_folder": Measured(
-            float(per_folder.median()),
-            f"median files per folder ({per_folder.min()}-{per_folder.max()})",
-        ),
         "data_root": Measured(root, "the dataset files' common folder"),
         "suffix": Measured(str(suffixes.index[0]), "the dataset files' most common suffix"),
         "record_length": Measured(
             float(sizes.mean()), f"mean file size ({src})", float(sizes.std())
         ),
-        "record_length_range": Measured([int(sizes.min()), int(sizes.max())], src),
         "request_size": Measured(
             int(np.median(ln)) if len(ln) else 0,
             f"median read request size; most common: {sizes_text}",
         ),
     }
-    return out, paths
+    return out, paths, here
 
 
 def _steps(rd: RunData) -> dict[str, Measured]:
@@ -213,9 +204,6 @@ def _checkpoints(summary: dict[str, Any]) -> dict[str, Measured]:
             (int(min(after)) + 1) if after else 1, "the epoch after which the first one was written"
         ),
         "checkpoint_every_epochs": Measured(every, "epochs between checkpoints"),
-        "checkpoint_duration": Measured(
-            float(np.mean([e["duration"] for e in events])), "mean time of one checkpoint"
-        ),
     }
 
 
@@ -275,8 +263,8 @@ def measure_replay(rd: RunData, summary: dict[str, Any]) -> ReplayMeasures:
     """Every figure a replay needs, from the run's data (``rd``: as the analysis reads it,
     with its steps) and its analysis (``summary``: checkpoints, the run's own answer)."""
     reads = _dataset_reads(rd)
-    shape, paths = _dataset_shape(rd, reads)
-    sample, read_time, reads_per = _sample_costs(reads)
+    shape, paths, here = _dataset_shape(rd, reads)
+    sample, read_time = _sample_costs(reads)
     try:
         steps, problems = _steps(rd), []
     except ReplayError as e:
@@ -287,7 +275,6 @@ def measure_replay(rd: RunData, summary: dict[str, Any]) -> ReplayMeasures:
         **steps,
         "sample_time": sample,
         "sample_read_time": read_time,
-        "reads_per_sample": reads_per,
         **_checkpoints(summary),
         **_outcome(summary),
     }
@@ -297,4 +284,4 @@ def measure_replay(rd: RunData, summary: dict[str, Any]) -> ReplayMeasures:
             "checkpoints: one file of the measured size per writer (DLIO's model state as one "
             "tensor), not the run's own file layout"
         )
-    return ReplayMeasures(rd.meta.run_id, figures, paths, limits, problems)
+    return ReplayMeasures(rd.meta.run_id, figures, paths, here, limits, problems)

@@ -47,15 +47,14 @@ def dlio_format(m: ReplayMeasures) -> str:
 
 def calibrate_decode(paths: list[str], n: int = CALIBRATION_FILES) -> Measured:
     """DLIO's cost of one sample on this machine: its image reader's open, read and decode
-    (``np.asarray(Image.open(path))``) of up to ``n`` of the files, each read once before so
-    that the page cache is as warm as in the replay."""
+    (``np.asarray(Image.open(path))``) of up to ``n`` of the files (which must be here), each
+    read once before so that the page cache is as warm as in the replay."""
     import numpy as np
     from PIL import Image
 
-    have = [p for p in paths if os.path.isfile(p)]
-    if not have:
-        raise ReplayError("none of the run's dataset files exists here: nothing to calibrate on")
-    pick = have[:: max(1, len(have) // n)][:n]
+    if not paths:
+        raise ReplayError("no dataset files to calibrate on")
+    pick = paths[:: max(1, len(paths) // n)][:n]
     times = []
     for p in pick:
         Path(p).read_bytes()
@@ -276,10 +275,10 @@ def run_dlio(
 
 def calibrate(
     m: ReplayMeasures, config_dir: Path, name: str, out: Path, settings: Any
-) -> tuple[dict[str, Measured], ReplayMeasures]:
-    """One pass of the workload at the run's scale, measured as the run was: (the
-    corrections that make DLIO's load of one sample and its step last what the run's did,
-    the pass's own figures). DLIO adds overheads of its own to both (its profiler, its
+) -> dict[str, Measured]:
+    """One pass of the workload at the run's scale, measured as the run was: the
+    corrections that make DLIO's load of one sample and its step last what the run's did.
+    DLIO adds overheads of its own to both (its profiler, its
     sampler, the sleep's overshoot)."""
     from iosweep.analysis.pipeline.phases import load_analysed
     from iosweep.analysis.replay import measure_replay
@@ -296,4 +295,4 @@ def calibrate(
             f"calibrated: a pass of this workload at {m.value('ranks')} rank(s) took "
             f"{theirs * 1e3:.2f} ms for {what}, the run {mine * 1e3:.2f} ms",
         )
-    return fixes, got
+    return fixes

@@ -5,7 +5,6 @@ them, calibrate, write (iosweep.run.dlio)."""
 from __future__ import annotations
 
 import datetime
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,6 @@ class Replay:
     workload: Path  # DIR/workload/NAME.yaml
     measures: ReplayMeasures
     entries: list[dlio.Entry]
-    calibration: ReplayMeasures | None = None  # the calibration pass's own figures
 
     def value(self, key: str) -> Any:
         return next(v for _, k, v, _ in self.entries if k == key)
@@ -36,10 +34,6 @@ def check_workload_path(out: Path) -> Path:
             "workload/ folder of its --config-dir, by NAME)"
         )
     return out
-
-
-def _files_here(m: ReplayMeasures) -> bool:
-    return all(os.path.isfile(p) for p in m.paths)
 
 
 def _header(m: ReplayMeasures, store: Path, out: Path) -> list[str]:
@@ -73,7 +67,7 @@ def _write(
         m,
         decode=decode,
         data_folder=data,
-        generate=not _files_here(m),
+        generate=not m.files_here,
         checkpoint_folder=out.parent.parent / f"{out.stem}-checkpoints",
         au_threshold=settings.au_threshold,
         fixes=fixes,
@@ -103,11 +97,11 @@ def write_replay(
     settings = AnalysisSettings.from_dict(summary.get("settings") or {})
     m = measure_replay(load_analysed(store, settings), summary)
     data = (data_folder or out.parent.parent / f"{out.stem}-data").absolute()
-    if _files_here(m):
-        dlio.link_dataset(m, dlio.dlio_format(m), data)
+    fmt = dlio.dlio_format(m)
+    if m.files_here:
+        dlio.link_dataset(m, fmt, data)
         decode = dlio.calibrate_decode(m.paths)
     else:
-        dlio.dlio_format(m)
         decode = m.figures["sample_read_time"]
         m.limits.append(
             "the run's files are not on this machine: DLIO makes its own (its JPEG maker writes "
@@ -115,9 +109,8 @@ def write_replay(
             "inside the run's reads stands in for DLIO's load of a sample (not calibrated)"
         )
     entries = _write(m, store, out, data, settings, decode)
-    got = None
     if calibrate:
         log(f"calibrating: DLIO on {m.value('ranks')} rank(s), outputs in {calibrate}")
-        fixes, got = dlio.calibrate(m, out.parent.parent, out.stem, calibrate, settings)
+        fixes = dlio.calibrate(m, out.parent.parent, out.stem, calibrate, settings)
         entries = _write(m, store, out, data, settings, decode, fixes)
-    return Replay(out, m, entries, got)
+    return Replay(out, m, entries)
