@@ -215,3 +215,10 @@ def test_dlio_runs_as_a_sweep_point_with_iosweep_s_verdict_and_its_own_au(tmp_pa
     # 2 ranks x 3 epochs x 512 files / 2 ranks / batch 8
     assert p["timing"]["batches"] == 2 * 3 * 32
     assert sm["classes"]["dataset"]["files"] == 512
+
+
+def test_a_run_without_dataset_reads_cannot_be_replayed_and_says_why(tmp_path):
+    # an MPI benchmark's log: files of no dataset class, no training loop
+    store, summary = _analysed(shared_fixture("darshan-logs/mpi_io_test_with_dxt"), tmp_path)
+    with pytest.raises(ReplayError, match="no reads of dataset files: nothing to replay"):
+        write_replay(store, summary, tmp_path / "cfg" / "workload" / "m.yaml")
