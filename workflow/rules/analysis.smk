@@ -9,6 +9,11 @@ rule analyze_run:
         f"{RESULTS}/benchmarks/analyze/{{run_id}}.tsv"
     conda:
         "../../envs/analysis.yaml"
+    resources:
+        # the run's own need, counted from its store; per CPU too, since the SLURM
+        # profile's default mem_mb_per_cpu would otherwise be what sbatch is given
+        mem_mb=analysis_mem_mb,
+        mem_mb_per_cpu=analysis_mem_mb,
     params:
         settings=config["analysis"],
     script:

@@ -17,6 +17,7 @@ from iosweep.analysis.summary import (
     TABLES as ANALYSIS_TABLES,
 )  # noqa: E402
 from iosweep.trace.schema import TABLES as STORE_TABLES  # noqa: E402
+from iosweep.analysis.budget import mem_mb as analysis_memory  # noqa: E402
 
 try:
     validate_config(config)
@@ -55,6 +56,12 @@ def store_files(run_dir):
     files = {"meta": f"{run_dir}/store/run.json"}
     files.update({t: f"{run_dir}/store/{t}.parquet" for t in STORE_TABLES})
     return files
+
+
+def analysis_mem_mb(wildcards, input):
+    """What the run's analysis needs (MB), counted from its store; until the store exists,
+    FileNotFoundError naming input.meta, and Snakemake asks again when it does."""
+    return analysis_memory(Path(input.meta).parent)
 
 
 def analysis_files(run_dir):

@@ -76,6 +76,7 @@ class AnalysisSettings:
     fs_bandwidth: float | None = field(default_factory=_default("fs_bandwidth"))
     fs_metadata_rate: float | None = field(default_factory=_default("fs_metadata_rate"))
     table_max_files: int = field(default_factory=_default("table_max_files"))
+    memory_gb: float | None = field(default_factory=_default("memory_gb"))
     timeline: dict[str, Any] = field(default_factory=_default("timeline"))
 
     def __post_init__(self) -> None:

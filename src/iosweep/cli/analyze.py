@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from iosweep.analysis.budget import MemoryBudgetError
 from iosweep.analysis.findings.run import analyze_run
 from iosweep.analysis.findings.sweep import analyze_sweep, load_summary
 from iosweep.analysis.settings import PHASE_HELP, AnalysisSettings, parse_phases
@@ -48,6 +49,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--phase", action="append", default=[], metavar="KIND:cat=RX[:name=RX]", help=PHASE_HELP
     )
+    p.add_argument(
+        "--memory-gb",
+        type=_positive,
+        metavar="GIB",
+        help="memory a run's analysis may take (analysis.memory_gb; default: 90%% of the "
+        "machine's or cgroup's); a run that needs more is refused with the figures",
+    )
+
+
+def _positive(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of GiB above 0, got {text!r}")
+    return v
 
 
 def phase_options(texts: list[str], prog: str) -> dict[str, list[dict[str, str]]]:
@@ -113,6 +131,8 @@ def _job_stores(path: Path) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config, args.phase)
+    if args.memory_gb is not None:
+        settings.memory_gb = args.memory_gb
     # over the phases a store was ingested with, too
     given = phase_options(args.phase, "iosweep analyze") or None
     out: Path = args.out
@@ -141,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
             sm = analyze_run(stores[0], out, settings, given)
         except Exception as e:  # report the culprit store and fail
             print(f"iosweep analyze: {stores[0]}: {e}", file=sys.stderr)
-            if not isinstance(e, NoSpaceError):  # a full disk is not a bug: no traceback
+            if not isinstance(e, NoSpaceError | MemoryBudgetError):  # not bugs: no traceback
                 traceback.print_exc(file=sys.stderr)
             return 1
         _said(out, answers, args.json)

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from iosweep import memory
+from iosweep.analysis import budget
 from iosweep.analysis.data import RunData, load_run, unsized_io_calls
 from iosweep.analysis.findings.rules import run_checks
 from iosweep.analysis.findings.sample import sample_ops
@@ -54,6 +55,7 @@ def analyze_run(
     ingested with and the settings' (``iosweep analyze --phase``)."""
     settings = settings or AnalysisSettings()
     out_dir = Path(out_dir)
+    budget.check(store_path, settings.memory_gb)  # before anything is read or written
     out_dir.mkdir(parents=True, exist_ok=True)
     memory.map_large_arrays()
     rd = load_run(Path(store_path), settings, phases)

@@ -1,0 +1,126 @@
+"""The memory a run's analysis needs, told before it starts, against a budget.
+
+The analysis holds a run's segments and counter records in memory (numpy columns, the
+(rank, file) tables built from them): its peak grows with both. Counted from the store's
+Parquet footers (nothing read), the need is known in a millisecond; a run that would not fit
+the budget (``analysis.memory_gb``, default: the machine's memory, or the cgroup's limit
+under SLURM) is refused with the figures, instead of being killed by the kernel hours into a
+sweep with nothing said. The workflow asks the scheduler for the same figure (the analysis
+rule's ``mem_mb``).
+
+The costs are measured, not derived (``benchmarks/bench_segments_scale.py`` and
+``benchmarks/bench_analysis.py``; docs/analysis.md, "Memory"): the ImageNet-shaped run peaked
+at 5.40 GB with 10.2 M segments and 2.56 M counter records and at 15.3 GB with 30.7 M and
+7.69 M (~920 B a counter record beyond 250 B a segment); a run of 10 M segments and 157 k
+records over 128 ranks at 2.49 GB. The figures below are a little above all three; an
+application event is taken to cost what a segment does (not measured apart). A run of another
+shape can need less, which is why a budget given by hand is a ceiling the user may raise.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+GIB = 1 << 30
+# Peak resident bytes of analyze_run, measured (see the module's docstring)
+PER_SEGMENT = 250
+PER_COUNTER_RECORD = 1000
+PER_APP_EVENT = 250
+BASE = GIB // 2  # the interpreter, numpy, pandas, pyarrow and the analysis' own modules
+# Of the machine's memory, what the analysis may take by default: the rest is the system's.
+MACHINE_SHARE = 0.9
+
+
+class MemoryBudgetError(RuntimeError):
+    """The run's analysis would need more memory than the budget allows."""
+
+
+@dataclass(frozen=True)
+class Need:
+    """What a run's analysis holds at its peak, from the store's row counts."""
+
+    segments: int
+    counter_records: int
+    app_events: int
+
+    @property
+    def bytes(self) -> int:
+        return (
+            BASE
+            + PER_SEGMENT * self.segments
+            + PER_COUNTER_RECORD * self.counter_records
+            + PER_APP_EVENT * self.app_events
+        )
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / GIB
+
+
+def _rows(path: Path) -> int:
+    return pq.ParquetFile(path).metadata.num_rows if path.exists() else 0
+
+
+def need_of(store: Path | str) -> Need:
+    """The store's analysis need; FileNotFoundError when it is not a store (yet)."""
+    store = Path(store)
+    meta = store / "run.json"
+    if not meta.exists():
+        raise FileNotFoundError(errno.ENOENT, "not a trace store (yet): no run.json", str(meta))
+    return Need(
+        _rows(store / "segments.parquet"),
+        _rows(store / "counters.parquet"),
+        _rows(store / "app_events.parquet"),
+    )
+
+
+def machine_bytes() -> int:
+    """The memory this process may use: the cgroup's limit (a SLURM job's ``--mem``, a
+    container's) where there is one, else the machine's."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for f in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(f).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
+
+
+def budget_bytes(memory_gb: float | None) -> int:
+    """The budget: ``memory_gb`` GiB, or by default a share of the machine's memory."""
+    if memory_gb is not None:
+        return int(memory_gb * GIB)
+    return int(machine_bytes() * MACHINE_SHARE)
+
+
+def check(store: Path | str, memory_gb: float | None) -> Need:
+    """The store's need; MemoryBudgetError, with the figures, where it is over the budget."""
+    need = need_of(store)
+    budget = budget_bytes(memory_gb)
+    if need.bytes <= budget:
+        return need
+    given = (
+        f"analysis.memory_gb (--memory-gb) is {memory_gb:g} GiB"
+        if memory_gb is not None
+        else f"this machine allows {budget / GIB:.1f} GiB ({MACHINE_SHARE:.0%} of its memory)"
+    )
+    raise MemoryBudgetError(
+        f"{store}: {need.segments:,} segments, {need.counter_records:,} counter records and "
+        f"{need.app_events:,} application events need about {need.gib:.1f} GiB to analyse "
+        f"(measured: {PER_SEGMENT} B a segment, {PER_COUNTER_RECORD} B a counter record), "
+        f"and {given}. Analyse it where {need.gib:.0f} GiB are free (a SLURM job with "
+        f"--mem={int(need.gib) + 1}G; the workflow asks for it), or raise --memory-gb if this "
+        "run's shape needs less. iosweep does not yet analyse a run in parts."
+    )
+
+
+def mem_mb(store: Path | str) -> int:
+    """The analysis job's memory request for a scheduler (Snakemake's ``mem_mb``)."""
+    return -(-need_of(store).bytes // 2**20)
