@@ -10,8 +10,8 @@ rule's ``mem_mb``).
 
 The costs are measured, not derived (``benchmarks/bench_segments_scale.py`` and
 ``benchmarks/bench_analysis.py``; docs/analysis.md, "Memory"): the ImageNet-shaped run peaked
-at 5.40 GB with 10.2 M segments and 2.56 M counter records and at 15.3 GB with 30.7 M and
-7.69 M (~920 B a counter record beyond 250 B a segment); a run of 10 M segments and 157 k
+at 4.56 GB with 10.2 M segments and 2.56 M counter records and at 12.3 GB with 30.7 M and
+7.69 M (530-570 B a counter record beyond 250 B a segment); a run of 10 M segments and 157 k
 records over 128 ranks at 2.49 GB. The figures below are a little above all three; an
 application event is taken to cost what a segment does (not measured apart). A run of another
 shape can need less, which is why a budget given by hand is a ceiling the user may raise.
@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 GIB = 1 << 30
 # Peak resident bytes of analyze_run, measured (see the module's docstring)
 PER_SEGMENT = 250
-PER_COUNTER_RECORD = 1000
+PER_COUNTER_RECORD = 650
 PER_APP_EVENT = 250
 BASE = GIB // 2  # the interpreter, numpy, pandas, pyarrow and the analysis' own modules
 # Of the machine's memory, what the analysis may take by default: the rest is the system's.
