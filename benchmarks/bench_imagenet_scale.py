@@ -26,154 +26,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-
-from iosweep.testing.stores import build_store, dictionary, run_meta, table
-from iosweep.trace.schema import SIZE_BINS, darshan_size_bin
+from iosweep.testing.imagenet_trace import write_imagenet_store
 
 REPO = Path(__file__).resolve().parents[1]
-PER_CLASS = 1281
-BATCH = 256
-STEP_COMPUTE = 0.30  # seconds of compute per step (an accelerator fed in time)
-CKPT = 100_000_000
-
-
-def _file_sizes(n: int, rng: np.random.Generator) -> np.ndarray:
-    return rng.integers(70_000, 150_000, n)
-
-
-def _reads_of(size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per file, the four reads PIL makes: (offsets, lengths) as (n, 4) arrays."""
-    first = np.full(len(size), 4096)
-    second = np.minimum(61_440, size - 4096)
-    third = size - 4096 - second
-    off = np.stack([np.zeros(len(size)), np.full(len(size), 4096), 4096 + second, size], 1)
-    ln = np.stack([first, second, third, np.zeros(len(size))], 1)
-    return off.astype(np.int64), ln.astype(np.int64)
 
 
 def synthesize(out: Path, files: int, ranks: int, workers: int, epochs: int, seed: int = 7) -> dict:
-    rng = np.random.default_rng(seed)
-    size = _file_sizes(files, rng)
-    off4, len4 = _reads_of(size)
-    paths = [
-        f"/lustre/imagenet/train/n{c:08d}/n{c:08d}_{k}.JPEG"
-        for c in range(files // PER_CLASS + 1)
-        for k in range(PER_CLASS)
-    ][:files]
-    paths += [f"/lustre/run/checkpoints/checkpoint-{e}.pt" for e in range(epochs)]
-    per_rank = files // ranks
-    steps = -(-per_rank // BATCH)
-    epoch_len = steps * STEP_COMPUTE * 1.15
-    seg_parts, ctr_parts = [], []
-    step_rows = {
-        k: []
-        for k in ("rank", "epoch", "step", "start", "end", "wait_start", "wait_end", "samples")
-    }
-    for e in range(epochs):
-        perm = rng.permutation(files)[: per_rank * ranks].reshape(ranks, per_rank)
-        t_epoch = 10.0 + e * (epoch_len + 5.0)
-        for r in range(ranks):
-            f = perm[r]
-            w = np.arange(per_rank) % workers
-            pid = 100_000 + (e * ranks + r) * (workers + 1) + 1 + w
-            t = t_epoch + (np.arange(per_rank) / per_rank) * epoch_len + rng.random(per_rank) * 1e-3
-            ts = t[:, None] + np.arange(4)[None, :] * 2e-4
-            seg_parts.append(
-                (
-                    np.full(per_rank * 4, r),
-                    pid.repeat(4),
-                    f.repeat(4),
-                    off4[f].ravel(),
-                    len4[f].ravel(),
-                    ts.ravel(),
-                    (ts + 1e-4).ravel(),
-                )
-            )
-            ctr_parts.append((np.full(per_rank, r), pid, f, t, t + 1e-3))
-            st = t_epoch + 0.5 + np.arange(steps) * STEP_COMPUTE * 1.15
-            for k, v in (("rank", r), ("epoch", e), ("samples", BATCH)):
-                step_rows[k] += [v] * (steps + 1)
-            step_rows["step"] += [-1, *range(steps)]
-            step_rows["start"] += [t_epoch, *st.tolist()]
-            step_rows["end"] += [t_epoch + epoch_len + 0.5, *(st + STEP_COMPUTE).tolist()]
-            step_rows["wait_start"] += [None, *(st - 0.15 * STEP_COMPUTE).tolist()]
-            step_rows["wait_end"] += [None, *st.tolist()]
-    rank, pid, file, offset, length, start, end = (
-        np.concatenate(c) for c in zip(*seg_parts, strict=True)
-    )
-    n_ck = CKPT // (1 << 20)
-    for e in range(epochs):  # rank 0's checkpoint after every epoch, 1 MiB writes
-        t0 = 10.0 + e * (epoch_len + 5.0) + epoch_len + 1.0
-        ck = np.arange(n_ck)
-        rank, pid, file = (
-            np.r_[a, b]
-            for a, b in (
-                (rank, np.zeros(n_ck, int)),
-                (pid, np.full(n_ck, 99_999)),
-                (file, np.full(n_ck, files + e)),
-            )
-        )
-        offset, length = np.r_[offset, ck << 20], np.r_[length, np.full(n_ck, 1 << 20)]
-        start, end = np.r_[start, t0 + ck * 1e-3], np.r_[end, t0 + ck * 1e-3 + 8e-4]
-    is_w = file >= files
-    seg = table(
-        "segments",
-        {
-            "rank": pa.array(rank, pa.int32()),
-            "host": dictionary(
-                (rank // 4).astype(np.int32), [f"node{h:03d}" for h in range(ranks // 4 + 1)]
-            ),
-            "pid": pa.array(pid, pa.int64()),
-            "path": dictionary(file.astype(np.int32), paths),
-            "module": dictionary(np.zeros(len(rank), np.int32), ["POSIX"]),
-            "op": dictionary(is_w.astype(np.int32), ["read", "write"]),
-            "offset": pa.array(offset),
-            "length": pa.array(length),
-            "start": pa.array(start),
-            "end": pa.array(end),
-        },
-    )
-    cr, cp, cf, co, cc = (np.concatenate(c) for c in zip(*ctr_parts, strict=True))
-    bins = darshan_size_bin(len4[cf])
-    ctr = {
-        "rank": pa.array(cr, pa.int32()),
-        "host": dictionary(
-            (cr // 4).astype(np.int32), [f"node{h:03d}" for h in range(ranks // 4 + 1)]
-        ),
-        "pid": pa.array(cp, pa.int64()),
-        "path": dictionary(cf.astype(np.int32), paths),
-        "module": dictionary(np.zeros(len(cr), np.int32), ["POSIX"]),
-        "opens": pa.array(np.ones(len(cr), np.int64)),
-        "reads": pa.array(np.full(len(cr), 4, np.int64)),
-        "bytes_read": pa.array(size[cf]),
-        "max_byte_read": pa.array(size[cf] - 1),
-        "read_time": pa.array(np.full(len(cr), 4e-4)),
-        "meta_time": pa.array(np.full(len(cr), 5e-5)),
-        "open_start": pa.array(co),
-        "close_end": pa.array(cc),
-    }
-    for b, name in enumerate(SIZE_BINS):
-        ctr[f"size_read_{name}"] = pa.array((bins == b).sum(axis=1).astype(np.int64))
-    meta = run_meta(
-        "bench-imagenet", ranks, {r: f"node{r // 4:03d}" for r in range(ranks)}, pid=100_000, traced=False,
-        tracer="darshan", start=0.0, end=20.0 + epochs * (epoch_len + 5.0),
-        params={"framework": "pytorch", "workload": "imagenet", "nodes": ranks // 4, "ppn": 4,
-                "ranks": ranks, "loader_workers": workers, "batch_size": BATCH, "steps": 0, "rep": 0},
-    )  # fmt: skip
-    build_store(
-        out, meta, segments=seg, counters=table("counters", ctr), steps=table("steps", step_rows)
-    )
-    return {
-        "segments": seg.num_rows,
-        "counter_records": len(cr),
-        "files": files,
-        "ranks": ranks,
-        "epochs": epochs,
-    }
+    """The run's store (iosweep.testing.imagenet_trace, streamed to disk); its shape."""
+    return asdict(write_imagenet_store(out, files, ranks, workers, epochs, seed))
 
 
 CHILD = """
