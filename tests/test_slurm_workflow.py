@@ -18,6 +18,8 @@ import pytest
 import yaml
 from conftest import unavailable
 
+from iosweep.analysis import budget
+
 try:
     from slurm_cluster import skip_reason, slurm_cluster
 except ImportError:  # run from the repository root as a package
@@ -82,6 +84,12 @@ def _jobcomp(cluster) -> dict[str, dict[str, str]]:
     return {j["JobId"]: j for j in jobs if "JobId" in j}
 
 
+def _memory_mb(job: dict[str, str]) -> int:
+    """The memory SLURM gave a job (its Tres field: cpu=1,mem=513M,node=1,...), in MB."""
+    mem = dict(kv.split("=") for kv in job["Tres"].split(","))["mem"]
+    return int(float(mem[:-1]) * (1024 if mem.endswith("G") else 1))
+
+
 def _check_own_jobs(manifests: list[dict], jobs: dict[str, dict[str, str]]) -> None:
     """Every point ran in a SLURM job of its own, with its nodes, and that job completed."""
     ids = [m["slurm_job_id"] for m in manifests]
@@ -135,6 +143,11 @@ def test_profile_slurm_one_node(tmp_path):
             assert len(m["ranks"]) == m["params"]["ppn"]
         assert "report" in jobs
         assert (results / "report" / "report.html").stat().st_size > 10_000
+        # each run's analysis job was given the memory its store needs (rule analyze_run's
+        # mem_mb, counted from the store after ingest), not the profile's default
+        needs = sorted(budget.mem_mb(p.parent) for p in (results / "runs").rglob("store/run.json"))
+        given = sorted(_memory_mb(_jobcomp(cluster)[j]) for j in jobs["analyze_run"])
+        assert given == needs and len(needs) == 2, (given, needs)
     # the cluster is gone again: no daemon of it is left
     leftover = subprocess.run(["pgrep", "-af", "iosweep-t1"], capture_output=True, text=True).stdout
     assert "slurmd" not in leftover and "slurmctld" not in leftover
