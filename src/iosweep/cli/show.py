@@ -28,7 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON list of the runs' answers")
 
 
-def use_color(stream=sys.stdout) -> bool:
+def use_color(stream=None) -> bool:
+    # sys.stdout when called, not when imported: it may have been replaced since
+    stream = sys.stdout if stream is None else stream
     return stream.isatty() and not os.environ.get("NO_COLOR")
 
 
