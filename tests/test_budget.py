@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from factories import synthetic_store
+from factories import steps_table, synthetic_store
 
-from iosweep.analysis import AnalysisSettings, budget
+from iosweep.analysis import AnalysisSettings, budget, subset
 from iosweep.cli import main as iosweep_main
 
 GIB = 1 << 30
@@ -79,3 +79,61 @@ def test_the_default_budget_is_the_machines():
         assert machine <= int(cgroup.read_text())
     assert budget.budget_bytes(None) == int(machine * budget.MACHINE_SHARE)
     assert budget.budget_bytes(3) == 3 * GIB
+
+
+# --- some ranks at a time (--ranks) ----------------------------------------------------------
+
+
+def test_ranks_parse_and_print():
+    assert subset.parse_ranks("0-3,8, 10") == [0, 1, 2, 3, 8, 10]
+    assert subset.ranks_text([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"
+    for bad in ("3-1", "a", "1,,2", "-1"):
+        with pytest.raises(ValueError, match="--ranks"):
+            subset.parse_ranks(bad)
+
+
+def test_some_ranks_give_those_ranks_figures_exactly(tmp_path, capsys):
+    """Ranks 1 and 3 of a 4-rank run: their rows of every per-rank and per-(rank, file) table
+    are the whole run's; totals are theirs; the limitation says so."""
+    # every rank: an epoch over the run, a step every 10 s (2 s waiting, 8 s computing)
+    steps = steps_table(
+        [(r, 0, -1, 0.0, 100.0) for r in range(4)]
+        + [(r, 0, k, 10.0 * k + 2, 10.0 * k + 10) for r in range(4) for k in range(10)]
+    )
+    st = synthetic_store(tmp_path / "s", 1000, [f"/data/f{i}" for i in range(20)], steps=steps)
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    assert iosweep_main(["analyze", str(st), "-o", str(whole)]) == 0
+    assert iosweep_main(["analyze", str(st), "-o", str(part), "--ranks", "1,3"]) == 0
+    # the size of a file all ranks read comes from the chosen ranks' reads alone, and so
+    # does a rank's coverage of it (a file-level fact, named in the limitation)
+    from_the_file = ["file_size", "read_coverage_frac"]
+    for table in ("ranks", "file_ranks", "pipeline"):
+        w = pd.read_parquet(whole / f"{table}.parquet")
+        p = pd.read_parquet(part / f"{table}.parquet")
+        assert sorted(p["rank"].unique()) == [1, 3] and len(p)
+        w = w[w["rank"].isin([1, 3])]
+        key = [c for c in ("rank", "epoch", "file") if c in p]
+        w, p = (x.sort_values(key).reset_index(drop=True) for x in (w, p))
+        other = [c for c in p.columns if c not in from_the_file]
+        pd.testing.assert_frame_equal(p[other], w[other])
+    assert json.loads((part / "summary.json").read_text())["pipeline"]["available"]
+    sw = json.loads((whole / "summary.json").read_text())
+    sp = json.loads((part / "summary.json").read_text())
+    assert sp["ranks"]["count"] == 2 and sw["ranks"]["count"] == 4
+    # synthetic_store: read i goes to rank i % 4, the 2 checkpoint writes to rank 0
+    assert sp["trace"]["segments"] == 500 and sp["headline"]["writes"] == 0
+    ranks = pd.read_parquet(whole / "ranks.parquet").set_index("rank")
+    assert sp["headline"]["bytes_read"] == int(ranks.loc[[1, 3], "bytes_read"].sum())
+    assert any("only ranks 1, 3 of 4 were analysed" in x for x in sp["limitations"])
+    assert not any("ranks" in x for x in sw["limitations"])
+    # the need counted is that of the two ranks' rows
+    assert budget.need_of(st, [1, 3]).segments == 500
+
+
+def test_ranks_the_run_does_not_have_are_named(tmp_path, capsys):
+    st = synthetic_store(tmp_path / "s", 100, ["/data/a"])
+    assert iosweep_main(["analyze", str(st), "-o", str(tmp_path / "o"), "--ranks", "2-5"]) == 1
+    err = capsys.readouterr().err
+    assert "the run has no rank 4-5 (its ranks: 0-3)" in err and "Traceback" not in err
+    with pytest.raises(SystemExit, match="one trace store"):
+        iosweep_main(["analyze", str(st), str(st), "-o", str(tmp_path / "o"), "--ranks", "1"])

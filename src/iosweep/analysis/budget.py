@@ -21,10 +21,14 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
+
+from iosweep.analysis.subset import rank_rows
+from iosweep.trace.store import open_store
 
 GIB = 1 << 30
 # Peak resident bytes of analyze_run, measured (see the module's docstring)
@@ -66,12 +70,21 @@ def _rows(path: Path) -> int:
     return pq.ParquetFile(path).metadata.num_rows if path.exists() else 0
 
 
-def need_of(store: Path | str) -> Need:
-    """The store's analysis need; FileNotFoundError when it is not a store (yet)."""
+def need_of(store: Path | str, ranks: Collection[int] | None = None) -> Need:
+    """The store's analysis need (of ``ranks`` only: their rows counted from the rank columns);
+    FileNotFoundError when it is not a store (yet)."""
     store = Path(store)
     meta = store / "run.json"
     if not meta.exists():
         raise FileNotFoundError(errno.ENOENT, "not a trace store (yet): no run.json", str(meta))
+    if ranks is not None:
+        opened = open_store(store)
+        return Need(
+            *(
+                int(rank_rows(opened, t, ranks).sum())
+                for t in ("segments", "counters", "app_events")
+            )
+        )
     return Need(
         _rows(store / "segments.parquet"),
         _rows(store / "counters.parquet"),
@@ -100,9 +113,10 @@ def budget_bytes(memory_gb: float | None) -> int:
     return int(machine_bytes() * MACHINE_SHARE)
 
 
-def check(store: Path | str, memory_gb: float | None) -> Need:
-    """The store's need; MemoryBudgetError, with the figures, where it is over the budget."""
-    need = need_of(store)
+def check(store: Path | str, memory_gb: float | None, ranks: Collection[int] | None = None) -> Need:
+    """The store's need (of ``ranks``); MemoryBudgetError, with the figures, where it is over
+    the budget."""
+    need = need_of(store, ranks)
     budget = budget_bytes(memory_gb)
     if need.bytes <= budget:
         return need
@@ -116,8 +130,9 @@ def check(store: Path | str, memory_gb: float | None) -> Need:
         f"{need.app_events:,} application events need about {need.gib:.1f} GiB to analyse "
         f"(measured: {PER_SEGMENT} B a segment, {PER_COUNTER_RECORD} B a counter record), "
         f"and {given}. Analyse it where {need.gib:.0f} GiB are free (a SLURM job with "
-        f"--mem={int(need.gib) + 1}G; the workflow asks for it), or raise --memory-gb if this "
-        "run's shape needs less. iosweep does not yet analyse a run in parts."
+        f"--mem={int(need.gib) + 1}G; the workflow asks for it), raise --memory-gb if this "
+        "run's shape needs less, or analyse a few ranks at a time (--ranks 0-7: each rank's "
+        "figures exact, totals of those ranks only)."
     )
 
 

@@ -7,6 +7,7 @@ into small lookup lists, so ten million segments stay a few hundred MB.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from iosweep.analysis.shared import (
     reduced,
     share_records,
 )
+from iosweep.analysis.subset import RankSubset, select
 from iosweep.columns import numbers
 from iosweep.trace.schema import SIZE_BINS, Issue, RunMeta
 from iosweep.trace.store import open_store
@@ -186,6 +188,7 @@ class RunData:
     lustre: pd.DataFrame = field(default_factory=pd.DataFrame)
     layers: pd.DataFrame = field(default_factory=pd.DataFrame)  # every module's totals
     issues: list[Issue] = field(default_factory=list)  # found while loading
+    limitations: list[str] = field(default_factory=list)  # of the data read (a rank subset)
     cache: dict = field(default_factory=dict, repr=False)  # sorts and unions several steps reuse
 
     @property
@@ -245,20 +248,27 @@ class RunData:
 
 
 def load_run(
-    store_path: Path, settings: AnalysisSettings, phases: dict[str, list] | None = None
+    store_path: Path,
+    settings: AnalysisSettings,
+    phases: dict[str, list] | None = None,
+    ranks: Collection[int] | None = None,
 ) -> RunData:
     """The store's tables, ready to analyse. Phase rules: ``phases`` (a caller's own, e.g.
     ``iosweep analyze --phase``) over those declared at ingest (``run.json``) over
-    ``settings.phases``, kind by kind."""
+    ``settings.phases``, kind by kind. ``ranks``: only those ranks' rows
+    (:mod:`iosweep.analysis.subset`)."""
     store = open_store(store_path)
     meta = store.meta
+    subset = None
+    if ranks is not None:
+        meta, subset = select(store, meta, ranks)
     if meta.phases or phases:
         settings = replace(settings, phases={**settings.phases, **meta.phases, **(phases or {})})
     issues: list[Issue] = []
     paths, hosts, modules = StringCodes(), StringCodes(), StringCodes()
-    seg = _read_segments(store, paths, hosts, modules)
-    cdf = _read_counters(store, paths, hosts, modules)
-    app = _load_app_events(store, paths)
+    seg = _read_segments(store, paths, hosts, modules, subset)
+    cdf = _read_counters(store, paths, hosts, modules, subset)
+    app = _load_app_events(store, paths, subset)
 
     # Path-level decisions on the distinct paths, vectorised (a million at ImageNet scale).
     path_array = pa.array(paths.values, pa.string())
@@ -321,6 +331,8 @@ def load_run(
     if actor_kind == "process":
         app["actor"] = -1  # without ranks, app events cannot be tied to the process actors
     steps = store.table("steps").to_pandas()
+    if subset is not None:
+        steps = steps[subset.rows["steps"]].reset_index(drop=True)
     steps = (
         steps.rename(columns={"rank": "actor"})
         if actor_kind == "rank"
@@ -358,6 +370,7 @@ def load_run(
         lustre=lustre,
         layers=layers,
         issues=issues,
+        limitations=[subset.limitation()] if subset is not None else [],
     )
 
 
@@ -439,13 +452,14 @@ def _layer_totals(
 
 
 def _read_segments(
-    store, paths: StringCodes, hosts: StringCodes, modules: StringCodes
+    store, paths: StringCodes, hosts: StringCodes, modules: StringCodes, subset: RankSubset | None
 ) -> dict[str, np.ndarray]:
     """The segments as arrays: strings as codes, ``op`` as READ / WRITE / -1 (other calls)."""
 
     # One column at a time: the Arrow copy of a column is freed before the next is read.
     def col(name: str) -> pa.ChunkedArray:
-        return store.table("segments", columns=[name])[name]
+        c = store.table("segments", columns=[name])[name]
+        return subset.keep("segments", c) if subset else c
 
     op_codes = StringCodes()
     op_raw = op_codes.codes(col("op"), "")
@@ -468,7 +482,7 @@ def _read_segments(
 
 
 def _read_counters(
-    store, paths: StringCodes, hosts: StringCodes, modules: StringCodes
+    store, paths: StringCodes, hosts: StringCodes, modules: StringCodes, subset: RankSubset | None
 ) -> pd.DataFrame:
     """One row per counter record: the numeric counters, then actor (the rank until
     :func:`_actors` decides), pid, and host, file and module as codes."""
@@ -477,7 +491,8 @@ def _read_counters(
     # of the segments at ImageNet scale, and the whole Arrow table beside its consolidated
     # copy was the analysis's peak (2.4 GB more at 2.56 M records).
     def col(name: str) -> pa.ChunkedArray:
-        return store.table("counters", columns=[name], missing_as_null=True)[name]
+        c = store.table("counters", columns=[name], missing_as_null=True)[name]
+        return subset.keep("counters", c) if subset else c
 
     timed = ("_time", "_start", "_end")  # seconds, NaN where unknown; the rest are counts
     # -1 where unknown: a rank number, and the furthest byte (DFS, DAOS and HDF5 keep none;
@@ -581,14 +596,15 @@ def category_matches(col: pd.Series, pattern: str, search: bool = False) -> np.n
     return (codes >= 0) & hit[np.maximum(codes, 0)] if len(hit) else np.zeros(len(col), bool)
 
 
-def _load_app_events(store, paths: StringCodes) -> pd.DataFrame:
+def _load_app_events(store, paths: StringCodes, subset: RankSubset | None) -> pd.DataFrame:
     """The app events: ``cat`` and ``name`` as categoricals (a few dozen values over millions
     of rows), ``file`` as a code into ``paths`` like the segments' (-1: no path)."""
 
     # One column at a time, as for the segments: a million-path dictionary per row group.
     # Stores written before a column was added read it as nulls (epoch, step).
     def col(name: str) -> pa.ChunkedArray:
-        return store.table("app_events", columns=[name], missing_as_null=True)[name]
+        c = store.table("app_events", columns=[name], missing_as_null=True)[name]
+        return subset.keep("app_events", c) if subset else c
 
     def category(name: str) -> pd.Categorical:
         names = StringCodes()

@@ -24,6 +24,7 @@ from iosweep.analysis.budget import MemoryBudgetError
 from iosweep.analysis.findings.run import analyze_run
 from iosweep.analysis.findings.sweep import analyze_sweep, load_summary
 from iosweep.analysis.settings import PHASE_HELP, AnalysisSettings, parse_phases
+from iosweep.analysis.subset import RankSubsetError, parse_ranks
 from iosweep.cli.show import show
 from iosweep.files import NoSpaceError
 from iosweep.trace.jobs import JOBS_JSON
@@ -56,6 +57,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="memory a run's analysis may take (analysis.memory_gb; default: 90%% of the "
         "machine's or cgroup's); a run that needs more is refused with the figures",
     )
+    p.add_argument(
+        "--ranks",
+        type=_ranks,
+        metavar="LIST",
+        help="analyse only these ranks of one store (e.g. 0-7,12): each rank's figures are "
+        "exact, totals count these ranks only (for a run too large to analyse whole)",
+    )
+
+
+def _ranks(text: str) -> list[int]:
+    try:
+        return parse_ranks(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _positive(text: str) -> float:
@@ -156,12 +171,14 @@ def run(args: argparse.Namespace) -> int:
             )
             failed += 1
 
+    if args.ranks is not None and (len(stores) != 1 or analyses or args.sweep):
+        raise SystemExit("iosweep analyze: --ranks analyses one trace store, not a sweep")
     if len(stores) == 1 and not analyses and not args.sweep:
         try:
-            sm = analyze_run(stores[0], out, settings, given)
+            sm = analyze_run(stores[0], out, settings, given, args.ranks)
         except Exception as e:  # report the culprit store and fail
             print(f"iosweep analyze: {stores[0]}: {e}", file=sys.stderr)
-            if not isinstance(e, NoSpaceError | MemoryBudgetError):  # not bugs: no traceback
+            if not isinstance(e, NoSpaceError | MemoryBudgetError | RankSubsetError):  # not bugs
                 traceback.print_exc(file=sys.stderr)
             return 1
         _said(out, answers, args.json)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -49,16 +50,18 @@ def analyze_run(
     out_dir: Path | str,
     settings: AnalysisSettings | None = None,
     phases: dict[str, list] | None = None,
+    ranks: Collection[int] | None = None,
 ) -> dict[str, Any]:
     """Analyse one trace store; write ``out_dir/summary.json`` and the tables; return the
     summary. ``phases``: phase rules that replace, kind by kind, those the store was
-    ingested with and the settings' (``iosweep analyze --phase``)."""
+    ingested with and the settings' (``iosweep analyze --phase``); ``ranks``: only these
+    ranks (``--ranks``, :mod:`iosweep.analysis.subset`)."""
     settings = settings or AnalysisSettings()
     out_dir = Path(out_dir)
-    budget.check(store_path, settings.memory_gb)  # before anything is read or written
+    budget.check(store_path, settings.memory_gb, ranks)  # before anything is read or written
     out_dir.mkdir(parents=True, exist_ok=True)
     memory.map_large_arrays()
-    rd = load_run(Path(store_path), settings, phases)
+    rd = load_run(Path(store_path), settings, phases, ranks)
     memory.release()  # the Arrow tables read are gone; their pages need not stay
     mask, artefacts = fd_reuse(rd)
     remove(rd, mask, artefacts)
@@ -99,7 +102,7 @@ def _status(rd: RunData, t) -> tuple[str, bool, list[dict[str, Any]], list[str]]
         )
     else:
         status = "partial" if incomplete else "complete"
-    limitations = []
+    limitations = list(rd.limitations)
     if not t.dxt_available and traced:
         limitations.append(
             "no per-operation trace (DXT): spatial and temporal patterns, offsets "

@@ -1,0 +1,116 @@
+"""Some of a run's ranks, analysed on their own (``iosweep analyze --ranks``).
+
+A run too large for the memory at hand (see :mod:`iosweep.analysis.budget`) can be analysed a
+few ranks at a time: data-parallel ranks do the same work, so each rank's own figures (its
+I/O, its waits, its verdict) are exact; what spans ranks (totals, the run's I/O activity, a
+file's size as every rank's reads show it, whether ranks share a file) then covers the chosen
+ranks only, and the summary's limitations say so.
+Only the chosen ranks' rows are kept from each table, column by column as they are read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from iosweep.columns import numbers
+from iosweep.trace.schema import RunMeta
+from iosweep.trace.store import TraceStore
+
+TABLES = ("segments", "counters", "app_events", "steps")
+
+
+class RankSubsetError(ValueError):
+    """The ranks asked for cannot be analysed on their own in this run."""
+
+
+@dataclass
+class RankSubset:
+    """The chosen ranks, and per table which rows are theirs."""
+
+    ranks: list[int]
+    of: int  # ranks of the run
+    rows: dict[str, np.ndarray]  # table -> bool mask over its rows
+    left_out: dict[str, int]  # rows tied to no rank (rank -1) left out, per table
+
+    def keep(self, table: str, col: pa.ChunkedArray) -> pa.ChunkedArray:
+        """``col`` of ``table`` with only the chosen ranks' rows."""
+        mask = self.rows.get(table)
+        return col if mask is None or mask.all() else pc.filter(col, pa.array(mask))
+
+    def limitation(self) -> str:
+        unranked = sum(self.left_out.values())
+        return (
+            f"only ranks {ranks_text(self.ranks)} of {self.of} were analysed (--ranks): each "
+            "rank's own figures are exact; totals, the run's I/O activity and what is known of "
+            "a file from every rank's I/O (its size, whether ranks share it) count these ranks "
+            "only" + (f"; {unranked:,} rows tied to no rank were left out" if unranked else "")
+        )
+
+
+def parse_ranks(text: str) -> list[int]:
+    """``"0-3,8"`` -> [0, 1, 2, 3, 8]; ValueError naming what is wrong."""
+    out: set[int] = set()
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
+            raise ValueError(f"--ranks {text!r}: expected ranks and ranges such as 0-7,12")
+        out.update(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
+    return sorted(out)
+
+
+def ranks_text(ranks: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2, 5"."""
+    parts, start = [], None
+    for i, r in enumerate(ranks):
+        start = r if start is None else start
+        if i + 1 == len(ranks) or ranks[i + 1] != r + 1:
+            parts.append(f"{start}" if start == r else f"{start}-{r}")
+            start = None
+    return ", ".join(parts)
+
+
+def rank_rows(store: TraceStore, table: str, ranks: Collection[int]) -> np.ndarray:
+    """Which rows of ``table`` belong to ``ranks`` (its rank column alone is read)."""
+    rank = numbers(store.table(table, columns=["rank"])["rank"], np.int64, -1)
+    return np.isin(rank, np.fromiter(ranks, np.int64))
+
+
+def select(store: TraceStore, meta: RunMeta, ranks: Collection[int]) -> tuple[RunMeta, RankSubset]:
+    """The run's metadata narrowed to ``ranks``, and the rows to keep; RankSubsetError where
+    the ranks are not the run's or its records cannot be split by rank."""
+    known = {r.rank for r in meta.ranks}
+    if not known:
+        raise RankSubsetError("--ranks: the store names no ranks (run.json has none)")
+    unknown = sorted(set(ranks) - known)
+    if unknown:
+        raise RankSubsetError(
+            f"--ranks: the run has no rank {ranks_text(unknown)} (its ranks: "
+            f"{ranks_text(sorted(known))})"
+        )
+    ctr = store.table("counters", columns=["rank", "fastest_rank"], missing_as_null=True)
+    shared = int(
+        ((numbers(ctr["rank"], np.int64, -1) < 0) & (numbers(ctr["fastest_rank"], np.int64, -1) >= 0)).sum()
+    )  # fmt: skip
+    if shared:
+        raise RankSubsetError(
+            f"--ranks: Darshan reduced {shared} record(s) of files shared by all ranks to one "
+            "each: they cannot be split by rank; analyse the whole run"
+        )
+    rows = {t: rank_rows(store, t, ranks) for t in TABLES}
+    left_out = {
+        t: int((numbers(store.table(t, columns=["rank"])["rank"], np.int64, -1) < 0).sum())
+        for t in ("segments", "counters")
+    }
+    chosen = sorted(set(ranks))
+    narrowed = replace(
+        meta,
+        ranks=[r for r in meta.ranks if r.rank in chosen],
+        processes=[p for p in meta.processes if p.rank in chosen],
+    )
+    return narrowed, RankSubset(chosen, len(known), rows, left_out)
