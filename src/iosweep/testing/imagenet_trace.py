@@ -8,9 +8,9 @@ epoch by one worker of one rank and read as PIL reads a JPEG (4 KiB at 0, 60 KiB
 (batch 256, compute and wait timed apart); rank 0 saves a 100 MB checkpoint after each epoch
 in 1 MiB writes. Seeded: the same arguments give the same store.
 
-The segments and counters go to Parquet as they are made, an epoch at a time: the writer holds
-at most one row group (``ROW_GROUP_ROWS`` rows or 1 GiB), never the run, so a store of 100 M segments is
-written on a machine that could not hold it.
+The segments and counters go to Parquet as they are made: the writer holds at most one row
+group (``GROUP_ROWS``), never the run, so a store of 100 M segments is written on a machine
+that could not hold it.
 """
 
 from __future__ import annotations
@@ -61,9 +61,11 @@ def reads_of(size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return off.astype(np.int64), ln.astype(np.int64)
 
 
-# A row group is written when it reaches the store's rows per group, or this many bytes in
-# memory (counters are wide: 16 M of them would be ~5 GB).
-HELD = 1 << 30
+# Rows per row group, as the store's writer (ingest) writes them: each row group repeats the
+# path dictionary (72 MB at 1.28 M files), so smaller groups would make reading dearer than an
+# ingested store's. Counters are wide (their null columns are allocated too): 8 M of them are
+# ~4 GB held.
+GROUP_ROWS = {"segments": ROW_GROUP_ROWS, "counters": ROW_GROUP_ROWS // 2}
 
 
 class _Streams:
@@ -80,15 +82,18 @@ class _Streams:
     def add(self, name: str, t: pa.Table) -> None:
         self.pending[name].append(t)
         self.rows[name] += t.num_rows
-        held = self.pending[name]
-        if sum(p.num_rows for p in held) >= ROW_GROUP_ROWS or sum(p.nbytes for p in held) > HELD:
-            self.flush(name)
+        if sum(p.num_rows for p in self.pending[name]) >= GROUP_ROWS[name]:
+            self.flush(name, whole_groups=True)
 
-    def flush(self, name: str) -> None:
-        if self.pending[name]:
-            t = pa.concat_tables(self.pending[name])  # one row group, chunk by chunk
-            self.writers[name].write_table(t, row_group_size=ROW_GROUP_ROWS)
-            self.pending[name] = []
+    def flush(self, name: str, whole_groups: bool = False) -> None:
+        """Write what is held: whole row groups only (the rest stays held), or everything."""
+        if not self.pending[name]:
+            return
+        t = pa.concat_tables(self.pending[name])  # one row group, chunk by chunk
+        rows = GROUP_ROWS[name]
+        n = t.num_rows // rows * rows if whole_groups else t.num_rows
+        self.writers[name].write_table(t.slice(0, n), row_group_size=rows)
+        self.pending[name] = [t.slice(n)] if n < t.num_rows else []
 
     def close(self) -> None:
         for name, w in self.writers.items():
