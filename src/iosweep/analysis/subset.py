@@ -36,7 +36,7 @@ class RankSubset:
     ranks: list[int]
     of: int  # ranks of the run
     rows: dict[str, np.ndarray]  # table -> bool mask over its rows
-    left_out: dict[str, int]  # rows tied to no rank (rank -1) left out, per table
+    left_out: dict[str, int]  # rows tied to no rank (rank -1), left out, per table
 
     def keep(self, table: str, col: pa.ChunkedArray) -> pa.ChunkedArray:
         """``col`` of ``table`` with only the chosen ranks' rows."""
@@ -75,10 +75,13 @@ def ranks_text(ranks: list[int]) -> str:
     return ", ".join(parts)
 
 
+def _rank_column(store: TraceStore, table: str) -> np.ndarray:
+    return numbers(store.table(table, columns=["rank"])["rank"], np.int64, -1)
+
+
 def rank_rows(store: TraceStore, table: str, ranks: Collection[int]) -> np.ndarray:
     """Which rows of ``table`` belong to ``ranks`` (its rank column alone is read)."""
-    rank = numbers(store.table(table, columns=["rank"])["rank"], np.int64, -1)
-    return np.isin(rank, np.fromiter(ranks, np.int64))
+    return np.isin(_rank_column(store, table), np.fromiter(ranks, np.int64))
 
 
 def select(store: TraceStore, meta: RunMeta, ranks: Collection[int]) -> tuple[RunMeta, RankSubset]:
@@ -102,12 +105,12 @@ def select(store: TraceStore, meta: RunMeta, ranks: Collection[int]) -> tuple[Ru
             f"--ranks: Darshan reduced {shared} record(s) of files shared by all ranks to one "
             "each: they cannot be split by rank; analyse the whole run"
         )
-    rows = {t: rank_rows(store, t, ranks) for t in TABLES}
-    left_out = {
-        t: int((numbers(store.table(t, columns=["rank"])["rank"], np.int64, -1) < 0).sum())
-        for t in ("segments", "counters")
-    }
     chosen = sorted(set(ranks))
+    rows, left_out = {}, {}
+    for t in TABLES:
+        rank = _rank_column(store, t)
+        rows[t] = np.isin(rank, chosen)
+        left_out[t] = int((rank < 0).sum())
     narrowed = replace(
         meta,
         ranks=[r for r in meta.ranks if r.rank in chosen],
