@@ -103,7 +103,9 @@ def test_some_ranks_give_those_ranks_figures_exactly(tmp_path, capsys):
     st = synthetic_store(tmp_path / "s", 1000, [f"/data/f{i}" for i in range(20)], steps=steps)
     whole, part = tmp_path / "whole", tmp_path / "part"
     assert iosweep_main(["analyze", str(st), "-o", str(whole)]) == 0
+    capsys.readouterr()
     assert iosweep_main(["analyze", str(st), "-o", str(part), "--ranks", "1,3"]) == 0
+    assert "warning: only ranks 1, 3 of 4 were analysed" in capsys.readouterr().out
     # the size of a file all ranks read comes from the chosen ranks' reads alone, and so
     # does a rank's coverage of it (a file-level fact, named in the limitation)
     from_the_file = ["file_size", "read_coverage_frac"]

@@ -23,7 +23,9 @@ def _pct(v: float | None) -> str:
 
 
 def _warnings(sm: RunSummary) -> list[str]:
-    out = [i.title for i in sm.insights if i.id.startswith(_COMPLETENESS)]
+    # a run analysed in part (iosweep analyze --ranks) says so first: its totals are partial
+    out = [x for x in sm.limitations if x.startswith("only ranks ")]
+    out += [i.title for i in sm.insights if i.id.startswith(_COMPLETENESS)]
     errors = [i for i in sm.issues if i.severity == "error"]
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
