@@ -14,6 +14,7 @@ from factories import steps_table, synthetic_store
 
 from iosweep.analysis import AnalysisSettings, budget, subset
 from iosweep.cli import main as iosweep_main
+from iosweep.trace.store import open_store
 
 GIB = 1 << 30
 
@@ -129,7 +130,7 @@ def test_some_ranks_give_those_ranks_figures_exactly(tmp_path, capsys):
     assert any("only ranks 1, 3 of 4 were analysed" in x for x in sp["limitations"])
     assert not any("ranks" in x for x in sw["limitations"])
     # the need counted is that of the two ranks' rows
-    assert budget.need_of(st, [1, 3]).segments == 500
+    assert budget.need_of(st, subset.select(open_store(st), [1, 3])).segments == 500
 
 
 def test_ranks_the_run_does_not_have_are_named(tmp_path, capsys):
@@ -139,3 +140,4 @@ def test_ranks_the_run_does_not_have_are_named(tmp_path, capsys):
     assert "the run has no rank 4-5 (its ranks: 0-3)" in err and "Traceback" not in err
     with pytest.raises(SystemExit, match="one trace store"):
         iosweep_main(["analyze", str(st), str(st), "-o", str(tmp_path / "o"), "--ranks", "1"])
+

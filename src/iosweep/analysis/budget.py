@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from iosweep.analysis.subset import rank_rows
-from iosweep.trace.store import open_store
+from iosweep.analysis.subset import RankSubset
 
 GIB = 1 << 30
 # Peak resident bytes of analyze_run, measured (see the module's docstring)
@@ -70,21 +68,15 @@ def _rows(path: Path) -> int:
     return pq.ParquetFile(path).metadata.num_rows if path.exists() else 0
 
 
-def need_of(store: Path | str, ranks: Collection[int] | None = None) -> Need:
-    """The store's analysis need (of ``ranks`` only: their rows counted from the rank columns);
-    FileNotFoundError when it is not a store (yet)."""
+def need_of(store: Path | str, subset: RankSubset | None = None) -> Need:
+    """The store's analysis need (of a rank ``subset``'s rows only); FileNotFoundError when it
+    is not a store (yet)."""
     store = Path(store)
     meta = store / "run.json"
     if not meta.exists():
         raise FileNotFoundError(errno.ENOENT, "not a trace store (yet): no run.json", str(meta))
-    if ranks is not None:
-        opened = open_store(store)
-        return Need(
-            *(
-                int(rank_rows(opened, t, ranks).sum())
-                for t in ("segments", "counters", "app_events")
-            )
-        )
+    if subset is not None:
+        return Need(*(subset.count(t) for t in ("segments", "counters", "app_events")))
     return Need(
         _rows(store / "segments.parquet"),
         _rows(store / "counters.parquet"),
@@ -113,10 +105,10 @@ def budget_bytes(memory_gb: float | None) -> int:
     return int(machine_bytes() * MACHINE_SHARE)
 
 
-def check(store: Path | str, memory_gb: float | None, ranks: Collection[int] | None = None) -> Need:
-    """The store's need (of ``ranks``); MemoryBudgetError, with the figures, where it is over
-    the budget."""
-    need = need_of(store, ranks)
+def check(store: Path | str, memory_gb: float | None, subset: RankSubset | None = None) -> Need:
+    """The store's need (of a rank ``subset``); MemoryBudgetError, with the figures, where it
+    is over the budget."""
+    need = need_of(store, subset)
     budget = budget_bytes(memory_gb)
     if need.bytes <= budget:
         return need

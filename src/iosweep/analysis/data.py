@@ -7,7 +7,7 @@ into small lookup lists, so ten million segments stay a few hundred MB.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -27,7 +27,7 @@ from iosweep.analysis.shared import (
     reduced,
     share_records,
 )
-from iosweep.analysis.subset import RankSubset, select
+from iosweep.analysis.subset import RankSubset
 from iosweep.columns import numbers
 from iosweep.trace.schema import SIZE_BINS, Issue, RunMeta
 from iosweep.trace.store import open_store
@@ -251,17 +251,14 @@ def load_run(
     store_path: Path,
     settings: AnalysisSettings,
     phases: dict[str, list] | None = None,
-    ranks: Collection[int] | None = None,
+    subset: RankSubset | None = None,
 ) -> RunData:
     """The store's tables, ready to analyse. Phase rules: ``phases`` (a caller's own, e.g.
     ``iosweep analyze --phase``) over those declared at ingest (``run.json``) over
-    ``settings.phases``, kind by kind. ``ranks``: only those ranks' rows
+    ``settings.phases``, kind by kind. ``subset``: only those ranks' rows
     (:mod:`iosweep.analysis.subset`)."""
     store = open_store(store_path)
-    meta = store.meta
-    subset = None
-    if ranks is not None:
-        meta, subset = select(store, meta, ranks)
+    meta = subset.meta if subset is not None else store.meta
     if meta.phases or phases:
         settings = replace(settings, phases={**settings.phases, **meta.phases, **(phases or {})})
     issues: list[Issue] = []
@@ -451,15 +448,26 @@ def _layer_totals(
     return pd.DataFrame(rows, columns=cols)
 
 
+def _column_reader(
+    store, table: str, subset: RankSubset | None, missing_as_null: bool = False
+) -> Callable[[str], pa.ChunkedArray]:
+    """Reads one column of ``table`` (the chosen ranks' rows of it, with a ``subset``); with
+    ``missing_as_null``, a column a store written before it was added reads as nulls."""
+
+    def col(name: str) -> pa.ChunkedArray:
+        c = store.table(table, columns=[name], missing_as_null=missing_as_null)[name]
+        return subset.keep(table, c) if subset else c
+
+    return col
+
+
 def _read_segments(
     store, paths: StringCodes, hosts: StringCodes, modules: StringCodes, subset: RankSubset | None
 ) -> dict[str, np.ndarray]:
     """The segments as arrays: strings as codes, ``op`` as READ / WRITE / -1 (other calls)."""
 
     # One column at a time: the Arrow copy of a column is freed before the next is read.
-    def col(name: str) -> pa.ChunkedArray:
-        c = store.table("segments", columns=[name])[name]
-        return subset.keep("segments", c) if subset else c
+    col = _column_reader(store, "segments", subset)
 
     op_codes = StringCodes()
     op_raw = op_codes.codes(col("op"), "")
@@ -490,9 +498,7 @@ def _read_counters(
     # One column at a time, and no copy into pandas' 2-D blocks: the records are a quarter
     # of the segments at ImageNet scale, and the whole Arrow table beside its consolidated
     # copy was the analysis's peak (2.4 GB more at 2.56 M records).
-    def col(name: str) -> pa.ChunkedArray:
-        c = store.table("counters", columns=[name], missing_as_null=True)[name]
-        return subset.keep("counters", c) if subset else c
+    col = _column_reader(store, "counters", subset, missing_as_null=True)
 
     timed = ("_time", "_start", "_end")  # seconds, NaN where unknown; the rest are counts
     # -1 where unknown: a rank number, and the furthest byte (DFS, DAOS and HDF5 keep none;
@@ -602,9 +608,7 @@ def _load_app_events(store, paths: StringCodes, subset: RankSubset | None) -> pd
 
     # One column at a time, as for the segments: a million-path dictionary per row group.
     # Stores written before a column was added read it as nulls (epoch, step).
-    def col(name: str) -> pa.ChunkedArray:
-        c = store.table("app_events", columns=[name], missing_as_null=True)[name]
-        return subset.keep("app_events", c) if subset else c
+    col = _column_reader(store, "app_events", subset, missing_as_null=True)
 
     def category(name: str) -> pd.Categorical:
         names = StringCodes()

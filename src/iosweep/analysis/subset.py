@@ -15,9 +15,11 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from iosweep.analysis.shared import reduced
 from iosweep.columns import numbers
 from iosweep.trace.schema import RunMeta
 from iosweep.trace.store import TraceStore
@@ -31,12 +33,17 @@ class RankSubsetError(ValueError):
 
 @dataclass
 class RankSubset:
-    """The chosen ranks, and per table which rows are theirs."""
+    """The chosen ranks, the run's metadata narrowed to them, and per table their rows."""
 
     ranks: list[int]
     of: int  # ranks of the run
+    meta: RunMeta  # the run's, with only the chosen ranks and their processes
     rows: dict[str, np.ndarray]  # table -> bool mask over its rows
     left_out: dict[str, int]  # rows tied to no rank (rank -1), left out, per table
+
+    def count(self, table: str) -> int:
+        """The chosen ranks' rows of ``table``."""
+        return int(self.rows[table].sum())
 
     def keep(self, table: str, col: pa.ChunkedArray) -> pa.ChunkedArray:
         """``col`` of ``table`` with only the chosen ranks' rows."""
@@ -79,14 +86,10 @@ def _rank_column(store: TraceStore, table: str) -> np.ndarray:
     return numbers(store.table(table, columns=["rank"])["rank"], np.int64, -1)
 
 
-def rank_rows(store: TraceStore, table: str, ranks: Collection[int]) -> np.ndarray:
-    """Which rows of ``table`` belong to ``ranks`` (its rank column alone is read)."""
-    return np.isin(_rank_column(store, table), np.fromiter(ranks, np.int64))
-
-
-def select(store: TraceStore, meta: RunMeta, ranks: Collection[int]) -> tuple[RunMeta, RankSubset]:
-    """The run's metadata narrowed to ``ranks``, and the rows to keep; RankSubsetError where
+def select(store: TraceStore, ranks: Collection[int]) -> RankSubset:
+    """``ranks`` of the store's run (only their rank columns are read); RankSubsetError where
     the ranks are not the run's or its records cannot be split by rank."""
+    meta = store.meta
     known = {r.rank for r in meta.ranks}
     if not known:
         raise RankSubsetError("--ranks: the store names no ranks (run.json has none)")
@@ -96,19 +99,12 @@ def select(store: TraceStore, meta: RunMeta, ranks: Collection[int]) -> tuple[Ru
             f"--ranks: the run has no rank {ranks_text(unknown)} (its ranks: "
             f"{ranks_text(sorted(known))})"
         )
-    ctr = store.table("counters", columns=["rank", "fastest_rank"], missing_as_null=True)
-    shared = int(
-        ((numbers(ctr["rank"], np.int64, -1) < 0) & (numbers(ctr["fastest_rank"], np.int64, -1) >= 0)).sum()
-    )  # fmt: skip
-    if shared:
-        raise RankSubsetError(
-            f"--ranks: Darshan reduced {shared} record(s) of files shared by all ranks to one "
-            "each: they cannot be split by rank; analyse the whole run"
-        )
     chosen = sorted(set(ranks))
     rows, left_out = {}, {}
-    for t in TABLES:
+    for t in TABLES:  # one rank column held at a time (800 MB at 100 M segments)
         rank = _rank_column(store, t)
+        if t == "counters":
+            _refuse_reduced(store, rank)
         rows[t] = np.isin(rank, chosen)
         left_out[t] = int((rank < 0).sum())
     narrowed = replace(
@@ -116,4 +112,18 @@ def select(store: TraceStore, meta: RunMeta, ranks: Collection[int]) -> tuple[Ru
         ranks=[r for r in meta.ranks if r.rank in chosen],
         processes=[p for p in meta.processes if p.rank in chosen],
     )
-    return narrowed, RankSubset(chosen, len(known), rows, left_out)
+    return RankSubset(chosen, len(known), narrowed, rows, left_out)
+
+
+def _refuse_reduced(store: TraceStore, rank: np.ndarray) -> None:
+    """RankSubsetError where Darshan reduced records of files shared by all ranks."""
+    fastest = store.table("counters", columns=["fastest_rank"], missing_as_null=True)
+    ctr = pd.DataFrame(
+        {"actor": rank, "fastest_rank": numbers(fastest["fastest_rank"], np.int64, -1)}
+    )
+    shared = int(reduced(ctr).sum())
+    if shared:
+        raise RankSubsetError(
+            f"--ranks: Darshan reduced {shared} record(s) of files shared by all ranks to one "
+            "each: they cannot be split by rank; analyse the whole run"
+        )

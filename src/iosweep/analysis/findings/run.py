@@ -39,10 +39,12 @@ from iosweep.analysis.pipeline.phases import use_annotated_steps
 from iosweep.analysis.pipeline.unoverlapped import analyze_unoverlapped
 from iosweep.analysis.pipeline.waits import analyze_pipeline
 from iosweep.analysis.settings import AnalysisSettings
+from iosweep.analysis.subset import select
 from iosweep.analysis.summary import SCHEMA, to_dict, validate, write_summary
 from iosweep.analysis.timeline import export as timeline_export
 from iosweep.files import atomic_write, json_safe
 from iosweep.trace.schema import Issue, RunMeta
+from iosweep.trace.store import open_store
 
 
 def analyze_run(
@@ -58,10 +60,12 @@ def analyze_run(
     ranks (``--ranks``, :mod:`iosweep.analysis.subset`)."""
     settings = settings or AnalysisSettings()
     out_dir = Path(out_dir)
-    budget.check(store_path, settings.memory_gb, ranks)  # before anything is read or written
+    # the need checked before anything but the chosen ranks' rows is read, or anything written
+    subset = select(open_store(Path(store_path)), ranks) if ranks is not None else None
+    budget.check(store_path, settings.memory_gb, subset)
     out_dir.mkdir(parents=True, exist_ok=True)
     memory.map_large_arrays()
-    rd = load_run(Path(store_path), settings, phases, ranks)
+    rd = load_run(Path(store_path), settings, phases, subset)
     memory.release()  # the Arrow tables read are gone; their pages need not stay
     mask, artefacts = fd_reuse(rd)
     remove(rd, mask, artefacts)
