@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from factories import steps_table, synthetic_store
+from factories import make_store, steps_table, synthetic_store
 
 from iosweep.analysis import AnalysisSettings, budget, subset
 from iosweep.cli import main as iosweep_main
@@ -141,3 +141,23 @@ def test_ranks_the_run_does_not_have_are_named(tmp_path, capsys):
     with pytest.raises(SystemExit, match="one trace store"):
         iosweep_main(["analyze", str(st), str(st), "-o", str(tmp_path / "o"), "--ranks", "1"])
 
+
+def test_ranks_of_records_shared_by_all_ranks_or_of_a_store_without_ranks_are_refused(
+    tmp_path, capsys
+):
+    # an MPI job's file shared by all 4 ranks, which Darshan reduced to one record (rank -1,
+    # its fastest rank kept): it cannot be split by rank
+    shared = make_store(
+        tmp_path / "mpi",
+        n_ranks=4,
+        counters=[{"rank": -1, "path": "/data/shared.h5", "reads": 8, "bytes_read": 8 << 20,
+                   "fastest_rank": 2, "fastest_rank_bytes": 2 << 20}],
+    )  # fmt: skip
+    assert iosweep_main(["analyze", str(shared), "-o", str(tmp_path / "o1"), "--ranks", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "Darshan reduced 1 record(s) of files shared by all ranks to one each" in err
+    assert "Traceback" not in err
+    # logs whose run names no ranks: nothing to choose among
+    bare = make_store(tmp_path / "bare", [(-1, "/data/a", "read", 0, 4096, 1.0, 1.1)], n_ranks=0)
+    assert iosweep_main(["analyze", str(bare), "-o", str(tmp_path / "o2"), "--ranks", "0"]) == 1
+    assert "the store names no ranks (run.json has none)" in capsys.readouterr().err
