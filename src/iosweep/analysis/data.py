@@ -327,7 +327,8 @@ def load_run(
     app = app[(ev_file < 0) | keep_path[np.maximum(ev_file, 0)]].reset_index(drop=True)
     if actor_kind == "process":
         app["actor"] = -1  # without ranks, app events cannot be tied to the process actors
-    steps = store.table("steps").to_pandas()
+    steps = store.table("steps", row_groups=subset.groups["steps"] if subset else None)
+    steps = steps.to_pandas()
     if subset is not None:
         steps = steps[subset.rows["steps"]].reset_index(drop=True)
     steps = (
@@ -455,7 +456,8 @@ def _column_reader(
     ``missing_as_null``, a column a store written before it was added reads as nulls."""
 
     def col(name: str) -> pa.ChunkedArray:
-        c = store.table(table, columns=[name], missing_as_null=missing_as_null)[name]
+        groups = subset.groups[table] if subset else None
+        c = store.table(table, [name], missing_as_null=missing_as_null, row_groups=groups)[name]
         return subset.keep(table, c) if subset else c
 
     return col

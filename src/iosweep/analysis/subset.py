@@ -5,7 +5,9 @@ few ranks at a time: data-parallel ranks do the same work, so each rank's own fi
 I/O, its waits, its verdict) are exact; what spans ranks (totals, the run's I/O activity, a
 file's size as every rank's reads show it, whether ranks share a file) then covers the chosen
 ranks only, and the summary's limitations say so.
-Only the chosen ranks' rows are kept from each table, column by column as they are read.
+Only the row groups that may hold the chosen ranks are read (stores are written sorted by
+rank, :func:`iosweep.trace.store.rank_groups`), and of them only the chosen ranks' rows are
+kept, column by column as they are read.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ class RankSubset:
     ranks: list[int]
     of: int  # ranks of the run
     meta: RunMeta  # the run's, with only the chosen ranks and their processes
-    rows: dict[str, np.ndarray]  # table -> bool mask over its rows
+    groups: dict[str, list[int] | None]  # table -> the Parquet row groups read (None: all)
+    rows: dict[str, np.ndarray]  # table -> bool mask over the rows of those groups
     left_out: dict[str, int]  # rows tied to no rank (rank -1), left out, per table
 
     def count(self, table: str) -> int:
@@ -46,7 +49,7 @@ class RankSubset:
         return int(self.rows[table].sum())
 
     def keep(self, table: str, col: pa.ChunkedArray) -> pa.ChunkedArray:
-        """``col`` of ``table`` with only the chosen ranks' rows."""
+        """``col`` of ``table`` (read from :attr:`groups`) with only the chosen ranks' rows."""
         mask = self.rows.get(table)
         return col if mask is None or mask.all() else pc.filter(col, pa.array(mask))
 
@@ -82,8 +85,23 @@ def ranks_text(ranks: list[int]) -> str:
     return ", ".join(parts)
 
 
-def _rank_column(store: TraceStore, table: str) -> np.ndarray:
-    return numbers(store.table(table, columns=["rank"])["rank"], np.int64, -1)
+def row_groups(store: TraceStore, table: str, ranks: Collection[int]) -> list[int] | None:
+    """The row groups of ``table`` that may hold rows of ``ranks`` or rows tied to no rank
+    (those are counted, and Darshan's reduced records refused): by the groups' rank
+    statistics. None (read all) where no group can be left out."""
+    spans = store.rank_ranges(table)
+    chosen = np.array(sorted(ranks))
+    keep = []
+    for g, span in enumerate(spans):
+        # the highest chosen rank not above the group's highest, if any, is in the group
+        below = int(np.searchsorted(chosen, span[1], side="right")) if span else 0
+        if span is None or span[0] < 0 or (below and chosen[below - 1] >= span[0]):
+            keep.append(g)
+    return None if len(keep) == len(spans) else keep
+
+
+def _rank_column(store: TraceStore, table: str, groups: list[int] | None) -> np.ndarray:
+    return numbers(store.table(table, ["rank"], row_groups=groups)["rank"], np.int64, -1)
 
 
 def select(store: TraceStore, ranks: Collection[int]) -> RankSubset:
@@ -100,11 +118,12 @@ def select(store: TraceStore, ranks: Collection[int]) -> RankSubset:
             f"{ranks_text(sorted(known))})"
         )
     chosen = sorted(set(ranks))
-    rows, left_out = {}, {}
+    groups, rows, left_out = {}, {}, {}
     for t in TABLES:  # one rank column held at a time (800 MB at 100 M segments)
-        rank = _rank_column(store, t)
+        groups[t] = row_groups(store, t, chosen)
+        rank = _rank_column(store, t, groups[t])
         if t == "counters":
-            _refuse_reduced(store, rank)
+            _refuse_reduced(store, rank, groups[t])
         rows[t] = np.isin(rank, chosen)
         left_out[t] = int((rank < 0).sum())
     narrowed = replace(
@@ -112,12 +131,12 @@ def select(store: TraceStore, ranks: Collection[int]) -> RankSubset:
         ranks=[r for r in meta.ranks if r.rank in chosen],
         processes=[p for p in meta.processes if p.rank in chosen],
     )
-    return RankSubset(chosen, len(known), narrowed, rows, left_out)
+    return RankSubset(chosen, len(known), narrowed, groups, rows, left_out)
 
 
-def _refuse_reduced(store: TraceStore, rank: np.ndarray) -> None:
+def _refuse_reduced(store: TraceStore, rank: np.ndarray, groups: list[int] | None) -> None:
     """RankSubsetError where Darshan reduced records of files shared by all ranks."""
-    fastest = store.table("counters", columns=["fastest_rank"], missing_as_null=True)
+    fastest = store.table("counters", ["fastest_rank"], missing_as_null=True, row_groups=groups)
     ctr = pd.DataFrame(
         {"actor": rank, "fastest_rank": numbers(fastest["fastest_rank"], np.int64, -1)}
     )

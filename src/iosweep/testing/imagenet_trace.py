@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from iosweep.testing.stores import dictionary, run_meta, table
 from iosweep.trace.schema import SIZE_BINS, TABLES, darshan_size_bin, empty_table
-from iosweep.trace.store import ROW_GROUP_ROWS, RUN_JSON
+from iosweep.trace.store import ROW_GROUP_ROWS, RUN_JSON, rank_groups
 
 PER_CLASS = 1281
 BATCH = 256
@@ -61,15 +61,16 @@ def reads_of(size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return off.astype(np.int64), ln.astype(np.int64)
 
 
-# Rows per row group, as the store's writer (ingest) writes them: each row group repeats the
-# path dictionary (72 MB at 1.28 M files), so smaller groups would make reading dearer than an
-# ingested store's. Counters are wide (their null columns are allocated too): 8 M of them are
-# ~4 GB held.
+# Rows per row group at most, as the store's writer (ingest) writes them, and like it in whole
+# ranks: each row group repeats the path dictionary (72 MB at 1.28 M files), so smaller groups
+# would make reading dearer than an ingested store's. Counters are wide (their null columns are
+# allocated too): 8 M of them are ~4 GB held.
 GROUP_ROWS = {"segments": ROW_GROUP_ROWS, "counters": ROW_GROUP_ROWS // 2}
 
 
 class _Streams:
-    """The segments and counters Parquet files, written a row group at a time."""
+    """The segments and counters Parquet files, written a row group at a time, each group
+    of whole ranks (:func:`rank_groups`) as a store's writer makes them."""
 
     def __init__(self, out: Path) -> None:
         self.writers = {
@@ -82,18 +83,25 @@ class _Streams:
     def add(self, name: str, t: pa.Table) -> None:
         self.pending[name].append(t)
         self.rows[name] += t.num_rows
-        if sum(p.num_rows for p in self.pending[name]) >= GROUP_ROWS[name]:
-            self.flush(name, whole_groups=True)
 
-    def flush(self, name: str, whole_groups: bool = False) -> None:
-        """Write what is held: whole row groups only (the rest stays held), or everything."""
+    def rank_done(self) -> None:
+        """A rank's rows are all added: write the full groups held."""
+        for name, parts in self.pending.items():
+            if sum(p.num_rows for p in parts) >= GROUP_ROWS[name]:
+                self.flush(name, keep_last=True)
+
+    def flush(self, name: str, keep_last: bool = False) -> None:
+        """Write what is held in row groups of whole ranks, but for the last if ``keep_last``
+        (more ranks may join it)."""
         if not self.pending[name]:
             return
-        t = pa.concat_tables(self.pending[name])  # one row group, chunk by chunk
-        rows = GROUP_ROWS[name]
-        n = t.num_rows // rows * rows if whole_groups else t.num_rows
-        self.writers[name].write_table(t.slice(0, n), row_group_size=rows)
-        self.pending[name] = [t.slice(n)] if n < t.num_rows else []
+        t = pa.concat_tables(self.pending[name])
+        sizes = rank_groups(t.column("rank").to_numpy(), GROUP_ROWS[name])
+        offset = 0
+        for n in sizes[:-1] if keep_last else sizes:
+            self.writers[name].write_table(t.slice(offset, n), row_group_size=n)
+            offset += n
+        self.pending[name] = [t.slice(offset)] if offset < t.num_rows else []
 
     def close(self) -> None:
         for name, w in self.writers.items():
@@ -124,15 +132,18 @@ def write_imagenet_store(
     epoch_len = steps * STEP_COMPUTE * 1.15
     streams = _Streams(out)
     step_rows: dict[str, list] = {k: [] for k in TABLES["steps"].names}
+    # each epoch's sampler: the files of each rank (drawn first, so the store is the same
+    # whatever order it is written in)
+    perms = [rng.permutation(files)[: per_rank * ranks].reshape(ranks, per_rank) for _ in
+             range(epochs)]  # fmt: skip
+    jitter = rng.random((ranks, epochs, per_rank)) * 1e-3
     try:
-        for e in range(epochs):
-            perm = rng.permutation(files)[: per_rank * ranks].reshape(ranks, per_rank)
-            t_epoch = 10.0 + e * (epoch_len + 5.0)
-            for r in range(ranks):
-                f = perm[r]
+        for r in range(ranks):  # the store's rows in rank order, as a store is written
+            for e in range(epochs):
+                f = perms[e][r]
+                t_epoch = 10.0 + e * (epoch_len + 5.0)
                 pid = 100_000 + (e * ranks + r) * (workers + 1) + 1 + np.arange(per_rank) % workers
-                t = t_epoch + np.arange(per_rank) / per_rank * epoch_len
-                t = t + rng.random(per_rank) * 1e-3
+                t = t_epoch + np.arange(per_rank) / per_rank * epoch_len + jitter[r, e]
                 ts = (t[:, None] + np.arange(READS_PER_FILE)[None, :] * 2e-4).ravel()
                 streams.add(
                     "segments",
@@ -141,15 +152,9 @@ def write_imagenet_store(
                 )  # fmt: skip
                 streams.add("counters", _counters(r, pid, f, t, size, len4, path_values, hosts))
                 _steps(step_rows, r, e, t_epoch, epoch_len, steps)
-            # rank 0's checkpoint after the epoch, in 1 MiB writes
-            n_ck = CKPT // (1 << 20)
-            ck = np.arange(n_ck)
-            t0 = t_epoch + epoch_len + 1.0 + ck * 1e-3
-            streams.add(
-                "segments",
-                _segments(0, np.full(n_ck, 99_999), np.full(n_ck, files + e), ck << 20,
-                          np.full(n_ck, 1 << 20), t0, t0 + 8e-4, path_values, hosts, write=True),
-            )  # fmt: skip
+                if r == 0:  # rank 0's checkpoint after the epoch, in 1 MiB writes
+                    _checkpoint(streams, e, t_epoch + epoch_len + 1.0, files, path_values, hosts)
+            streams.rank_done()
     finally:
         streams.close()
     pq.write_table(table("steps", step_rows), out / "steps.parquet", compression="zstd")
@@ -164,6 +169,17 @@ def write_imagenet_store(
     )  # fmt: skip
     meta.write(out / RUN_JSON)  # last: the store is complete
     return Shape(streams.rows["segments"], streams.rows["counters"], files, ranks, workers, epochs)
+
+
+def _checkpoint(streams: _Streams, epoch: int, t: float, files: int, paths, hosts) -> None:
+    n = CKPT // (1 << 20)
+    ck = np.arange(n)
+    t0 = t + ck * 1e-3
+    streams.add(
+        "segments",
+        _segments(0, np.full(n, 99_999), np.full(n, files + epoch), ck << 20, np.full(n, 1 << 20),
+                  t0, t0 + 8e-4, paths, hosts, write=True),
+    )  # fmt: skip
 
 
 def _segments(rank, pid, file, offset, length, start, end, paths, hosts, write) -> pa.Table:

@@ -7,7 +7,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from iosweep import memory
@@ -25,10 +27,15 @@ class TraceStore:
     meta: RunMeta
 
     def table(
-        self, name: str, columns: list[str] | None = None, missing_as_null: bool = False
+        self,
+        name: str,
+        columns: list[str] | None = None,
+        missing_as_null: bool = False,
+        row_groups: list[int] | None = None,
     ) -> pa.Table:
-        """The table ``name`` (only ``columns`` if given). ``missing_as_null``: columns a
-        store written before they were added come back as nulls instead of an error."""
+        """The table ``name`` (only ``columns`` if given; only the Parquet ``row_groups`` if
+        given, see :meth:`rank_ranges`). ``missing_as_null``: columns a store written before
+        they were added come back as nulls instead of an error."""
         if name not in TABLES:
             raise KeyError(f"unknown trace-store table {name!r}; known: {sorted(TABLES)}")
         f = self.path / f"{name}.parquet"
@@ -36,13 +43,32 @@ class TraceStore:
             t = empty_table(name)
             return t.select(columns) if columns else t
         if not (missing_as_null and columns):
-            return pq.read_table(f, columns=columns)
+            return _read(f, columns, row_groups)
         have = set(pq.read_schema(f).names)
-        t = pq.read_table(f, columns=[c for c in columns if c in have])
+        t = _read(f, [c for c in columns if c in have], row_groups)
         schema = TABLES[name]
         return pa.table(
             {c: t[c] if c in have else pa.nulls(t.num_rows, schema.field(c).type) for c in columns}
         )
+
+    def rank_ranges(self, name: str) -> list[tuple[int, int] | None]:
+        """Per Parquet row group of table ``name``, the (lowest, highest) rank of its rows, from
+        the file's statistics; None where they are not recorded (then the group may hold any
+        rank). Stores are written sorted by rank (:func:`write_store`), so a few ranks' rows
+        lie in a few row groups."""
+        f = self.path / f"{name}.parquet"
+        if not f.exists():
+            return []
+        md = pq.ParquetFile(f).metadata
+        if "rank" not in md.schema.names:
+            return [None] * md.num_row_groups
+        col = md.schema.names.index("rank")
+        out: list[tuple[int, int] | None] = []
+        for g in range(md.num_row_groups):
+            st = md.row_group(g).column(col).statistics
+            known = st is not None and st.has_min_max and st.null_count == 0
+            out.append((int(st.min), int(st.max)) if known else None)
+        return out
 
     @property
     def segments(self) -> pa.Table:
@@ -64,7 +90,8 @@ class TraceStore:
 def write_store(
     path: Path, meta: RunMeta, tables: Mapping[str, pa.Table | Callable[[], pa.Table]]
 ) -> Path:
-    """Write ``meta`` and every table (missing ones as empty tables) into ``path``.
+    """Write ``meta`` and every table (missing ones as empty tables) into ``path``, each
+    sorted by rank in row groups of whole ranks (:func:`rank_groups`).
 
     A table may be given as a function that builds it: it is called when the table's turn
     comes, so that a caller can hold only one large table at a time.
@@ -77,7 +104,7 @@ def write_store(
         t = tables.get(name)
         if callable(t):
             t = t()
-        t = empty_table(name) if t is None else conform(t, name)
+        t = empty_table(name) if t is None else by_rank(conform(t, name))
         # zstd: segments compress ~5-10x (sorted times, repeated paths as dictionaries)
         write = functools.partial(_write_parquet, t)
         atomic_write(path / f"{name}.parquet", write, need=t.nbytes)  # uncompressed: a bound
@@ -87,15 +114,65 @@ def write_store(
     return path
 
 
-# Rows per Parquet row group. Every row group repeats a dictionary column's whole dictionary
-# (a million paths, 72 MB, at ImageNet scale): Arrow's default of 1 Mi rows wrote and decoded it
-# five times for five million segments. In one row group that store writes in half the time and
-# its paths read in a third.
+def by_rank(table: pa.Table) -> pa.Table:
+    """``table`` with its rows in rank order, rows tied to no rank (-1) last; the rows of one
+    rank keep their order. Already in order (one log per process, in rank order): itself."""
+    if table.num_rows < 2 or "rank" not in table.column_names:
+        return table
+    rank = pc.fill_null(table.column("rank"), -1).to_numpy(zero_copy_only=False)
+    key = np.where(rank < 0, np.iinfo(np.int32).max, rank)
+    if (key[1:] >= key[:-1]).all():
+        return table
+    return table.take(np.argsort(key, kind="stable"))
+
+
+def _read(f: Path, columns: list[str] | None, row_groups: list[int] | None) -> pa.Table:
+    if row_groups is None:
+        return pq.read_table(f, columns=columns)
+    return pq.ParquetFile(f).read_row_groups(row_groups, columns=columns)
+
+
+# Rows per Parquet row group, at most. Every row group repeats a dictionary column's whole
+# dictionary (a million paths, 72 MB, at ImageNet scale): Arrow's default of 1 Mi rows wrote and
+# decoded it five times for five million segments. In one row group that store writes in half
+# the time and its paths read in a third.
 ROW_GROUP_ROWS = 1 << 24
 
 
+def rank_groups(rank: np.ndarray, limit: int | None = None) -> list[int]:
+    """Row-group lengths for a table whose rank column is ``rank``: each group ends where a
+    rank's rows end (a rank of more than ``limit`` rows is cut), and holds at most ``limit``
+    rows, so that reading some ranks reads only their groups. Rows tied to no rank (-1) after
+    the ranked ones, as stores are written, start a group of their own: otherwise its
+    statistics (-1 to the highest rank) would say it may hold any rank."""
+    limit = limit or ROW_GROUP_ROWS  # read here: tests make it small
+    ranked = int((rank >= 0).sum())
+    if 0 < ranked < len(rank) and (rank[ranked:] < 0).all():
+        return _groups(rank[:ranked], limit) + _groups(rank[ranked:], limit)
+    return _groups(rank, limit)
+
+
+def _groups(rank: np.ndarray, limit: int) -> list[int]:
+    ends = np.append(np.flatnonzero(rank[1:] != rank[:-1]) + 1, len(rank))  # each rank's run
+    sizes, start = [], 0
+    while start < len(rank):
+        i = int(np.searchsorted(ends, start + limit, side="right")) - 1  # last end that fits
+        end = int(ends[i]) if i >= 0 and ends[i] > start else start + limit  # or cut the run
+        sizes.append(end - start)
+        start = end
+    return sizes
+
+
 def _write_parquet(table: pa.Table, path: Path) -> None:
-    pq.write_table(table, path, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+    if "rank" not in table.column_names or not table.num_rows:
+        pq.write_table(table, path, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+        return
+    rank = pc.fill_null(table.column("rank"), -1).to_numpy(zero_copy_only=False)
+    with pq.ParquetWriter(path, table.schema, compression="zstd") as w:
+        offset = 0
+        for n in rank_groups(rank):
+            w.write_table(table.slice(offset, n), row_group_size=n)
+            offset += n
 
 
 def open_store(path: Path) -> TraceStore:

@@ -138,10 +138,14 @@ def _place_all(
     role_order = {"rank": 0, "worker": 1, "child": 2, "unknown": 3}
     processes.sort(key=lambda p: (p.rank < 0, p.rank, role_order.get(p.role, 9), p.start or 0))
 
+    # the logs in rank order (those tied to no rank last): the store sorts its rows by rank
+    # (write_store), and then needs no copy of a table to do it, but for an MPI job's log
+    by_rank = sorted(read, key=lambda e: _rank_key(-1 if e.plog.mpi else e.rank))
+
     def builder(name: str, attr: str, time_cols: tuple[str, ...]) -> Callable[[], pa.Table]:
         def build() -> pa.Table:
             parts = []
-            for e in read:
+            for e in by_rank:
                 table = getattr(e.plog, attr)
                 if table is not None:
                     parts.append(_place(table, e, e.plog.start - clock_zero, time_cols))
@@ -151,3 +155,7 @@ def _place_all(
         return build
 
     return {name: builder(name, attr, cols) for name, attr, cols in _PLACED}, processes
+
+
+def _rank_key(rank: int) -> int:
+    return rank if rank >= 0 else np.iinfo(np.int32).max
