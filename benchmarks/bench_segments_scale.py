@@ -7,12 +7,17 @@ file; the epochs scaled to the size) is streamed to disk as a trace store; then
 disk per segment, the analysis's wall time, its peak RSS (``VmHWM``) and both per segment,
 beside the need ``iosweep.analysis.budget`` counts from the store before it starts. A size
 over the budget (``--memory-gb``, default: the machine's) is refused by the analysis, and the
-table says so with the need it named.
+table says so with the need it named. With ``--some-ranks 0-1 --some-ranks 0-7`` the largest
+size is also analysed a few ranks at a time (``iosweep analyze --ranks``), a row per set of
+ranks: their segments, need, time and peak.
 
-The store is written directly, not ingested from Darshan logs: ingest is not timed here.
+The store is written directly, unless ``--ingest``: then the run is written as the workflow's
+run directory of real-format Darshan logs (``write_imagenet_logs``: a log per loader worker and
+epoch), ``iosweep ingest`` makes the store (timed, with its peak RSS) and the analysis runs on
+that store.
 
 Usage: python benchmarks/bench_segments_scale.py [--sizes 10,30,100] [--files 1281000]
-           [--ranks 32] [--workers 8] [--memory-gb G] [--keep DIR]
+           [--ranks 32] [--workers 8] [--memory-gb G] [--some-ranks 0-1]... [--ingest] [--keep DIR]
 (sizes in millions of segments; with --keep, stores already there are reused)
 """
 
@@ -27,9 +32,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from iosweep.analysis import budget
-from iosweep.testing.imagenet_trace import epochs_for, write_imagenet_store
-from iosweep.trace.store import RUN_JSON
+from iosweep.analysis import budget, subset
+from iosweep.testing.imagenet_trace import epochs_for, write_imagenet_logs, write_imagenet_store
+from iosweep.trace.store import RUN_JSON, open_store
 
 GIB = 1 << 30
 # Runs the iosweep command; at exit prints its wall time and VmHWM (its own peak: a child's
@@ -58,32 +63,56 @@ def measured(argv: list[str]) -> dict:
     return out
 
 
-def store_of(base: Path, millions: float, a: argparse.Namespace) -> tuple[Path, float | None]:
-    """The store of that size (written now, or found from an earlier --keep), and the
-    seconds it took to write (None when reused)."""
+def store_of(
+    base: Path, millions: float, a: argparse.Namespace, reuse: bool = False
+) -> tuple[Path, dict]:
+    """The store of that size, written now or found from an earlier --keep (directly, or
+    ingested from Darshan logs with --ingest; an ingested store is reused only if ``reuse``),
+    and how it was made."""
     epochs = epochs_for(int(millions * 1e6), a.files)
-    store = base / f"imagenet-{a.files}f-{a.ranks}r-{a.workers}w-{epochs}e"
-    if (store / RUN_JSON).exists():
-        return store, None
-    t = time.perf_counter()
-    write_imagenet_store(store, a.files, a.ranks, a.workers, epochs)
-    return store, time.perf_counter() - t
+    name = f"imagenet-{a.files}f-{a.ranks}r-{a.workers}w-{epochs}e"
+    if not a.ingest:
+        store = base / name
+        if (store / RUN_JSON).exists():
+            return store, {"written_s": None}
+        t = time.perf_counter()
+        write_imagenet_store(store, a.files, a.ranks, a.workers, epochs)
+        return store, {"written_s": time.perf_counter() - t}
+    logs, store = base / f"logs-{name}", base / f"ingested-{name}"
+    made: dict[str, float | None] = {"written_s": None}
+    if reuse and (store / RUN_JSON).exists():
+        return store, made
+    if not (logs / "manifest.json").exists():  # written last
+        t = time.perf_counter()
+        write_imagenet_logs(logs, a.files, a.ranks, a.workers, epochs)
+        made["written_s"] = time.perf_counter() - t
+    shutil.rmtree(store, ignore_errors=True)
+    ingest = measured(["ingest", str(logs), "-o", str(store)])
+    if ingest["rc"]:
+        raise SystemExit(f"ingest of {logs} failed (exit {ingest['rc']})")
+    made.update(ingest_s=ingest["wall_s"], ingest_peak=ingest["peak"])
+    made["logs_bytes"] = sum(f.stat().st_size for f in logs.rglob("*.darshan"))
+    return store, made
 
 
-def one(base: Path, millions: float, a: argparse.Namespace) -> dict:
-    store, wrote = store_of(base, millions, a)
-    need = budget.need_of(store)
+def one(base: Path, millions: float, a: argparse.Namespace, ranks: str | None = None) -> dict:
+    """The analysis of the store of that size (only ``ranks`` of it, if given), measured."""
+    store, made = store_of(base, millions, a, reuse=ranks is not None)
+    chosen = subset.select(open_store(store), subset.parse_ranks(ranks)) if ranks else None
+    need = budget.need_of(store, chosen)
     disk = sum(f.stat().st_size for f in store.glob("*.parquet"))
     out = base / "analysis" / store.name
     shutil.rmtree(out, ignore_errors=True)
-    argv = ["analyze", str(store), "-o", str(out)]
+    argv = ["analyze", str(store), "-o", str(out)] + (["--ranks", ranks] if ranks else [])
     if a.memory_gb:
         argv += ["--memory-gb", str(a.memory_gb)]
     res = measured(argv)
     return {
+        "ranks": ranks,
+        "ingested": a.ingest,
         "segments": need.segments,
         "counter_records": need.counter_records,
-        "written_s": wrote,
+        **made,
         "store_bytes": disk,
         "need_gib": need.gib,
         "budget_gib": budget.budget_bytes(a.memory_gb) / GIB,
@@ -93,10 +122,20 @@ def one(base: Path, millions: float, a: argparse.Namespace) -> dict:
 
 def line(r: dict) -> str:
     n = r["segments"]
+    of = f", ranks {r['ranks']}" if r["ranks"] else ""
+    per = "" if r["ranks"] else f"{r['store_bytes'] / n:5.1f}"  # the store is the whole run's
     head = (
-        f"| {n / 1e6:6.1f} M | {r['counter_records'] / 1e6:5.1f} M | {r['store_bytes'] / 2**20:7.0f} MiB "
-        f"| {r['store_bytes'] / n:5.1f} | {r['need_gib']:5.1f} GiB |"
+        f"| {n / 1e6:6.1f} M{of} | {r['counter_records'] / 1e6:5.1f} M | {r['store_bytes'] / 2**20:7.0f} MiB "
+        f"| {per} |"
     )
+    if "ingest_s" in r:
+        head += (
+            f" {r['logs_bytes'] / n:5.1f} | {r['ingest_s']:7.1f} s | {r['ingest_peak'] / GIB:5.2f} GiB "
+            f"| {r['ingest_peak'] / n:5.0f} B |"
+        )
+    elif r["ingested"]:  # some ranks of a store ingested for the row above
+        head += " | | | |"
+    head += f" {r['need_gib']:5.1f} GiB |"
     if r["rc"]:
         why = "over the budget" if "need about" in r["said"] else r["said"][-120:]
         return f"{head} refused in {r['wall_s']:.1f} s ({why}: {r['budget_gib']:.1f} GiB) | {r['peak'] / GIB:5.2f} GiB | | |"
@@ -113,17 +152,33 @@ def main() -> int:
     ap.add_argument("--ranks", type=int, default=32)
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--memory-gb", type=float, help="the analysis's budget (default: its own)")
+    ap.add_argument(
+        "--some-ranks",
+        action="append",
+        default=[],
+        help="also analyse the largest size's ranks RANKS alone (as --ranks; repeatable)",
+    )
+    ap.add_argument(
+        "--ingest", action="store_true", help="write Darshan logs and time ingest (see above)"
+    )
     ap.add_argument("--keep", type=Path, help="work here (and reuse stores found here)")
     a = ap.parse_args()
+    sizes = [float(x) for x in a.sizes.split(",")]
+    runs = [(m, None) for m in sizes]
+    runs += [(max(sizes), r) for r in a.some_ranks]
+    ingest = (
+        " B/segment of logs | ingest | ingest peak RSS | ingest peak/segment |" if a.ingest else ""
+    )
+    cols = 9 + 4 * a.ingest
     print(
-        "| segments | counter records | store | B/segment on disk | need counted | analyse "
-        "| peak RSS | peak/segment | time/segment |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| segments | counter records | store | B/segment on disk |" + ingest + " need counted "
+        "| analyse | peak RSS | peak/segment | time/segment |\n|" + "---:|" * cols,
         flush=True,
     )
     with tempfile.TemporaryDirectory(prefix="iosweep-scale-") as tmp:
         base = a.keep or Path(tmp)
-        for millions in (float(x) for x in a.sizes.split(",")):
-            r = one(base, millions, a)
+        for millions, ranks in runs:
+            r = one(base, millions, a, ranks)
             print(line(r), flush=True)
             print(json.dumps(r), file=sys.stderr, flush=True)
     return 0

@@ -10,11 +10,14 @@ in 1 MiB writes. Seeded: the same arguments give the same store.
 
 The segments and counters go to Parquet as they are made: the writer holds at most one row
 group (``GROUP_ROWS``), never the run, so a store of 100 M segments is written on a machine
-that could not hold it.
+that could not hold it. :func:`write_imagenet_logs` writes the same run as the workflow's run
+directory of real-format Darshan logs (one per loader worker and epoch, through
+libdarshan-util's writer), for timing ingest.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -235,3 +238,116 @@ def _steps(rows: dict[str, list], rank: int, epoch: int, t_epoch: float, epoch_l
     rows["end"] += [t_epoch + epoch_len + 0.5, *(st + STEP_COMPUTE).tolist()]
     rows["wait_start"] += [None, *(st - 0.15 * STEP_COMPUTE).tolist()]
     rows["wait_end"] += [None, *st.tolist()]
+
+
+CLOCK = 1_700_000_000.0  # the logs' epoch seconds at the run's time 0
+SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
+
+
+def write_imagenet_logs(
+    out: Path, files: int, ranks: int, workers: int, epochs: int, seed: int = 7
+) -> Shape:
+    """The run of :func:`write_imagenet_store` as the workflow's run directory: ``manifest.json``
+    (steps, ranks), ``ranks/rank-R.json`` and ``traces/rank-R/*.darshan``: a log per loader
+    worker and epoch (forked by its rank: the rank's pid is the log's job id), each file's
+    four reads as DXT segments and a POSIX record; rank 0's own log holds the checkpoint
+    writes. Returns the shape written."""
+    from iosweep.trace.darshan.write import DxtFile, write_darshan_log
+
+    out = Path(out)
+    rng = np.random.default_rng(seed)
+    size = rng.integers(70_000, 150_000, files)
+    off4, len4 = reads_of(size)
+    per_rank = files // ranks
+    steps = -(-per_rank // BATCH)
+    epoch_len = steps * STEP_COMPUTE * 1.15
+    host = [f"node{r // RANKS_PER_NODE:03d}" for r in range(ranks)]
+    rank_pid = [50_000 + r for r in range(ranks)]
+    step_rows: dict[str, list] = {k: [] for k in TABLES["steps"].names}
+    segments = records = 0
+    for e in range(epochs):
+        perm = rng.permutation(files)[: per_rank * ranks].reshape(ranks, per_rank)
+        t_epoch = 10.0 + e * (epoch_len + 5.0)
+        for r in range(ranks):
+            t = t_epoch + np.arange(per_rank) / per_rank * epoch_len + rng.random(per_rank) * 1e-3
+            for w in range(workers):
+                pid = 100_000 + (e * ranks + r) * (workers + 1) + 1 + w
+                mine = np.arange(w, per_rank, workers)
+                dxt = []
+                for k in mine.tolist():
+                    f = perm[r, k]
+                    seg = np.empty(READS_PER_FILE, SEGMENT)
+                    seg["offset"], seg["length"] = off4[f], len4[f]
+                    seg["start"] = t[k] - t_epoch + np.arange(READS_PER_FILE) * 2e-4
+                    seg["end"] = seg["start"] + 1e-4
+                    dxt.append(DxtFile(_jpeg(f), seg, rank=0, host=host[r]))
+                log = (
+                    out / "traces" / f"rank-{r}" / f"root_python_id{rank_pid[r]}-{pid}_{e}.darshan"
+                )
+                log.parent.mkdir(parents=True, exist_ok=True)
+                write_darshan_log(log, dxt, start=CLOCK + t_epoch, end=CLOCK + t_epoch + epoch_len,
+                                  exe="python train_resnet50.py", jobid=rank_pid[r],
+                                  metadata={"fork_parent": str(rank_pid[r])})  # fmt: skip
+                segments += READS_PER_FILE * len(mine)
+                records += len(mine)
+            _steps(step_rows, r, e, t_epoch, epoch_len, steps)
+    segments += _rank_logs(out, epochs, epoch_len, rank_pid, host)
+    records += ranks + epochs  # each rank's config file, rank 0's checkpoints
+    _run_files(out, step_rows, ranks, rank_pid, host, workers, epochs, epoch_len)
+    return Shape(segments, records, files, ranks, workers, epochs)
+
+
+def _jpeg(f: int) -> str:
+    c, k = divmod(int(f), PER_CLASS)
+    return f"/lustre/imagenet/train/n{c:08d}/n{c:08d}_{k}.JPEG"
+
+
+def _rank_logs(out: Path, epochs: int, epoch_len: float, pids: list[int], hosts: list[str]) -> int:
+    """Each rank's own log (Darshan writes one per process): every rank reads its config file
+    (one 2 KiB read); rank 0 writes a checkpoint after every epoch in 1 MiB writes. Returns the
+    segments written."""
+    from iosweep.trace.darshan.write import DxtFile, write_darshan_log
+
+    n = CKPT // (1 << 20)
+    end = CLOCK + 20.0 + epochs * (epoch_len + 5.0)
+    config = np.array([(0, 2048, 1.0, 1.0001)], SEGMENT)
+    for r, (pid, host) in enumerate(zip(pids, hosts, strict=True)):
+        dxt = [DxtFile("/lustre/run/config.yaml", config, host=host)]
+        for e in range(epochs if r == 0 else 0):
+            seg = np.empty(n, SEGMENT)
+            seg["offset"], seg["length"] = np.arange(n) << 20, 1 << 20
+            seg["start"] = 10.0 + e * (epoch_len + 5.0) + epoch_len + 1.0 + np.arange(n) * 1e-3
+            seg["end"] = seg["start"] + 8e-4
+            path = f"/lustre/run/checkpoints/checkpoint-{e}.pt"
+            dxt.append(DxtFile(path, seg, writes=n, host=host))
+        log = out / "traces" / f"rank-{r}" / f"root_python_id{pid}-{pid}_main.darshan"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        write_darshan_log(log, dxt, start=CLOCK, end=end, exe="python train_resnet50.py", jobid=pid)
+    return n * epochs + len(pids)
+
+
+def _run_files(out: Path, step_rows: dict[str, list], ranks: int, rank_pid: list[int],
+               host: list[str], workers: int, epochs: int, epoch_len: float) -> None:  # fmt: skip
+    """The run's manifest (steps on the logs' clock) and rank files, as the workflow writes."""
+    infos = [
+        {"rank": r, "local_rank": r % RANKS_PER_NODE, "size": ranks, "pid": rank_pid[r],
+         "host": host[r]}
+        for r in range(ranks)
+    ]  # fmt: skip
+    (out / "ranks").mkdir(parents=True, exist_ok=True)
+    for info in infos:
+        (out / "ranks" / f"rank-{info['rank']}.json").write_text(json.dumps(info))
+    n = len(step_rows["rank"])
+    steps = [{k: step_rows[k][i] for k in step_rows} for i in range(n)]
+    for st in steps:
+        for k in ("start", "end", "wait_start", "wait_end"):
+            if st[k] is not None:
+                st[k] += CLOCK
+    params = {"framework": "pytorch", "workload": "imagenet", "tracer": "darshan",
+              "nodes": -(-ranks // RANKS_PER_NODE), "ppn": RANKS_PER_NODE, "ranks": ranks,
+              "loader_workers": workers, "batch_size": BATCH}  # fmt: skip
+    manifest = {
+        "run_id": "bench-imagenet", "params": params, "status": "ok", "start_time": CLOCK,
+        "end_time": CLOCK + 20.0 + epochs * (epoch_len + 5.0), "ranks": infos, "steps": steps,
+    }  # fmt: skip
+    (out / "manifest.json").write_text(json.dumps(manifest))  # last: the run is complete
