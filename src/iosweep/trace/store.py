@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +70,15 @@ class TraceStore:
             out.append((int(st.min), int(st.max)) if known else None)
         return out
 
+    def row_groups(self, name: str) -> int:
+        """How many Parquet row groups table ``name`` has (0 for a table not written)."""
+        f = self.path / f"{name}.parquet"
+        return pq.ParquetFile(f).metadata.num_row_groups if f.exists() else 0
+
+    def group_rows(self, name: str, group: int) -> int:
+        """The rows of row group ``group`` of table ``name``."""
+        return pq.ParquetFile(self.path / f"{name}.parquet").metadata.row_group(group).num_rows
+
     @property
     def segments(self) -> pa.Table:
         return self.table("segments")
@@ -87,14 +96,23 @@ class TraceStore:
         return self.table("app_events")
 
 
+@dataclass
+class Parts:
+    """A table given as its parts, made one at a time in rank order (ingest: a log each), so
+    that :func:`write_store` holds about one row group of it, never the whole table."""
+
+    make: Callable[[], Iterator[pa.Table]]
+
+
 def write_store(
-    path: Path, meta: RunMeta, tables: Mapping[str, pa.Table | Callable[[], pa.Table]]
+    path: Path, meta: RunMeta, tables: Mapping[str, pa.Table | Callable[[], pa.Table] | Parts]
 ) -> Path:
     """Write ``meta`` and every table (missing ones as empty tables) into ``path``, each
     sorted by rank in row groups of whole ranks (:func:`rank_groups`).
 
     A table may be given as a function that builds it: it is called when the table's turn
-    comes, so that a caller can hold only one large table at a time.
+    comes, so that a caller can hold only one large table at a time; or as its
+    :class:`Parts`, written as they come.
     ``run.json`` goes first out and last in: a store is complete exactly when it has one, so
     a write cut short (a full disk, an interrupted workflow) is never opened as a store."""
     path = Path(path)
@@ -102,6 +120,10 @@ def write_store(
     (path / RUN_JSON).unlink(missing_ok=True)
     for name in TABLES:
         t = tables.get(name)
+        if isinstance(t, Parts):
+            atomic_write(path / f"{name}.parquet", functools.partial(_write_parts, name, t))
+            memory.release()
+            continue
         if callable(t):
             t = t()
         t = empty_table(name) if t is None else by_rank(conform(t, name))
@@ -173,6 +195,64 @@ def _write_parquet(table: pa.Table, path: Path) -> None:
         for n in rank_groups(rank):
             w.write_table(table.slice(offset, n), row_group_size=n)
             offset += n
+
+
+# Arrow bytes of a table held before a row group of it is written (Parts): wide counter
+# records reach it long before ROW_GROUP_ROWS.
+GROUP_BYTES = 1 << 30
+
+
+def _write_parts(name: str, parts: Parts, path: Path) -> None:
+    """The parts of table ``name`` into ``path``, in row groups of whole ranks: each group's
+    dictionaries are those of its own rows."""
+    with pq.ParquetWriter(path, TABLES[name], compression="zstd") as w:
+        held: list[pa.Table] = []
+        rows = size = 0  # of what is held, counted once a part (Table.nbytes is not free)
+        for part in parts.make():
+            held.append(by_rank(conform(part, name)))
+            rows, size = rows + part.num_rows, size + held[-1].nbytes
+            if rows >= ROW_GROUP_ROWS or size >= GROUP_BYTES:
+                held = _write_groups(w, held, size / rows, keep_last=True)
+                rows, size = sum(t.num_rows for t in held), sum(t.nbytes for t in held)
+        _write_groups(w, held, size / max(rows, 1), keep_last=False)
+
+
+def _write_groups(
+    w: pq.ParquetWriter, held: list[pa.Table], per_row: float, keep_last: bool
+) -> list[pa.Table]:
+    """Write ``held`` (of about ``per_row`` bytes a row) in row groups of whole ranks, of at
+    most ROW_GROUP_ROWS rows and about GROUP_BYTES; with ``keep_last``, the last group stays
+    held (more of its ranks may come). Returns what is still held."""
+    t = pa.concat_tables(held).unify_dictionaries() if held else None
+    if t is None or not t.num_rows:
+        return []
+    rows = min(ROW_GROUP_ROWS, max(1, int(GROUP_BYTES / max(per_row, 1))))
+    sizes = rank_groups(pc.fill_null(t.column("rank"), -1).to_numpy(zero_copy_only=False), rows)
+    offset = 0
+    for n in sizes[:-1] if keep_last else sizes:
+        w.write_table(_compact(t.slice(offset, n)), row_group_size=n)
+        offset += n
+    return [t.slice(offset)] if offset < t.num_rows else []
+
+
+def _compact(table: pa.Table) -> pa.Table:
+    """``table`` with each dictionary column's dictionary cut to the values its rows use, in
+    their order: Parquet writes a group's dictionary whole, and the unified one of a run's
+    parts holds every path of them."""
+    cols = []
+    for col in table.columns:
+        if not pa.types.is_dictionary(col.type) or not col.num_chunks:
+            cols.append(col)
+            continue
+        d = col.combine_chunks() if col.num_chunks > 1 else col.chunk(0)
+        idx = d.indices.to_numpy(zero_copy_only=False)
+        valid = ~np.asarray(d.is_null())
+        used = np.unique(idx[valid]).astype(np.int64)
+        new = np.zeros(len(d), d.indices.type.to_pandas_dtype())
+        new[valid] = np.searchsorted(used, idx[valid])
+        indices = pa.array(new, d.indices.type, mask=~valid)
+        cols.append(pa.DictionaryArray.from_arrays(indices, d.dictionary.take(pa.array(used))))
+    return pa.Table.from_arrays(cols, schema=table.schema)
 
 
 def open_store(path: Path) -> TraceStore:

@@ -182,25 +182,34 @@ def _put_counters(fd, name: str, idx: int, logs: list[_Open]) -> bool:
     names = logs[0].h.cb.fcounter_names(name)
     stamps = [i for i, n in enumerate(names) if n.endswith("TIMESTAMP")]
     size = logs[0].h.ffi.sizeof(ctype.rstrip(" *"))  # fixed-size records
-    groups: dict[tuple[int, int], list] = {}
-    for o in logs:
-        for rec in _records(o, idx):
-            buf = ffi.new("char[]", size)
-            ffi.memmove(buf, ffi.cast("void *", int(o.h.ffi.cast("uintptr_t", rec))), size)
-            base = ffi.cast("struct darshan_base_record *", buf)
-            base.rank = o.inp.rank
-            if o.delta:
-                _shift(o, ctype, buf, stamps)
-            groups.setdefault((int(base.id), o.inp.rank), []).append(buf)
     ok = True
-    for bufs in groups.values():
-        rec = bufs[0]
-        if len(bufs) > 1 and funcs.log_agg_records != ffi.NULL:
-            rec = ffi.new("char[]", len(bufs[0]))
-            for i, b in enumerate(bufs):
-                funcs.log_agg_records(b, rec, int(i == 0))
-        ok &= funcs.log_put_record(fd, rec) == 0
+    for rank_logs in _by_rank(logs):  # records fold within a rank only: one rank held at a time
+        groups: dict[int, list] = {}
+        for o in rank_logs:
+            for rec in _records(o, idx):
+                buf = ffi.new("char[]", size)
+                ffi.memmove(buf, ffi.cast("void *", int(o.h.ffi.cast("uintptr_t", rec))), size)
+                base = ffi.cast("struct darshan_base_record *", buf)
+                base.rank = o.inp.rank
+                if o.delta:
+                    _shift(o, ctype, buf, stamps)
+                groups.setdefault(int(base.id), []).append(buf)
+        for bufs in groups.values():
+            rec = bufs[0]
+            if len(bufs) > 1 and funcs.log_agg_records != ffi.NULL:
+                rec = ffi.new("char[]", len(bufs[0]))
+                for i, b in enumerate(bufs):
+                    funcs.log_agg_records(b, rec, int(i == 0))
+            ok &= funcs.log_put_record(fd, rec) == 0
     return ok
+
+
+def _by_rank(logs: list[_Open]) -> list[list[_Open]]:
+    """The logs of each rank (the rank and its workers), rank by rank."""
+    ranks: dict[int, list[_Open]] = {}
+    for o in logs:
+        ranks.setdefault(o.inp.rank, []).append(o)
+    return [ranks[r] for r in sorted(ranks)]
 
 
 def _shift(o: _Open, ctype: str, buf, stamps: list[int]) -> None:
@@ -217,22 +226,34 @@ def _shift(o: _Open, ctype: str, buf, stamps: list[int]) -> None:
 def _put_dxt(fd, idx: int, logs: list[_Open]) -> bool:
     """DXT records on the job's clock, each process's segments under its rank (the writes,
     then the reads, each in time order) with its host."""
+    ffi = _writer_lib()[0]
+    head = ffi.sizeof("struct dxt_file_record")
+    ok = True
+    for rank_logs in _by_rank(logs):  # one rank's records held at a time
+        groups: dict[tuple[int, int], tuple[str, list[np.ndarray], list[np.ndarray]]] = {}
+        for o in rank_logs:
+            for rec in _records(o, idx):
+                r = o.h.ffi.cast("struct dxt_file_record *", rec)
+                w, n = int(r.write_count), int(r.write_count + r.read_count)
+                at = o.h.ffi.cast("char *", rec) + head
+                seg = np.frombuffer(o.h.ffi.buffer(at, n * SEGMENT_DTYPE.itemsize), SEGMENT_DTYPE)
+                seg = seg.copy()
+                seg["start"] += o.delta
+                seg["end"] += o.delta
+                host = o.inp.host or o.h.ffi.string(r.hostname).decode("utf-8", "replace")
+                _, ws, rs = groups.setdefault((int(r.base_rec.id), o.inp.rank), (host, [], []))
+                ws.append(seg[:w])
+                rs.append(seg[w:])
+        ok &= _put_dxt_records(fd, idx, groups)
+    return ok
+
+
+def _put_dxt_records(
+    fd, idx: int, groups: dict[tuple[int, int], tuple[str, list[np.ndarray], list[np.ndarray]]]
+) -> bool:
+    """One DXT record per (file, rank): its processes' writes, then their reads, in time order."""
     ffi, lib = _writer_lib()
     head = ffi.sizeof("struct dxt_file_record")
-    groups: dict[tuple[int, int], tuple[str, list[np.ndarray], list[np.ndarray]]] = {}
-    for o in logs:
-        for rec in _records(o, idx):
-            r = o.h.ffi.cast("struct dxt_file_record *", rec)
-            w, n = int(r.write_count), int(r.write_count + r.read_count)
-            raw = o.h.ffi.buffer(o.h.ffi.cast("char *", rec) + head, n * SEGMENT_DTYPE.itemsize)
-            seg = np.frombuffer(raw, SEGMENT_DTYPE).copy()
-            seg["start"] += o.delta
-            seg["end"] += o.delta
-            host = o.inp.host or o.h.ffi.string(r.hostname).decode("utf-8", "replace")
-            key = (int(r.base_rec.id), o.inp.rank)
-            _, ws, rs = groups.setdefault(key, (host, [], []))
-            ws.append(seg[:w])
-            rs.append(seg[w:])
     ok = True
     funcs = lib.mod_logutils[idx]
     for (rid, rank), (host, ws, rs) in groups.items():

@@ -8,6 +8,7 @@ import datetime as dt
 from collections import Counter
 
 from iosweep.trace.ingest.find import _Log
+from iosweep.trace.ingest.parts import table_of
 from iosweep.trace.logs import ProcessLog
 from iosweep.trace.schema import (
     Issue,
@@ -178,8 +179,8 @@ def _number_processes(pending: list[_Log]) -> list[Issue]:
 
 def _mpi_hosts(log: ProcessLog) -> dict[int, str]:
     """rank -> host as the DXT records of an MPI log name them."""
-    seg = log.segments
-    if not seg.num_rows:
+    seg = table_of(log, "segments", ["rank", "host"])
+    if seg is None or not seg.num_rows:
         return {}
     pairs = seg.select(["rank", "host"]).group_by(["rank", "host"]).aggregate([])
     return {

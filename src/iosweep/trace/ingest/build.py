@@ -14,6 +14,7 @@ from iosweep import memory
 from iosweep.files import write_json
 from iosweep.trace import dlio, jobs
 from iosweep.trace.darshan.merge import MergeInput, write_merged_log
+from iosweep.trace.ingest import parts
 from iosweep.trace.ingest.attribute import (
     _attribute,
     _duplicate_ranks,
@@ -176,8 +177,29 @@ def ingest_jobs(
     Returns (store path, metadata) per job; with ``split`` False, several jobs raise
     ValueError instead.
     """
-    inputs = [Path(p) for p in inputs]
     out = Path(out)
+    try:
+        return _ingest_jobs(
+            [Path(p) for p in inputs], out, manifest, run_id, isolate=isolate, params=params,
+            reuse=reuse, workers=workers, split=split, phases=phases,
+        )  # fmt: skip
+    finally:  # the logs' tables spilled while it was written (parts.py), whatever happened
+        parts.remove(out / parts.SPILL_DIR)
+
+
+def _ingest_jobs(
+    inputs: list[Path],
+    out: Path,
+    manifest: Path | None,
+    run_id: str | None,
+    *,
+    isolate: bool,
+    params: dict | None,
+    reuse: bool,
+    workers: int | None,
+    split: bool,
+    phases: dict[str, list[dict[str, str]]] | None,
+) -> list[tuple[Path, RunMeta]]:
     issues: list[Issue] = []
     memory.map_large_arrays()
     if manifest is None:
@@ -215,7 +237,8 @@ def ingest_jobs(
             )
         )
     ranks, rank_source = _collect_ranks(man, rank_files, issues)
-    readers = _read_all(entries, isolate, issues, workers)
+    spill_to = parts.spill_dir(out, [e.path for e in entries])
+    readers = _read_all(entries, isolate, issues, workers, spill_to)
     read = [e for e in entries if e.log is not None]
     if len(dlio_dirs) == 1:
         rec, dlio_issues = dlio.read_dlio_output(dlio_dirs[0])

@@ -6,9 +6,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 from iosweep.trace.dftracer import decode
 from iosweep.trace.ingest.find import _Log
+from iosweep.trace.ingest.parts import spill
 from iosweep.trace.logs import LogError, ProcessLog
 from iosweep.trace.schema import (
     Issue,
@@ -29,9 +31,12 @@ def _read(entry: _Log, isolate: bool) -> ProcessLog:
     return read_dftracer_trace(entry.path)
 
 
-def _read_one(entry: _Log, isolate: bool) -> tuple[ProcessLog | None, list[Issue]]:
+def _read_one(
+    entry: _Log, isolate: bool, spill_to: Path | None = None, key: str = ""
+) -> tuple[ProcessLog | None, list[Issue]]:
     """One log, or the issue that says why it could not be read (never raises: one broken
-    reader must not stop the other logs)."""
+    reader must not stop the other logs); with ``spill_to``, its tables moved to files there
+    (:mod:`iosweep.trace.ingest.parts`) named after ``key``."""
     try:
         log = _read(entry, isolate)
     except LogError as err:
@@ -40,6 +45,8 @@ def _read_one(entry: _Log, isolate: bool) -> tuple[ProcessLog | None, list[Issue
     except Exception as err:
         why = f"reader failed: {type(err).__name__}: {err}"
         return None, [Issue(str(entry.path), "unreadable", why)]
+    if spill_to is not None:  # outside the catch: a full disk stops the ingest
+        spill(log, spill_to, key)
     return log, list(log.issues)
 
 
@@ -66,18 +73,25 @@ def _reader_process() -> None:
 
 
 def _read_all(
-    entries: list[_Log], isolate: bool, issues: list[Issue], workers: int | None = None
+    entries: list[_Log],
+    isolate: bool,
+    issues: list[Issue],
+    workers: int | None = None,
+    spill_to: Path | None = None,
 ) -> int:
     """Read every discovered log, in ``read_workers`` processes (per-process logs are
-    independent; the result is the same as one by one); returns how many processes read."""
+    independent; the result is the same as one by one); returns how many processes read.
+    ``spill_to``: each log's tables go to files there as it is read (``parts.spill_dir``)."""
     n = read_workers(entries, workers)
+    keys = [str(i) for i in range(len(entries))]
     if n == 1:
-        results = [_read_one(e, isolate) for e in entries]
+        results = [_read_one(e, isolate, spill_to, k) for e, k in zip(entries, keys, strict=True)]
     else:
         # forkserver: a fork of a process running Arrow's threads could deadlock
         ctx = multiprocessing.get_context("forkserver")
         with ProcessPoolExecutor(n, mp_context=ctx, initializer=_reader_process) as pool:
-            results = list(pool.map(_read_one, entries, [isolate] * len(entries)))
+            n_e = len(entries)
+            results = list(pool.map(_read_one, entries, [isolate] * n_e, [spill_to] * n_e, keys))
     for e, (log, found) in zip(entries, results, strict=True):
         e.log = log
         issues.extend(found)

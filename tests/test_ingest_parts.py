@@ -1,0 +1,77 @@
+"""Ingest in bounded memory: the logs' tables spilled to disk as they are read and written back
+a log at a time in row groups of their own make the same store as tables held in memory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from iosweep.trace import store as trace_store
+from iosweep.trace.ingest import ingest, parts, readlogs
+from iosweep.trace.schema import TABLES
+
+RUNS = [
+    "horovod-pytorch-mnist/darshan-np4",  # per-process Darshan logs, workers among them
+    "horovod-tf2-mnist/dftracer-np4",  # DFTracer traces: application events too
+    "darshan-logs/mpi_io_test_with_dxt",  # one MPI log of 32 ranks
+]
+
+
+def _tables(store: Path) -> dict[str, pd.DataFrame]:
+    out = {}
+    for name in TABLES:
+        df = pq.read_table(store / f"{name}.parquet").to_pandas()
+        for c in df.columns:  # a dictionary column's codes depend on its row group
+            if isinstance(df[c].dtype, pd.CategoricalDtype):
+                df[c] = df[c].astype(object)
+        out[name] = df
+    return out
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_spilled_logs_make_the_same_store(shared_data, tmp_path, monkeypatch, run):
+    held = ingest([shared_data / run], tmp_path / "held")
+    spilled = []
+
+    def spill(log, where, key):
+        spilled.append(key)
+        parts.spill(log, where, key)
+
+    monkeypatch.setattr(parts, "SPILL_MIN_BYTES", 0)
+    monkeypatch.setattr(readlogs, "spill", spill)
+    # row groups of 1 KiB: a group or more a rank, each with the dictionaries of its own rows
+    monkeypatch.setattr(trace_store, "GROUP_BYTES", 1024)
+    out = tmp_path / "spilled"
+    meta = ingest([shared_data / run], out)
+    assert len(spilled) == len(meta.processes) if "mpi" not in run else len(spilled) == 1
+    assert not (out / parts.SPILL_DIR).exists()  # removed once the store is written
+    segments = pq.ParquetFile(out / "segments.parquet")
+    assert segments.metadata.num_row_groups >= 4
+    for g in range(segments.metadata.num_row_groups):
+        # a group's path dictionary holds its own paths only (Parquet writes it whole in
+        # every group: the run's every path would be written again and again)
+        path = segments.read_row_group(g, ["path"])["path"].combine_chunks()
+        assert len(path.dictionary) == len(set(path.to_pylist()) - {None})
+    a, b = _tables(tmp_path / "held"), _tables(out)
+    for name in TABLES:
+        pd.testing.assert_frame_equal(a[name], b[name], obj=name)
+    ja = json.loads((tmp_path / "held" / "run.json").read_text())
+    jb = json.loads((out / "run.json").read_text())
+    assert ja == jb and held.processes == meta.processes
+
+
+def test_a_failed_ingest_leaves_no_spilled_tables(shared_data, tmp_path, monkeypatch):
+    monkeypatch.setattr(parts, "SPILL_MIN_BYTES", 0)
+
+    def no_room(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(trace_store, "_write_parts", no_room)
+    out = tmp_path / "store"
+    with pytest.raises(OSError):
+        ingest([shared_data / RUNS[0]], out)
+    assert not (out / parts.SPILL_DIR).exists() and not (out / "run.json").exists()
