@@ -7,7 +7,7 @@ into small lookup lists, so ten million segments stay a few hundred MB.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -83,30 +83,42 @@ class StringCodes:
         self.values: list[str] = []
         self._index: pd.Index | None = None  # of ``values``, built when first looked up
 
-    def codes(self, col: pa.ChunkedArray, null: str | None) -> np.ndarray:
-        """int32 codes of a (dictionary or plain) string column; nulls get the code of
-        ``null``, or -1 when ``null`` is None."""
+    def codes(self, col: pa.ChunkedArray | Iterable[pa.Array], null: str | None) -> np.ndarray:
+        """int32 codes of a (dictionary or plain) string column, whole or chunk by chunk; nulls
+        get the code of ``null``, or -1 when ``null`` is None. Values get codes in the order
+        the rows first use them (a dictionary's unused values get none): the same codes
+        however a store cuts its rows into row groups, whatever dictionary each group has."""
         out = []
         last: tuple[pa.Array, np.ndarray] | None = None
-        for chunk in col.chunks:
+        for chunk in col.chunks if isinstance(col, pa.ChunkedArray) else col:
             if not pa.types.is_dictionary(chunk.type):
                 chunk = chunk.dictionary_encode()
             # Map the chunk's dictionary once, then gather: no per-row Python. Row groups of
             # one file usually repeat the same dictionary (a million paths at ImageNet scale):
-            # reuse the previous mapping when it is equal.
+            # keep the mapping while it is equal (-2: a value not mapped yet).
             if last is None or not chunk.dictionary.equals(last[0]):
-                last = (chunk.dictionary, self._lut(chunk.dictionary, null))
+                last = (chunk.dictionary, np.full(len(chunk.dictionary) + 1, -2, np.int64))
             lut = last[1]
             idx = pc.fill_null(chunk.indices, len(lut) - 1).to_numpy(zero_copy_only=False)
+            self._map_used(chunk.dictionary, lut, idx, null)
             out.append(lut[idx].astype(np.int32, copy=False))
         return np.concatenate(out) if out else np.empty(0, np.int32)
 
-    def _lut(self, dictionary: pa.Array, null: str | None) -> np.ndarray:
-        """Codes of a dictionary's values, then of ``null`` (the slot nulls are filled with)."""
-        new = np.array(dictionary.cast(pa.string()).to_pylist(), dtype=object)
-        codes = self.lookup(new, add=True)
-        tail = self.lookup(np.array([null], dtype=object), add=True) if null is not None else [-1]
-        return np.concatenate([codes, np.asarray(tail, np.int64)])
+    def _map_used(self, dictionary: pa.Array, lut: np.ndarray, idx: np.ndarray, null) -> None:
+        """Codes into ``lut`` for the dictionary values ``idx`` uses that have none yet, in
+        dictionary order; the last slot (nulls) gets the code of ``null``, or -1."""
+        used = np.bincount(idx, minlength=len(lut)) > 0
+        new = np.flatnonzero(used & (lut == -2))
+        if not len(new):
+            return
+        values = new[new < len(lut) - 1]
+        if len(values):
+            names = dictionary.take(pa.array(values)).cast(pa.string()).to_pylist()
+            lut[values] = self.lookup(np.array(names, dtype=object), add=True)
+        if new[-1] == len(lut) - 1:
+            lut[-1] = (
+                self.lookup(np.array([null], dtype=object), add=True)[0] if null is not None else -1
+            )
 
     def lookup(self, strings: np.ndarray, add: bool = False) -> np.ndarray:
         """Codes of ``strings`` (an object array): -1 for the unknown, or new codes with ``add``."""
@@ -324,7 +336,10 @@ def load_run(
 
     # calls on excluded paths are left out, as Darshan's counter records of them are
     ev_file = app["file"].to_numpy()
-    app = app[(ev_file < 0) | keep_path[np.maximum(ev_file, 0)]].reset_index(drop=True)
+    named = ev_file >= 0
+    on_kept = ~named
+    on_kept[named] = keep_path[ev_file[named]]
+    app = app[on_kept].reset_index(drop=True)
     if actor_kind == "process":
         app["actor"] = -1  # without ranks, app events cannot be tied to the process actors
     steps = store.table("steps", row_groups=subset.groups["steps"] if subset else None)
@@ -449,18 +464,43 @@ def _layer_totals(
     return pd.DataFrame(rows, columns=cols)
 
 
-def _column_reader(
-    store, table: str, subset: RankSubset | None, missing_as_null: bool = False
-) -> Callable[[str], pa.ChunkedArray]:
-    """Reads one column of ``table`` (the chosen ranks' rows of it, with a ``subset``); with
-    ``missing_as_null``, a column a store written before it was added reads as nulls."""
+class _Columns:
+    """Reads the columns of one of a store's tables, one at a time (the chosen ranks' rows of
+    it, with a ``subset``); with ``missing_as_null``, a column a store written before it was
+    added reads as nulls."""
 
-    def col(name: str) -> pa.ChunkedArray:
-        groups = subset.groups[table] if subset else None
-        c = store.table(table, [name], missing_as_null=missing_as_null, row_groups=groups)[name]
-        return subset.keep(table, c) if subset else c
+    def __init__(
+        self, store, table: str, subset: RankSubset | None, missing_as_null: bool = False
+    ) -> None:
+        self.store, self.table, self.subset, self.missing_as_null = (
+            store, table, subset, missing_as_null
+        )  # fmt: skip
+        self.groups = subset.groups[table] if subset else None
 
-    return col
+    def __call__(self, name: str) -> pa.ChunkedArray:
+        """The column, whole."""
+        return self._read(name, self.groups, 0)
+
+    def by_group(self, name: str) -> Iterator[pa.Array]:
+        """The column a Parquet row group at a time: every group repeats a dictionary column's
+        dictionary (a million paths: 72 MB), so a string column read whole would hold them
+        all at once."""
+        groups = (
+            self.groups if self.groups is not None else range(self.store.row_groups(self.table))
+        )
+        offset = 0
+        for g in groups:
+            c = self._read(name, [g], offset)
+            offset += self.store.group_rows(self.table, g)
+            yield from c.chunks
+
+    def _read(self, name: str, groups: Collection[int] | None, offset: int) -> pa.ChunkedArray:
+        c = self.store.table(
+            self.table, [name], missing_as_null=self.missing_as_null, row_groups=groups
+        )[name]
+        if self.subset is None:
+            return c
+        return self.subset.keep(self.table, c, offset)
 
 
 def _read_segments(
@@ -469,10 +509,10 @@ def _read_segments(
     """The segments as arrays: strings as codes, ``op`` as READ / WRITE / -1 (other calls)."""
 
     # One column at a time: the Arrow copy of a column is freed before the next is read.
-    col = _column_reader(store, "segments", subset)
+    col = _Columns(store, "segments", subset)
 
     op_codes = StringCodes()
-    op_raw = op_codes.codes(col("op"), "")
+    op_raw = op_codes.codes(col.by_group("op"), "")
     op_lut = np.array(
         [READ if v == "read" else WRITE if v == "write" else -1 for v in op_codes.values], np.int8
     )
@@ -480,10 +520,10 @@ def _read_segments(
         "actor": numbers(col("rank"), np.int32, -1),  # the rank until _actors decides
         "pid": numbers(col("pid"), np.int64, -1),
         "thread": numbers(col("thread"), np.int64, -1),
-        "host": hosts.codes(col("host"), ""),
-        "file": paths.codes(col("path"), "<unknown>"),
+        "host": hosts.codes(col.by_group("host"), ""),
+        "file": paths.codes(col.by_group("path"), "<unknown>"),
         "op": op_lut[op_raw] if len(op_raw) else np.empty(0, np.int8),
-        "module": modules.codes(col("module"), ""),
+        "module": modules.codes(col.by_group("module"), ""),
         "offset": numbers(col("offset"), np.int64, -1),
         "length": numbers(col("length"), np.int64, 0),
         "start": numbers(col("start"), np.float64, np.nan),
@@ -500,7 +540,7 @@ def _read_counters(
     # One column at a time, and no copy into pandas' 2-D blocks: the records are a quarter
     # of the segments at ImageNet scale, and the whole Arrow table beside its consolidated
     # copy was the analysis's peak (2.4 GB more at 2.56 M records).
-    col = _column_reader(store, "counters", subset, missing_as_null=True)
+    col = _Columns(store, "counters", subset, missing_as_null=True)
 
     timed = ("_time", "_start", "_end")  # seconds, NaN where unknown; the rest are counts
     # -1 where unknown: a rank number, and the furthest byte (DFS, DAOS and HDF5 keep none;
@@ -514,9 +554,9 @@ def _read_counters(
     }
     cols["actor"] = numbers(col("rank"), np.int32, -1)
     cols["pid"] = numbers(col("pid"), np.int64, -1)
-    cols["host"] = hosts.codes(col("host"), "")
-    cols["file"] = paths.codes(col("path"), "<unknown>")
-    cols["module"] = modules.codes(col("module"), "")
+    cols["host"] = hosts.codes(col.by_group("host"), "")
+    cols["file"] = paths.codes(col.by_group("path"), "<unknown>")
+    cols["module"] = modules.codes(col.by_group("module"), "")
     return pd.DataFrame(cols, copy=False)
 
 
@@ -610,11 +650,11 @@ def _load_app_events(store, paths: StringCodes, subset: RankSubset | None) -> pd
 
     # One column at a time, as for the segments: a million-path dictionary per row group.
     # Stores written before a column was added read it as nulls (epoch, step).
-    col = _column_reader(store, "app_events", subset, missing_as_null=True)
+    col = _Columns(store, "app_events", subset, missing_as_null=True)
 
     def category(name: str) -> pd.Categorical:
         names = StringCodes()
-        codes = names.codes(col(name), None)
+        codes = names.codes(col.by_group(name), None)
         return pd.Categorical.from_codes(codes, categories=pd.Index(names.values, dtype=object))
 
     return pd.DataFrame(
@@ -624,7 +664,7 @@ def _load_app_events(store, paths: StringCodes, subset: RankSubset | None) -> pd
             "name": category("name"),
             "start": numbers(col("start"), np.float64, np.nan),
             "end": numbers(col("end"), np.float64, np.nan),
-            "file": paths.codes(col("path"), None),
+            "file": paths.codes(col.by_group("path"), None),
             "pid": numbers(col("pid"), np.int64, -1),
             "thread": numbers(col("thread"), np.int64, -1),
             "epoch": numbers(col("epoch"), np.int64, -1),  # as the annotation names them

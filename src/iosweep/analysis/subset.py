@@ -48,10 +48,14 @@ class RankSubset:
         """The chosen ranks' rows of ``table``."""
         return int(self.rows[table].sum())
 
-    def keep(self, table: str, col: pa.ChunkedArray) -> pa.ChunkedArray:
-        """``col`` of ``table`` (read from :attr:`groups`) with only the chosen ranks' rows."""
+    def keep(self, table: str, col: pa.ChunkedArray, offset: int = 0) -> pa.ChunkedArray:
+        """``col`` of ``table`` (read from :attr:`groups`, from its row ``offset`` among
+        theirs) with only the chosen ranks' rows."""
         mask = self.rows.get(table)
-        return col if mask is None or mask.all() else pc.filter(col, pa.array(mask))
+        if mask is None:
+            return col
+        mask = mask[offset : offset + len(col)]
+        return col if mask.all() else pc.filter(col, pa.array(mask))
 
     def limitation(self) -> str:
         unranked = sum(self.left_out.values())
