@@ -53,5 +53,6 @@ class ProcessLog:
     # tracer-specific header fields kept for reference (Darshan: uid, lib_ver, metadata,
     # mounts, modules with their format versions and partial flags)
     header: dict[str, Any] = field(default_factory=dict)
-    # tables moved to disk until the store is written (iosweep.trace.ingest.parts): attr -> file
-    spilled: dict[str, Path] = field(default_factory=dict)
+    # tables moved to disk until the store is written (iosweep.trace.ingest.parts):
+    # attr -> (file, the table's Arrow bytes)
+    spilled: dict[str, tuple[Path, int]] = field(default_factory=dict)

@@ -102,6 +102,7 @@ class Parts:
     that :func:`write_store` holds about one row group of it, never the whole table."""
 
     make: Callable[[], Iterator[pa.Table]]
+    need: int | None = None  # bytes the parts hold in all: a bound of the file written
 
 
 def write_store(
@@ -121,7 +122,8 @@ def write_store(
     for name in TABLES:
         t = tables.get(name)
         if isinstance(t, Parts):
-            atomic_write(path / f"{name}.parquet", functools.partial(_write_parts, name, t))
+            write = functools.partial(_write_parts, name, t)
+            atomic_write(path / f"{name}.parquet", write, need=t.need)
             memory.release()
             continue
         if callable(t):

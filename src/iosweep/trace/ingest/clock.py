@@ -139,7 +139,7 @@ def _place_all(
                 if table is not None and table.num_rows:
                     yield _place(table, e, e.plog.start - clock_zero, time_cols)
 
-        return Parts(placed)
+        return Parts(placed, need=sum(parts.nbytes(e.plog, attr) for e in by_rank))
 
     return {name: builder(attr, cols) for name, attr, cols in _PLACED}, processes
 

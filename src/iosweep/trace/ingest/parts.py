@@ -46,7 +46,7 @@ def spill(log: ProcessLog, where: Path, key: str) -> None:
             continue
         f = where / f"{key}.{attr}.arrow"
         atomic_write(f, functools.partial(_write, table), need=table.nbytes)
-        log.spilled[attr] = f
+        log.spilled[attr] = (f, table.nbytes)
         setattr(log, attr, None)
 
 
@@ -59,11 +59,10 @@ def _write(table: pa.Table, f: Path) -> None:
 
 def table_of(log: ProcessLog, attr: str, columns: list[str] | None = None) -> pa.Table | None:
     """One of ``log``'s tables (only ``columns`` if given), from memory or its spill."""
-    f = log.spilled.get(attr)
-    if f is None:
+    if attr not in log.spilled:
         t = getattr(log, attr)
         return t.select(columns) if t is not None and columns else t
-    with pa.memory_map(str(f)) as src:
+    with pa.memory_map(str(log.spilled[attr][0])) as src:
         t = pa.ipc.open_file(src).read_all()
     t = t.select(columns) if columns else t
     return t.combine_chunks() if t.num_rows else t  # owns its memory: the map is closed
@@ -73,10 +72,19 @@ def take(log: ProcessLog, attr: str) -> pa.Table | None:
     """``log``'s table, handed over: the log no longer holds it (nor its spill file)."""
     t = table_of(log, attr)
     setattr(log, attr, None)
-    f = log.spilled.pop(attr, None)
-    if f is not None:
-        f.unlink(missing_ok=True)
+    spilled = log.spilled.pop(attr, None)
+    if spilled is not None:
+        spilled[0].unlink(missing_ok=True)
     return t
+
+
+def nbytes(log: ProcessLog, attr: str) -> int:
+    """The Arrow bytes of one of ``log``'s tables, held or spilled: a bound of what writing it
+    into a store takes on disk."""
+    if attr in log.spilled:
+        return log.spilled[attr][1]
+    t = getattr(log, attr)
+    return t.nbytes if t is not None else 0
 
 
 def remove(where: Path | None) -> None:
