@@ -485,13 +485,11 @@ class _Columns:
         """The column a Parquet row group at a time: every group repeats a dictionary column's
         dictionary (a million paths: 72 MB), so a string column read whole would hold them
         all at once."""
-        groups = (
-            self.groups if self.groups is not None else range(self.store.row_groups(self.table))
-        )
+        rows = self.store.group_rows(self.table)  # one footer read for every group
         offset = 0
-        for g in groups:
+        for g in self.groups if self.groups is not None else range(len(rows)):
             c = self._read(name, [g], offset)
-            offset += self.store.group_rows(self.table, g)
+            offset += rows[g]
             yield from c.chunks
 
     def _read(self, name: str, groups: Collection[int] | None, offset: int) -> pa.ChunkedArray:

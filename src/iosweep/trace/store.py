@@ -70,14 +70,13 @@ class TraceStore:
             out.append((int(st.min), int(st.max)) if known else None)
         return out
 
-    def row_groups(self, name: str) -> int:
-        """How many Parquet row groups table ``name`` has (0 for a table not written)."""
+    def group_rows(self, name: str) -> list[int]:
+        """The rows of each Parquet row group of table ``name`` (none for a table not written)."""
         f = self.path / f"{name}.parquet"
-        return pq.ParquetFile(f).metadata.num_row_groups if f.exists() else 0
-
-    def group_rows(self, name: str, group: int) -> int:
-        """The rows of row group ``group`` of table ``name``."""
-        return pq.ParquetFile(self.path / f"{name}.parquet").metadata.row_group(group).num_rows
+        if not f.exists():
+            return []
+        md = pq.ParquetFile(f).metadata
+        return [md.row_group(g).num_rows for g in range(md.num_row_groups)]
 
     @property
     def segments(self) -> pa.Table:
