@@ -137,13 +137,17 @@ def write_store(
     return path
 
 
+def rank_key(rank: np.ndarray | int) -> np.ndarray:
+    """The order of a store's rows (and ingest's logs): by rank, rank -1 (no rank) last."""
+    return np.where(rank < 0, np.iinfo(np.int32).max, rank)
+
+
 def by_rank(table: pa.Table) -> pa.Table:
     """``table`` with its rows in rank order, rows tied to no rank (-1) last; the rows of one
     rank keep their order. Already in order (one log per process, in rank order): itself."""
     if table.num_rows < 2 or "rank" not in table.column_names:
         return table
-    rank = pc.fill_null(table.column("rank"), -1).to_numpy(zero_copy_only=False)
-    key = np.where(rank < 0, np.iinfo(np.int32).max, rank)
+    key = rank_key(pc.fill_null(table.column("rank"), -1).to_numpy(zero_copy_only=False))
     if (key[1:] >= key[:-1]).all():
         return table
     return table.take(np.argsort(key, kind="stable"))

@@ -18,7 +18,7 @@ from iosweep.trace.schema import (
     ProcessInfo,
     empty_table,
 )
-from iosweep.trace.store import Parts
+from iosweep.trace.store import Parts, rank_key
 
 
 def _fill_dict_column(col: pa.ChunkedArray, value: str) -> pa.ChunkedArray:
@@ -130,7 +130,7 @@ def _place_all(
 
     # the logs in rank order (those tied to no rank last): the store sorts its rows by rank
     # (write_store), and then needs no copy of a table to do it, but for an MPI job's log
-    by_rank = sorted(read, key=lambda e: _rank_key(-1 if e.plog.mpi else e.rank))
+    by_rank = sorted(read, key=lambda e: int(rank_key(-1 if e.plog.mpi else e.rank)))
 
     def builder(attr: str, time_cols: tuple[str, ...]) -> Parts:
         def placed() -> Iterator[pa.Table]:
@@ -142,7 +142,3 @@ def _place_all(
         return Parts(placed, need=sum(parts.nbytes(e.plog, attr) for e in by_rank))
 
     return {name: builder(attr, cols) for name, attr, cols in _PLACED}, processes
-
-
-def _rank_key(rank: int) -> int:
-    return rank if rank >= 0 else np.iinfo(np.int32).max
