@@ -205,19 +205,7 @@ class RunData:
 
     @property
     def class_names(self) -> list[str]:
-        """The file classes' names; an MPI application's logs from elsewhere (an MPI job with
-        neither a framework nor training steps) call the ``dataset`` class ``data``: its
-        ``*.h5`` files are a simulation's data, not a training set."""
-        names = self.settings.class_names
-        if not self._mpi_application:
-            return names
-        return [DATA_CLASS if n == "dataset" else n for n in names]
-
-    @property
-    def _mpi_application(self) -> bool:
-        if (self.meta.params or {}).get("framework") or not self.steps.empty:
-            return False
-        return any(p.attributed_by == "mpi" for p in self.meta.processes)
+        return class_names(self.settings, self.meta, not self.steps.empty)
 
     def time_order(self) -> np.ndarray:
         """Indices of the operations by start time."""
@@ -257,6 +245,17 @@ class RunData:
     @property
     def run_time(self) -> float:
         return max(0.0, self.run_end - self.run_start)
+
+
+def class_names(settings: AnalysisSettings, meta: RunMeta, has_steps: bool) -> list[str]:
+    """The file classes' names; an MPI application's logs from elsewhere (an MPI job with
+    neither a framework nor training steps) call the ``dataset`` class ``data``: its ``*.h5``
+    files are a simulation's data, not a training set."""
+    names = settings.class_names
+    mpi_application = not ((meta.params or {}).get("framework") or has_steps) and any(
+        p.attributed_by == "mpi" for p in meta.processes
+    )
+    return [DATA_CLASS if n == "dataset" else n for n in names] if mpi_application else names
 
 
 def load_run(

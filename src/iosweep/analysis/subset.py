@@ -108,9 +108,10 @@ def _rank_column(store: TraceStore, table: str, groups: list[int] | None) -> np.
     return numbers(store.table(table, ["rank"], row_groups=groups)["rank"], np.int64, -1)
 
 
-def select(store: TraceStore, ranks: Collection[int]) -> RankSubset:
-    """``ranks`` of the store's run (only their rank columns are read); RankSubsetError where
-    the ranks are not the run's or its records cannot be split by rank."""
+def select(store: TraceStore, ranks: Collection[int], unranked: bool = False) -> RankSubset:
+    """``ranks`` of the store's run (only their rank columns are read), with ``unranked`` the
+    rows tied to no rank too; RankSubsetError where the ranks are not the run's or its
+    records cannot be split by rank."""
     meta = store.meta
     known = {r.rank for r in meta.ranks}
     if not known:
@@ -128,12 +129,12 @@ def select(store: TraceStore, ranks: Collection[int]) -> RankSubset:
         rank = _rank_column(store, t, groups[t])
         if t == "counters":
             _refuse_reduced(store, rank, groups[t])
-        rows[t] = np.isin(rank, chosen)
-        left_out[t] = int((rank < 0).sum())
+        rows[t] = np.isin(rank, chosen) | ((rank < 0) if unranked else False)
+        left_out[t] = 0 if unranked else int((rank < 0).sum())
     narrowed = replace(
         meta,
         ranks=[r for r in meta.ranks if r.rank in chosen],
-        processes=[p for p in meta.processes if p.rank in chosen],
+        processes=[p for p in meta.processes if p.rank in chosen or (unranked and p.rank < 0)],
     )
     return RankSubset(chosen, len(known), narrowed, groups, rows, left_out)
 

@@ -15,9 +15,11 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis import intervals
-from iosweep.analysis.data import READ, WHO, WRITE, RunData
+from iosweep.analysis.data import READ, RunData
+from iosweep.analysis.patterns.files import RunFiles, files_table, labels, nodes_table
 from iosweep.analysis.patterns.metadata import KINDS, per_file_from_app_events
 from iosweep.analysis.patterns.spatial import CATEGORIES, Spatial, fractions
+from iosweep.analysis.settings import AnalysisSettings
 from iosweep.trace.schema import SIZE_BIN_LOWER, SIZE_BINS
 
 # Per (rank, file) metrics that add up over operations, processes and files, in the column
@@ -50,6 +52,27 @@ class Tables:
 def build_tables(rd: RunData, sp: Spatial) -> Tables:
     """The (rank, file), files, ranks and nodes tables of a run, from its segments (reduced
     per stream in ``sp``'s order) and counters."""
+    return finish_tables(tables_part(rd, sp), RunFiles.of(rd), rd.run_time)
+
+
+@dataclass
+class TablesPart:
+    """What the tables take from some ranks' data (all of a run's, or a part's,
+    :mod:`iosweep.analysis.parts`): their (rank, file) rows before what depends on a file's
+    size (:func:`sized`), their byte ranges merged per (rank, file, direction) as (stream key,
+    lo, hi), their rank rows (:func:`rank_rows`), and their traced and counted POSIX reads
+    and writes."""
+
+    file_rank: pd.DataFrame
+    spans: tuple[np.ndarray, np.ndarray, np.ndarray]
+    ranks: pd.DataFrame
+    ops: int  # segments
+    posix_traced: int
+    posix_counted: int
+
+
+def tables_part(rd: RunData, sp: Spatial) -> TablesPart:
+    """The tables' part of ``rd``'s data (``sp``: its operations in stream order)."""
     ops = rd.ops
     nf = max(len(rd.paths), 1)
     seg = _segment_streams(rd, sp)
@@ -59,20 +82,40 @@ def build_tables(rd: RunData, sp: Spatial) -> Tables:
     streams = _Aligned(seg, ctr, nf)
     del seg, ctr
     cols = _merge_streams(rd, streams, meta)
-    _coverage_and_pattern(rd, cols, streams)
+    _coverage_and_pattern(cols, streams)
     _size_bins(rd, cols, streams)
     del streams
     # One frame, built once from the final columns: the streams' own columns never join it
     # (at a million files each column of it is 20 MB, and a wide frame held them all twice).
-    order = _FILE_RANK_COLUMNS + [c for c in cols if c not in _FILE_RANK_COLUMNS]
     # copy=False: one block per column, no consolidated copy of the whole table
-    fr = pd.DataFrame({c: cols.pop(c) for c in order}, copy=False)
-    completeness = _completeness(rd, ctr_posix_ops)
-    files = _files_table(rd, fr, ops)
-    ranks = _ranks_table(rd, fr, ops)
-    nodes = _nodes_table(rd, fr, ranks, ops)
-    rd.cache.pop("byte_spans", None)  # only the files and nodes tables use the merged ranges
-    return Tables(fr, files, ranks, nodes, len(ops) > 0, completeness)
+    fr = pd.DataFrame({c: cols.pop(c) for c in list(cols)}, copy=False)
+    return TablesPart(
+        fr,
+        rd.cache.pop("byte_spans"),  # only the files and nodes tables use the merged ranges
+        rank_rows(rd, fr, ops),
+        len(ops),
+        _posix_segments(rd),
+        ctr_posix_ops,
+    )
+
+
+def finish_tables(part: TablesPart, run: RunFiles, run_time: float) -> Tables:
+    """The tables of a run from its :class:`TablesPart` (its parts' put together, file and
+    rank codes the run's)."""
+    fr = part.file_rank
+    sized(fr, run.nf, run.settings.whole_file_coverage)
+    # column selection copies nothing (pandas' copy-on-write)
+    fr = fr[_FILE_RANK_COLUMNS + [c for c in fr.columns if c not in _FILE_RANK_COLUMNS]]
+    files = files_table(fr, part.spans, run)
+    ranks = finish_ranks(part.ranks, run_time, run.settings)
+    nodes = nodes_table(fr, ranks, part.spans, run)
+    # Traced (DXT) POSIX operations over those the counters saw; None without both.
+    completeness = (
+        min(1.0, part.posix_traced / part.posix_counted)
+        if part.ops and part.posix_counted > 0
+        else None
+    )
+    return Tables(fr, files, ranks, nodes, part.ops > 0, completeness)
 
 
 _FILE_RANK_COLUMNS = [
@@ -294,7 +337,7 @@ def _merge_streams(rd: RunData, st: _Aligned, meta: pd.DataFrame | None) -> _Col
     cols = _Columns()
     cols["actor"] = (st.key // st.nf - 1).astype(np.int32)
     cols["file"] = file
-    cols["source"] = _labels(
+    cols["source"] = labels(
         ("both", "segments", "counters"),
         np.where(st.has_seg & st.has_ctr, 0, np.where(st.has_seg, 1, 2)),
     )
@@ -330,12 +373,6 @@ _COUNTS = ("reads", "writes", "opens", "stats", "seeks", "fsyncs", "seg_ops", "c
 _NARROW_MAX = 1 << 28  # headroom: sums of a few such columns still fit in int32
 
 
-def _labels(names: tuple[str, ...], code: np.ndarray) -> np.ndarray:
-    """An object column of ``names[code]`` sharing the few str objects (a numpy string array
-    cast to object makes one str per row: 150 MB a column at a million files)."""
-    return np.array(names, dtype=object)[code]
-
-
 def _narrow(name: str, a: np.ndarray) -> np.ndarray:
     count = name in _COUNTS or name.startswith(("ops_", "ctr_size_"))
     if count and a.dtype == np.int64 and (not len(a) or (a.min() >= 0 and a.max() < _NARROW_MAX)):
@@ -365,28 +402,19 @@ def with_shares(fr: pd.DataFrame) -> pd.DataFrame:
     return fr
 
 
-def _ranked(fr: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
-    """The rows of ranks (not unattributed processes), only ``cols``: at a million files the
-    (rank, file) table is gigabytes, and a full filtered copy of it doubled the peak memory."""
-    return fr.loc[fr["actor"].to_numpy() >= 0, cols]
-
-
-def _coverage_and_pattern(rd: RunData, fr: _Columns, st: _Aligned) -> None:
-    """File sizes, byte coverage, whole-file flags and the spatial pattern of each row."""
+def _coverage_and_pattern(fr: _Columns, st: _Aligned) -> None:
+    """Extents, byte coverage, spatial categories and first and last I/O of each row (what
+    depends on the file's size: :func:`sized`)."""
     col, has_seg = st.col, st.has_seg
-    # File size: the furthest byte any rank touched, by segment or by counter (+1: Darshan's
-    # MAX_BYTE is the last byte offset).
-    ext = np.maximum.reduce(
+    # The furthest byte the row touched, by segment or by counter (+1: Darshan's MAX_BYTE is
+    # the last byte offset).
+    fr["extent"] = np.maximum.reduce(
         [
             col("seg_extent", -1),
             np.where(col("ctr_bytes_read") > 0, col("ctr_max_byte_read", -1) + 1, -1),
             np.where(col("ctr_bytes_written") > 0, col("ctr_max_byte_written", -1) + 1, -1),
         ]
     ).astype(np.int64)
-    fr["extent"] = ext
-    size = np.full(st.nf, -1, np.int64)
-    np.maximum.at(size, fr["file"], ext)
-    fsz = fr["file_size"] = size[fr["file"]].clip(min=0)
     # Coverage: exact from segments; from counters only an upper bound (bytes, furthest byte).
     for d, done in (("read", "read"), ("write", "written")):
         fr[f"{d}_coverage"] = np.where(
@@ -397,28 +425,9 @@ def _coverage_and_pattern(rd: RunData, fr: _Columns, st: _Aligned) -> None:
                 np.where(col(f"ctr_bytes_{done}") > 0, col(f"ctr_max_byte_{done}", -1) + 1, 0),
             ),
         ).astype(np.int64)
-    fr["coverage_source"] = _labels(("segments", "counters"), np.where(has_seg, 0, 1))
-    thr = rd.settings.whole_file_coverage
-    fr["read_whole"] = (fsz > 0) & (fr["read_coverage"] >= thr * fsz)
-    fr["write_whole"] = (fsz > 0) & (fr["write_coverage"] >= thr * fsz)
-    fr["read_coverage_frac"] = np.divide(
-        fr["read_coverage"], fsz, out=np.zeros(len(st)), where=fsz > 0
-    )
-    cat_counts = (
-        np.stack([col(f"ops_{c}") for c in CATEGORIES], axis=1) if len(st) else np.zeros((0, 5))
-    )
-    fr_frac = fractions(cat_counts)
-    for i, cname in enumerate(CATEGORIES):  # (their shares: with_shares, for the table)
-        fr[f"ops_{cname}"] = cat_counts[:, i].astype(np.int64)
-    whole_any = fr["read_whole"] | fr["write_whole"]
-    no_ops = (fr["reads"] + fr["writes"]) == 0
-    n = len(CATEGORIES)  # codes past the categories: none, unknown, whole-file
-    code = np.select(
-        [no_ops, ~has_seg, whole_any, cat_counts.sum(axis=1) == 0],
-        [n, n + 1, n + 2, n],
-        default=fr_frac.argmax(axis=1) if len(st) else np.empty(0, np.int64),
-    )
-    fr["pattern"] = _labels((*CATEGORIES, "none", "unknown", "whole-file"), code)
+    fr["coverage_source"] = labels(("segments", "counters"), np.where(has_seg, 0, 1))
+    for cname in CATEGORIES:  # (their shares: with_shares, for the table)
+        fr[f"ops_{cname}"] = col(f"ops_{cname}").astype(np.int64)
     fr["first_io"] = col("first_io", np.nan).astype(np.float64)
     fr["last_io"] = col("last_io", np.nan).astype(np.float64)
     fr["eof_at"] = col("eof_at", -1).astype(np.int64)
@@ -426,152 +435,54 @@ def _coverage_and_pattern(rd: RunData, fr: _Columns, st: _Aligned) -> None:
     fr["ctr_ops"] = (col("ctr_reads") + col("ctr_writes")).astype(np.int64)
 
 
-def _completeness(rd: RunData, ctr_posix_ops: int) -> float | None:
-    """Traced (DXT) POSIX operations over those the counters saw; None without both."""
+def sized(fr: Any, nf: int, whole_file_coverage: float) -> None:
+    """The (rank, file) columns that depend on a file's size, the furthest byte any rank
+    touched: ``file_size``, ``read_whole`` / ``write_whole``, ``read_coverage_frac`` and
+    ``pattern``, from the rows' extents, coverage, operations and categories. ``fr`` (columns
+    by name, a dict or a DataFrame) holds every row of its files: analysed in parts, a
+    file's rows come from every part before its size is known."""
+    file = np.asarray(fr["file"])
+    size = np.full(nf, -1, np.int64)
+    np.maximum.at(size, file, np.asarray(fr["extent"]))
+    fsz = size[file].clip(min=0)
+    fr["file_size"] = fsz
+    read_cov, write_cov = np.asarray(fr["read_coverage"]), np.asarray(fr["write_coverage"])
+    read_whole = (fsz > 0) & (read_cov >= whole_file_coverage * fsz)
+    write_whole = (fsz > 0) & (write_cov >= whole_file_coverage * fsz)
+    fr["read_whole"], fr["write_whole"] = read_whole, write_whole
+    fr["read_coverage_frac"] = np.divide(read_cov, fsz, out=np.zeros(len(fsz)), where=fsz > 0)
+    cat_counts = (
+        np.stack([np.asarray(fr[f"ops_{c}"]) for c in CATEGORIES], axis=1)
+        if len(fsz)
+        else np.zeros((0, len(CATEGORIES)), np.int64)
+    )
+    no_ops = (np.asarray(fr["reads"]) + np.asarray(fr["writes"])) == 0
+    n = len(CATEGORIES)  # codes past the categories: none, unknown, whole-file
+    code = np.select(
+        [
+            no_ops,
+            np.asarray(fr["coverage_source"]) == "counters",
+            read_whole | write_whole,
+            cat_counts.sum(axis=1) == 0,
+        ],
+        [n, n + 1, n + 2, n],
+        default=fractions(cat_counts).argmax(axis=1) if len(fsz) else np.empty(0, np.int64),
+    )
+    fr["pattern"] = labels((*CATEGORIES, "none", "unknown", "whole-file"), code)
+
+
+def _posix_segments(rd: RunData) -> int:
+    """The traced POSIX operations."""
     ops = rd.ops
     assert ops.module is not None, "build_tables runs before the per-op columns are released"
-    seg_posix_ops = (
-        int(np.isin(ops.module, [rd.modules.index("POSIX")]).sum()) if "POSIX" in rd.modules else 0
-    )
-    if len(ops) and ctr_posix_ops > 0:
-        return min(1.0, seg_posix_ops / ctr_posix_ops)
-    return None
+    if "POSIX" not in rd.modules:
+        return 0
+    return int((ops.module == rd.modules.index("POSIX")).sum())
 
 
-def _files_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
-    """One row per file: volume, sharing between ranks and offset overlap."""
-    nf = max(len(rd.paths), 1)
-    ranked = _ranked(
-        fr,
-        [
-            "file",
-            "actor",
-            "reads",
-            "writes",
-            "bytes_read",
-            "read_whole",
-            "write_whole",
-            "coverage_source",
-        ],
-    )
-    g = fr.groupby("file", sort=True)
-    files = g.agg(
-        reads=("reads", "sum"),
-        writes=("writes", "sum"),
-        bytes_read=("bytes_read", "sum"),
-        bytes_written=("bytes_written", "sum"),
-        read_time=("read_time", "sum"),
-        write_time=("write_time", "sum"),
-        opens=("opens", "sum"),
-        size=("file_size", "max"),
-        first_io=("first_io", "min"),
-        last_io=("last_io", "max"),
-    )
-    # bytes whose offsets no segment gives (counter records beside a trace: a reduced
-    # shared record's remainder, what DXT lost): not part of the unions below
-    unplaced = fr["source"].to_numpy() == "counters"
-    files["read_unplaced"] = (
-        pd.Series(fr["bytes_read"].to_numpy()[unplaced], fr["file"].to_numpy()[unplaced])
-        .groupby(level=0)
-        .sum()
-        .reindex(files.index, fill_value=0)
-        .astype(np.int64)
-    )
-    gr = ranked.groupby("file", sort=True)
-    files["n_ranks"] = gr["actor"].nunique()
-    files["n_readers"] = (ranked["reads"] > 0).groupby(ranked["file"]).sum()
-    files["n_writers"] = (ranked["writes"] > 0).groupby(ranked["file"]).sum()
-    rr = ranked[ranked["reads"] > 0]
-    ww = ranked[ranked["writes"] > 0]
-    files["whole_readers"] = rr.groupby("file")["read_whole"].sum()
-    files["whole_writers"] = ww.groupby("file")["write_whole"].sum()
-    files["max_rank_bytes_read"] = rr.groupby("file")["bytes_read"].max()
-    files["min_rank_bytes_read"] = rr.groupby("file")["bytes_read"].min()
-    # A file is covered by segments only when every rank's row is.
-    by_counters = (ranked["coverage_source"] == "counters").groupby(ranked["file"]).any()
-    files["coverage_source"] = by_counters.map({True: "counters", False: "segments"})
-    hosts = ranked["actor"].map(rd.actor_host)
-    files["n_hosts"] = hosts.groupby(ranked["file"]).nunique()
-    # Offset overlap between ranks, from the byte ranges merged per (rank, file, direction)
-    # (a rank's own re-reads do not count as sharing).
-    mk, mlo, mhi = rd.cache.get("byte_spans", (np.empty(0, np.int64),) * 3)
-    m_actor = (mk >> 1) // nf - 1
-    m_file = (mk >> 1) % nf
-    idx = files.index.to_numpy()
-    for d, name in ((READ, "read"), (WRITE, "write")):
-        m = (m_actor >= 0) & ((mk & 1) == d)
-        one, two = intervals.shared_coverage(m_file[m], m_actor[m], mlo[m], mhi[m], nf, merged=True)
-        files[f"{name}_union"] = one[idx].astype(np.int64)
-        files[f"{name}_shared"] = two[idx].astype(np.int64)
-    files = files.fillna(
-        {
-            "n_ranks": 0,
-            "n_readers": 0,
-            "n_writers": 0,
-            "whole_readers": 0,
-            "whole_writers": 0,
-            "max_rank_bytes_read": 0,
-            "min_rank_bytes_read": 0,
-            "n_hosts": 0,
-            "coverage_source": "segments",
-        }
-    )
-    for c in (
-        "n_ranks",
-        "n_readers",
-        "n_writers",
-        "whole_readers",
-        "whole_writers",
-        "n_hosts",
-        "max_rank_bytes_read",
-        "min_rank_bytes_read",
-    ):
-        files[c] = files[c].astype(np.int64)
-    files = files.reset_index()
-    fid = files["file"].to_numpy()
-    # object dtype: references to the run's path strings, not an Arrow copy of them (70 MB
-    # at a million files)
-    files.insert(1, "path", pd.Series(np.asarray(rd.paths, dtype=object)[fid], dtype=object))
-    files.insert(
-        2, "class", np.asarray(rd.class_names, dtype=object)[np.asarray(rd.file_class)[fid]]
-    )
-    s = rd.settings
-    for direction in ("read", "write"):
-        nact = files[f"n_{WHO[direction]}"].to_numpy()
-        whole = files[f"whole_{WHO[direction]}"].to_numpy()
-        union = files[f"{direction}_union"].to_numpy()
-        shared = files[f"{direction}_shared"].to_numpy()
-        seg_cov = (files["coverage_source"] == "segments").to_numpy()
-        overlap = np.divide(shared, union, out=np.zeros(len(files)), where=union > 0)
-        files[f"{direction}_overlap"] = overlap
-        # codes, then labels shared by every row (choices as strings made a 90 MB text array
-        # per direction at a million files)
-        code = np.select(
-            [
-                nact == 0,
-                nact == 1,
-                whole == nact,
-                ~seg_cov,
-                overlap <= s.disjoint_overlap_max,
-            ],
-            [0, 1, 2, 3, 4],
-            default=5,
-        )
-        files[f"{direction}_strategy"] = pd.Series(_labels(_STRATEGIES, code), dtype=object)
-    return files
-
-
-_STRATEGIES = (
-    "",
-    "exclusive",
-    "shared-whole",
-    "shared-unknown",
-    "shared-disjoint",
-    "shared-overlapping",
-)
-
-
-def _ranks_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
+def rank_rows(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
+    """One row per rank: what the rank's own rows and operations give (a part of the run's
+    ranks gives its ranks' rows whole); :func:`finish_ranks` adds what the run decides."""
     actor = fr["actor"].to_numpy()
     actors = sorted(set(rd.actor_host) | set(np.unique(actor[actor >= 0]).tolist()))
     r = pd.DataFrame(index=pd.Index(np.array(actors, dtype=np.int64), name="rank"))
@@ -623,15 +534,21 @@ def _ranks_table(rd: RunData, fr: pd.DataFrame, ops) -> pd.DataFrame:
     moved = (r["bytes_read"] + r["bytes_written"]).to_numpy(np.float64)
     t = r["io_time"].to_numpy()
     r["bandwidth"] = np.divide(moved, t, out=np.zeros(len(r)), where=t > 0)
-    rt = rd.run_time
-    r["io_share"] = r["io_time"] / rt if rt > 0 else 0.0
+    return r.reset_index()
+
+
+def finish_ranks(r: pd.DataFrame, run_time: float, s: AnalysisSettings) -> pd.DataFrame:
+    """The ranks table: :func:`rank_rows` of every rank, with each rank's share of the run's
+    time and whether it straggles behind the others."""
+    r = r.copy()
+    t = r["io_time"].to_numpy()
+    r["io_share"] = r["io_time"] / run_time if run_time > 0 else 0.0
     # The median of the ranks that do I/O: where MPI-IO's aggregators do all of it, the
     # median rank does none, and every aggregator would be a "straggler".
     doing_io = t[t > 0]
     med = float(np.median(doing_io)) if len(doing_io) > 1 else np.inf
-    s = rd.settings
     r["straggler"] = (t > med * (1 + s.straggler_excess)) & (t >= s.straggler_min_io_time_s)
-    return r.reset_index()
+    return r
 
 
 def _rank_pids(ops, step: int = 1 << 20) -> np.ndarray:
@@ -642,74 +559,3 @@ def _rank_pids(ops, step: int = 1 << 20) -> np.ndarray:
         k = (a.astype(np.int64) << 40) | (p & ((1 << 40) - 1))
         seen.append(np.unique(k[a >= 0]))
     return np.unique(np.concatenate(seen))
-
-
-def _nodes_table(rd: RunData, fr: pd.DataFrame, ranks: pd.DataFrame, ops) -> pd.DataFrame:
-    """Per host: ranks, volume, I/O time, and whether data is read once per node or per rank."""
-    if ranks.empty:
-        return pd.DataFrame(
-            columns=[
-                "host",
-                "ranks",
-                "bytes_read",
-                "bytes_written",
-                "io_time_sum",
-                "io_time_max",
-                "unique_bytes_read",
-                "read_amplification",
-                "read_redundancy",
-                "read_once_per",
-            ]
-        )
-    g = ranks.groupby("host", sort=True)
-    nodes = g.agg(
-        ranks=("rank", "nunique"),
-        bytes_read=("bytes_read", "sum"),
-        bytes_written=("bytes_written", "sum"),
-        io_time_sum=("io_time", "sum"),
-        io_time_max=("io_time", "max"),
-    )
-    hosts = sorted(nodes.index)
-    host_code = {h: i for i, h in enumerate(hosts)}
-    nf = max(len(rd.paths), 1)
-    # Unique bytes read on a node: union of its ranks' read ranges per file.
-    mk, mlo, mhi = rd.cache.get("byte_spans", (np.empty(0, np.int64),) * 3)
-    m_actor = (mk >> 1) // nf - 1
-    m = (m_actor >= 0) & ((mk & 1) == READ)
-    act_host = np.full(max(rd.actor_host, default=-1) + 2, -1, np.int64)
-    for a, h in rd.actor_host.items():
-        act_host[a] = host_code.get(h, -1)
-    hcode = act_host[np.minimum(m_actor[m], len(act_host) - 1)]
-    ok = hcode >= 0
-    key = hcode[ok] * nf + ((mk[m] >> 1) % nf)[ok]
-    u = intervals.union_length(key, mlo[m][ok], mhi[m][ok], len(hosts) * nf)
-    uniq = u.reshape(len(hosts), nf).sum(axis=1) if len(hosts) else np.zeros(0)
-    # Counter-only (rank, file) rows: the largest coverage on the node is a lower bound.
-    rc = _ranked(fr, ["actor", "file", "coverage_source", "reads", "read_coverage"])
-    co = rc[(rc["coverage_source"] == "counters") & (rc["reads"] > 0)]
-    if len(co):
-        co = co.assign(host=co["actor"].map(rd.actor_host))
-        extra = co.groupby(["host", "file"])["read_coverage"].max().groupby("host").sum()
-        uniq = uniq + extra.reindex(hosts).fillna(0).to_numpy()
-    nodes["unique_bytes_read"] = uniq.astype(np.int64)
-    br = nodes["bytes_read"].to_numpy(np.float64)
-    # Amplification counts every byte moved (re-reads too); redundancy counts how many of the
-    # node's ranks read each distinct byte: ~1 = once per node, ~ranks = once per rank.
-    nodes["read_amplification"] = np.divide(br, uniq, out=np.zeros(len(nodes)), where=uniq > 0)
-    cov_sum = (
-        rc["read_coverage"]
-        .groupby(rc["actor"].map(rd.actor_host))
-        .sum()
-        .reindex(nodes.index)
-        .fillna(0)
-        .to_numpy(np.float64)
-    )
-    red = np.divide(cov_sum, uniq, out=np.zeros(len(nodes)), where=uniq > 0)
-    nodes["read_redundancy"] = red
-    nr = nodes["ranks"].to_numpy()
-    nodes["read_once_per"] = np.select(
-        [uniq == 0, nr <= 1, red >= 0.9 * nr, red <= 1.1],
-        ["", "node", "rank", "node"],
-        default="partly-redundant",
-    )
-    return nodes.reset_index()

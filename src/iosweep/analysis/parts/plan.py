@@ -1,0 +1,84 @@
+"""Cut a run into parts of whole ranks, each within the memory budget.
+
+A part's need is counted like a run's (:mod:`iosweep.analysis.budget`), from its rows: the
+rank column of each table is read a row group at a time (stores hold whole ranks per row
+group, in rank order) and counted per rank. Consecutive ranks join a part while its need
+fits; the rows tied to no rank (processes Darshan could not tie to a rank) come with the
+first part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from iosweep.analysis import budget
+from iosweep.analysis.subset import RankSubsetError, ranks_text
+from iosweep.columns import numbers
+from iosweep.trace.store import TraceStore, open_store
+
+TABLES = ("segments", "counters", "app_events")  # the rows a need counts (budget.Need)
+
+
+@dataclass(frozen=True)
+class Part:
+    """Some consecutive ranks of a run, analysed together."""
+
+    index: int
+    ranks: list[int]
+    unranked: bool  # with the rows tied to no rank
+    need: budget.Need
+
+    @property
+    def name(self) -> str:
+        return f"part-{self.index:04d}"
+
+
+def rows_per_rank(store: TraceStore, table: str, n_ranks: int) -> np.ndarray:
+    """Rows of ``table`` per rank (index rank + 1; index 0: rows tied to no rank), a row
+    group's rank column at a time."""
+    counts = np.zeros(n_ranks + 1, np.int64)
+    for g in range(len(store.group_rows(table))):
+        rank = numbers(store.table(table, ["rank"], row_groups=[g])["rank"], np.int64, -1)
+        if len(rank) and rank.max() >= n_ranks:
+            raise RankSubsetError(
+                f"{table}.parquet holds rank {int(rank.max())}, beyond the run's {n_ranks} ranks"
+            )
+        counts += np.bincount(np.maximum(rank, -1) + 1, minlength=n_ranks + 1)
+    return counts
+
+
+def plan(store_path: Path | str, memory_gb: float | None) -> list[Part]:
+    """The run's ranks in parts whose need fits ``memory_gb`` (None: the machine's share,
+    :func:`budget.budget_bytes`); MemoryBudgetError where one rank alone does not fit, and
+    RankSubsetError where the run names no ranks."""
+    store = open_store(Path(store_path))
+    ranks = sorted(r.rank for r in store.meta.ranks)
+    if not ranks:
+        raise RankSubsetError("the store names no ranks (run.json has none): it has no parts")
+    n = ranks[-1] + 1
+    rows = np.stack([rows_per_rank(store, t, n) for t in TABLES])  # (table, rank + 1)
+    allowed = budget.budget_bytes(memory_gb)
+    parts: list[Part] = []
+    taken = rows[:, 0].copy()  # the unranked rows ride with the first part
+    current: list[int] = []
+    for r in ranks:
+        with_r = taken + rows[:, r + 1]
+        if current and budget.Need(*map(int, with_r)).bytes > allowed:
+            parts.append(Part(len(parts), current, not parts, budget.Need(*map(int, taken))))
+            current, with_r = [], rows[:, r + 1].copy()
+        current.append(r)
+        taken = with_r
+    parts.append(Part(len(parts), current, not parts, budget.Need(*map(int, taken))))
+    over = [p for p in parts if p.need.bytes > allowed]
+    if over:
+        p = over[0]
+        raise budget.MemoryBudgetError(
+            f"{store_path}: rank {ranks_text(p.ranks)} alone needs about {p.need.gib:.1f} GiB "
+            f"to analyse ({p.need.segments:,} segments, {p.need.counter_records:,} counter "
+            f"records), more than the {allowed / budget.GIB:.1f} GiB allowed; a run is cut "
+            "into parts of whole ranks, so raise --memory-gb to at least that"
+        )
+    return parts

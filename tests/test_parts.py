@@ -1,0 +1,133 @@
+"""A run analysed in parts of whole ranks (iosweep.analysis.parts) gives the tables the run
+analysed whole gives; parts are cut where the budget says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import shared_fixture
+
+from iosweep.analysis import budget
+from iosweep.analysis.data import StringCodes, load_run
+from iosweep.analysis.parts import tables as part_tables
+from iosweep.analysis.parts.plan import Part, plan
+from iosweep.analysis.parts.run import analyze_part, combine_tables, part_data
+from iosweep.analysis.patterns.spatial import classify_ops
+from iosweep.analysis.patterns.volume import build_tables, widen
+from iosweep.analysis.settings import AnalysisSettings
+from iosweep.testing.imagenet_trace import write_imagenet_store
+from iosweep.trace.ingest import ingest
+from iosweep.trace.store import open_store
+
+# 12,810 files over 8 ranks, 2 epochs (tests/test_imagenet_trace.py): a rank reads 1,601
+# files an epoch in 4 reads each, one counter record a file; rank 0 also writes a checkpoint
+# after each epoch in 95 writes of 1 MiB
+FILES, RANKS, WORKERS, EPOCHS = 12_810, 8, 4, 2
+RANK_SEGMENTS = 1_601 * EPOCHS * 4
+RANK_RECORDS = 1_601 * EPOCHS
+
+
+@pytest.fixture(scope="module")
+def imagenet_store(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("imagenet") / "store"
+    write_imagenet_store(out, FILES, RANKS, WORKERS, EPOCHS)
+    return out
+
+
+def _gib(need: budget.Need) -> float:
+    return need.bytes / budget.GIB
+
+
+def test_parts_hold_whole_ranks_as_many_as_the_budget_allows(imagenet_store):
+    one = budget.Need(RANK_SEGMENTS, RANK_RECORDS, 0)
+    rank0 = budget.Need(RANK_SEGMENTS + 95 * EPOCHS, RANK_RECORDS, 0)
+    three = budget.Need(3 * RANK_SEGMENTS, 3 * RANK_RECORDS, 0)
+    # room for three ranks, not four (rank 0 is 190 segments more: still three with it)
+    gb = _gib(budget.Need(3 * RANK_SEGMENTS + 95 * EPOCHS, 3 * RANK_RECORDS, 0))
+    parts = plan(imagenet_store, gb)
+    assert [p.ranks for p in parts] == [[0, 1, 2], [3, 4, 5], [6, 7]]
+    assert [p.unranked for p in parts] == [True, False, False]
+    assert parts[0].need == budget.Need(rank0.segments + 2 * one.segments, 3 * RANK_RECORDS, 0)
+    assert parts[1].need == three
+    assert parts[2].need == budget.Need(2 * RANK_SEGMENTS, 2 * RANK_RECORDS, 0)
+    # everything fits in one part when the budget allows the whole run
+    assert [p.ranks for p in plan(imagenet_store, 64.0)] == [list(range(RANKS))]
+
+
+def test_a_rank_larger_than_the_budget_is_named(imagenet_store):
+    with pytest.raises(budget.MemoryBudgetError, match=r"rank 0 alone needs about"):
+        plan(imagenet_store, _gib(budget.Need(RANK_SEGMENTS, RANK_RECORDS, 0)))
+
+
+def _sorted(df: pd.DataFrame, paths: list[str], keys: list[str]) -> pd.DataFrame:
+    """The table with paths for file codes (each analysis codes paths its own way), rows in
+    ``keys`` order."""
+    df = widen(df)
+    df["file"] = np.asarray(paths, dtype=object)[df["file"].to_numpy()]
+    return df.sort_values(keys).reset_index(drop=True)
+
+
+TABLE_KEYS = {
+    "file_rank": ["actor", "file"],
+    "files": ["file"],
+    "ranks": ["rank"],
+    "nodes": ["host"],
+}
+
+
+def _assert_same_tables(store: Path, parts: list[list[int]], tmp_path: Path) -> None:
+    settings = AnalysisSettings()
+    rd = part_data(store, Part(0, sorted(r.rank for r in open_store(store).meta.ranks), True,
+                               budget.Need(0, 0, 0)), settings)  # fmt: skip
+    whole_rd = load_run(store, settings)
+    assert len(rd.ops) <= len(whole_rd.ops)  # (the same data, tracer artefacts left out)
+    del whole_rd
+    whole = build_tables(rd, classify_ops(rd))
+    outs = []
+    for i, ranks in enumerate(parts):
+        outs.append(tmp_path / f"part-{i}")
+        analyze_part(store, Part(i, ranks, i == 0, budget.Need(0, 0, 0)), outs[-1], settings)
+    combined = combine_tables(store, outs, settings)
+    paths = StringCodes()
+    part_tables.combine(outs, paths)  # the codes combine_tables gave
+    for name, keys in TABLE_KEYS.items():
+        a, b = getattr(whole, name), getattr(combined, name)
+        if "file" in a:
+            a, b = _sorted(a, rd.paths, keys), _sorted(b, paths.values, keys)
+        else:
+            a, b = a.sort_values(keys, ignore_index=True), b.sort_values(keys, ignore_index=True)
+        # sums of seconds may add up in another order: equal to the last bits
+        pd.testing.assert_frame_equal(a, b, check_dtype=False, rtol=1e-12, obj=name)
+    assert (combined.dxt_available, combined.completeness) == (
+        whole.dxt_available,
+        whole.completeness,
+    )
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        "horovod-pytorch-mnist/darshan-np4",
+        "horovod-pytorch-mnist/darshan-2nodes-np4",
+        "horovod-pytorch-mnist/dftracer-np4",
+        "horovod-tf2-mnist/darshan-np4",
+        "imagenet-style-resnet50-h100/darshan8",
+        "darshan-logs/dlio_logs",
+        "darshan-logs/mpi_io_test_with_dxt",
+    ],
+)
+def test_tables_in_parts_of_one_rank_are_the_whole_runs(fixture, tmp_path):
+    store = tmp_path / "store"
+    ingest([shared_fixture(fixture)], store)
+    ranks = sorted(r.rank for r in open_store(store).meta.ranks)
+    _assert_same_tables(store, [[r] for r in ranks], tmp_path)
+
+
+def test_imagenet_tables_in_parts_are_the_whole_runs(imagenet_store, tmp_path):
+    # files read by several ranks (one an epoch, each in another part): the sharing between
+    # ranks and a node's unique bytes need rows of every part (a file shared by ranks that
+    # write parts of it, whose size no part knows alone: the MPI-IO and DLIO fixtures above)
+    _assert_same_tables(imagenet_store, [[0, 1, 2], [3, 4, 5], [6, 7]], tmp_path)
