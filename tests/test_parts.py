@@ -1,23 +1,27 @@
-"""A run analysed in parts of whole ranks (iosweep.analysis.parts) gives the tables the run
-analysed whole gives; parts are cut where the budget says."""
+"""A run analysed in parts of whole ranks (iosweep.analysis.parts) gives the results the run
+analysed whole gives (so far: the volume tables and the request sizes); parts are cut where
+the budget says."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import shared_fixture
 
-from iosweep.analysis import budget
-from iosweep.analysis.data import StringCodes, load_run
-from iosweep.analysis.parts import tables as part_tables
+from iosweep.analysis import analyze_run, budget
 from iosweep.analysis.parts.plan import Part, plan
-from iosweep.analysis.parts.run import analyze_part, combine_tables, part_data
+from iosweep.analysis.parts.run import analyze_part, combine, part_data
+from iosweep.analysis.patterns.sizes import analyze_sizes
 from iosweep.analysis.patterns.spatial import classify_ops
 from iosweep.analysis.patterns.volume import build_tables, widen
 from iosweep.analysis.settings import AnalysisSettings
+from iosweep.analysis.summary.run import Pipeline, Sizes
+from iosweep.files import json_safe
 from iosweep.testing.imagenet_trace import write_imagenet_store
 from iosweep.trace.ingest import ingest
 from iosweep.trace.store import open_store
@@ -78,33 +82,68 @@ TABLE_KEYS = {
 }
 
 
-def _assert_same_tables(store: Path, parts: list[list[int]], tmp_path: Path) -> None:
+def _assert_same_results(store: Path, parts: list[list[int]], tmp_path: Path) -> None:
     settings = AnalysisSettings()
-    rd = part_data(store, Part(0, sorted(r.rank for r in open_store(store).meta.ranks), True,
-                               budget.Need(0, 0, 0)), settings)  # fmt: skip
-    whole_rd = load_run(store, settings)
-    assert len(rd.ops) <= len(whole_rd.ops)  # (the same data, tracer artefacts left out)
-    del whole_rd
+    every_rank = sorted(r.rank for r in open_store(store).meta.ranks)
+    rd = part_data(store, Part(0, every_rank, True, budget.Need(0, 0, 0)), settings)
     whole = build_tables(rd, classify_ops(rd))
     outs = []
     for i, ranks in enumerate(parts):
         outs.append(tmp_path / f"part-{i}")
         analyze_part(store, Part(i, ranks, i == 0, budget.Need(0, 0, 0)), outs[-1], settings)
-    combined = combine_tables(store, outs, settings)
-    paths = StringCodes()
-    part_tables.combine(outs, paths)  # the codes combine_tables gave
+    combined = combine(store, outs, settings)
+    t = combined.tables
     for name, keys in TABLE_KEYS.items():
-        a, b = getattr(whole, name), getattr(combined, name)
+        a, b = getattr(whole, name), getattr(t, name)
         if "file" in a:
-            a, b = _sorted(a, rd.paths, keys), _sorted(b, paths.values, keys)
+            a, b = _sorted(a, rd.paths, keys), _sorted(b, combined.run.paths, keys)
         else:
             a, b = a.sort_values(keys, ignore_index=True), b.sort_values(keys, ignore_index=True)
         # sums of seconds may add up in another order: equal to the last bits
         pd.testing.assert_frame_equal(a, b, check_dtype=False, rtol=1e-12, obj=name)
-    assert (combined.dxt_available, combined.completeness) == (
-        whole.dxt_available,
-        whole.completeness,
+    assert (t.dxt_available, t.completeness) == (whole.dxt_available, whole.completeness)
+    sizes_table, sizes = analyze_sizes(rd, whole.file_rank)
+    pd.testing.assert_frame_equal(combined.sizes[0], sizes_table, obj="sizes")
+    assert combined.sizes[1] == sizes
+    assert (combined.run_start, combined.run_end) == (rd.run_start, rd.run_end)
+    # the pipeline's, as the whole run's analysis writes it
+    summary = analyze_run(store, tmp_path / "whole")
+    table = pd.read_parquet(tmp_path / "whole" / "pipeline.parquet")
+    pd.testing.assert_frame_equal(
+        combined.pipeline[0], table, check_dtype=False, rtol=1e-12, obj="pipeline"
     )
+    # (not built in parts yet: the unoverlapped I/O and a DLIO run's replay beside it)
+    later = ("unoverlapped", "dlio")
+    parted = _json(Pipeline.model_validate(_json(combined.pipeline[1])))
+    _assert_close(
+        {k: v for k, v in parted.items() if k not in later},
+        {k: v for k, v in summary["pipeline"].items() if k not in later},
+    )
+    assert _json(Sizes.model_validate(_json(combined.sizes[1]))) == _json(summary["sizes"])
+
+
+def _assert_close(a: Any, b: Any, where: str = "") -> None:
+    """Equal, numbers to 1e-12 relative (sums of seconds in another order)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), where
+        for k in a:
+            _assert_close(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _assert_close(x, y, f"{where}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-12), where
+    else:
+        assert a == b, where
+
+
+def _json(v: Any) -> Any:
+    """``v`` as summary.json holds it (numpy numbers as Python's, NaN as null, models as
+    they are dumped)."""
+    if isinstance(v, Pipeline | Sizes):
+        v = v.model_dump(mode="json")
+    return json.loads(json.dumps(json_safe(v)))
 
 
 @pytest.mark.parametrize(
@@ -119,15 +158,15 @@ def _assert_same_tables(store: Path, parts: list[list[int]], tmp_path: Path) -> 
         "darshan-logs/mpi_io_test_with_dxt",
     ],
 )
-def test_tables_in_parts_of_one_rank_are_the_whole_runs(fixture, tmp_path):
+def test_results_in_parts_of_one_rank_are_the_whole_runs(fixture, tmp_path):
     store = tmp_path / "store"
     ingest([shared_fixture(fixture)], store)
     ranks = sorted(r.rank for r in open_store(store).meta.ranks)
-    _assert_same_tables(store, [[r] for r in ranks], tmp_path)
+    _assert_same_results(store, [[r] for r in ranks], tmp_path)
 
 
-def test_imagenet_tables_in_parts_are_the_whole_runs(imagenet_store, tmp_path):
+def test_imagenet_results_in_parts_are_the_whole_runs(imagenet_store, tmp_path):
     # files read by several ranks (one an epoch, each in another part): the sharing between
     # ranks and a node's unique bytes need rows of every part (a file shared by ranks that
     # write parts of it, whose size no part knows alone: the MPI-IO and DLIO fixtures above)
-    _assert_same_tables(imagenet_store, [[0, 1, 2], [3, 4, 5], [6, 7]], tmp_path)
+    _assert_same_results(imagenet_store, [[0, 1, 2], [3, 4, 5], [6, 7]], tmp_path)

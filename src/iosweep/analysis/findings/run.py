@@ -37,7 +37,7 @@ from iosweep.analysis.pipeline.epochs import op_epochs, placement, rank_windows
 from iosweep.analysis.pipeline.overlap import analyze_overlap
 from iosweep.analysis.pipeline.phases import use_annotated_steps
 from iosweep.analysis.pipeline.unoverlapped import analyze_unoverlapped
-from iosweep.analysis.pipeline.waits import analyze_pipeline
+from iosweep.analysis.pipeline.waits import analyze_pipeline, pipeline_context
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import select
 from iosweep.analysis.summary import SCHEMA, to_dict, validate, write_summary
@@ -240,7 +240,11 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     classes = _classes(rd, t, ef.per_epoch)
     checkpoints = checkpoint_summary(rd, t.file_rank, windows)
     pipe_table, pipe = analyze_pipeline(
-        rd, ef.op_epoch, _pipeline_context(rd, classes, size_summary)
+        rd,
+        ef.op_epoch,
+        pipeline_context(
+            rd.meta.params, (classes.get("dataset") or {}).get("size_median"), size_summary
+        ),
     )
     pipe["unoverlapped"] = unov
     pipe["dlio"] = dlio_beside(rd, pipe_table, pipe)
@@ -353,20 +357,6 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     }
     rd.cache["timeline"] = timeline
     return summary, tables
-
-
-def _pipeline_context(
-    rd: RunData, classes: dict[str, Any], sizes: dict[str, Any]
-) -> dict[str, Any]:
-    """What the verdict's levers depend on: loader workers, staging, the data's sizes."""
-    ds = classes.get("dataset") or {}
-    read = (sizes["by_class"].get("dataset") or {}).get("read") or {}
-    return {
-        "loader_workers": rd.meta.params.get("loader_workers"),
-        "staging": rd.meta.params.get("staging"),
-        "file_size_median": ds.get("size_median"),
-        "read_size_median": read.get("median"),
-    }
 
 
 def _file_ranks_table(rd: RunData, file_rank: pd.DataFrame) -> pd.DataFrame:

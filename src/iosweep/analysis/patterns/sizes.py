@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.data import OPS, RunData
+from iosweep.analysis.settings import AnalysisSettings
 from iosweep.trace.schema import SIZE_BIN_LOWER, SIZE_BINS, darshan_size_bin
 
 
@@ -36,23 +37,39 @@ def _straddling_small(co: pd.DataFrame, ncls: int) -> np.ndarray:
     return out
 
 
-def analyze_sizes(rd: RunData, file_rank: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+def size_counts(rd: RunData) -> pd.DataFrame:
+    """The operations' exact sizes with their counts per (class, op): ``k`` (class * 2 +
+    op), ``size``, ``count``. A hash count over the operations; everything else (bins,
+    percentiles, most common sizes) comes from the distinct sizes only, and the counts of
+    some ranks add up to the run's (:func:`add_size_counts`)."""
     ops = rd.ops
-    classes = rd.class_names
-    ncls = len(classes)
-    thr = rd.settings.small_request_bytes
     cls = rd.file_class[ops.file].astype(np.int64) if len(ops) else np.empty(0, np.int64)
-    key = cls * 2 + ops.op  # (class, op)
+    key = (cls * 2 + ops.op) * (1 << 48) + ops.length
     del cls
-    rows: list[dict[str, Any]] = []
-
-    # Exact sizes with their counts per (class, op): a hash count over the operations, then
-    # everything else (bins, percentiles, most common sizes) from the distinct sizes only.
-    vc = pd.Series(key * (1 << 48) + ops.length).value_counts()
+    vc = pd.Series(key).value_counts()
     del key
     kv = vc.index.to_numpy()
-    exact = pd.DataFrame({"k": kv >> 48, "size": kv & ((1 << 48) - 1), "count": vc.to_numpy()})
-    del vc, kv
+    return pd.DataFrame({"k": kv >> 48, "size": kv & ((1 << 48) - 1), "count": vc.to_numpy()})
+
+
+def add_size_counts(counts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Size counts of several parts of a run (:func:`size_counts`) as one."""
+    all_ = pd.concat(counts, ignore_index=True)
+    return all_.groupby(["k", "size"], as_index=False, sort=False)["count"].sum()
+
+
+def analyze_sizes(rd: RunData, file_rank: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    return sizes_of(size_counts(rd), file_rank, rd.class_names, rd.settings)
+
+
+def sizes_of(
+    exact: pd.DataFrame, file_rank: pd.DataFrame, classes: list[str], settings: AnalysisSettings
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The sizes table and summary from the size counts and the (rank, file) rows (their
+    counter-only rows add Darshan's bins)."""
+    ncls = len(classes)
+    thr = settings.small_request_bytes
+    rows: list[dict[str, Any]] = []
     ek, esz, ecnt = exact["k"].to_numpy(), exact["size"].to_numpy(), exact["count"].to_numpy()
     nb = 64
     lb = _log2_bin(esz)
@@ -143,7 +160,7 @@ def analyze_sizes(rd: RunData, file_rank: pd.DataFrame) -> tuple[pd.DataFrame, d
             def pct(q: float) -> int:
                 return int(sizes[np.searchsorted(cum, q * cum[-1], side="left")])
 
-            top = e.sort_values(ascending=False, kind="stable").head(rd.settings.top_sizes)
+            top = e.sort_values(ascending=False, kind="stable").head(settings.top_sizes)
             out |= {
                 "bytes": int((sizes * cnt).sum()),
                 "mean": float((sizes * cnt).sum() / cum[-1]),

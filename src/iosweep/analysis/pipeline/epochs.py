@@ -33,7 +33,11 @@ def steps_frame(rd: RunData) -> pd.DataFrame:
 
 def rank_windows(rd: RunData) -> pd.DataFrame:
     """Per (actor, epoch): start and end of the epoch on that rank."""
-    st = steps_frame(rd)
+    return windows_of(steps_frame(rd))
+
+
+def windows_of(st: pd.DataFrame) -> pd.DataFrame:
+    """:func:`rank_windows` of the steps ``st`` (columns actor, epoch, step, start, end)."""
     if st.empty:
         return pd.DataFrame(columns=["actor", "epoch", "start", "end"])
     whole = st[st["step"] < 0][["actor", "epoch", "start", "end"]]
@@ -55,14 +59,18 @@ def run_windows(windows: pd.DataFrame) -> pd.DataFrame:
     return w.sort_values("start").reset_index(drop=True)
 
 
-def op_epochs(rd: RunData, windows: pd.DataFrame) -> np.ndarray:
+def op_epochs(
+    rd: RunData, windows: pd.DataFrame, whole_run: pd.DataFrame | None = None
+) -> np.ndarray:
     """int16 epoch of every operation (the window of its rank, or of the run where the rank
-    logged no steps, that it starts in), else OUTSIDE."""
+    logged no steps, that it starts in), else OUTSIDE. ``whole_run``: the run's epochs
+    (:func:`run_windows` of every rank's windows) where ``windows`` are some ranks' only."""
     ops = rd.ops
     out = np.full(len(ops), OUTSIDE, np.int16)
-    if windows.empty or not len(ops):
+    if whole_run is None:
+        whole_run = run_windows(windows) if not windows.empty else windows
+    if whole_run.empty or not len(ops):
         return out
-    whole_run = run_windows(windows)
     order = rd.actor_time_order()  # ranks' ops, by (actor, time)
     actors = ops.actor[order]
     bounds = np.searchsorted(actors, np.unique(actors), side="left")

@@ -32,6 +32,7 @@ from iosweep.analysis.data import READ, RunData, category_matches
 from iosweep.analysis.patterns.metadata import KINDS
 from iosweep.analysis.pipeline.epochs import steps_frame
 from iosweep.analysis.pipeline.verdict import estimated, verdict
+from iosweep.analysis.settings import AnalysisSettings
 
 AU_LABEL = "MLPerf-Storage-style AU (compute / epoch time, first step excluded; not a submission)"
 
@@ -364,23 +365,72 @@ def _no_steps_reason(rd: RunData) -> str:
     )
 
 
+@dataclass
+class PipelineFacts:
+    """What the pipeline's summary needs of a run besides its (rank, epoch) rows."""
+
+    timing: dict[str, Any]  # timing_of
+    has_steps: bool  # training steps recorded (step >= 0)
+    timed: bool  # the waits timed by the script (not gaps between steps)
+    run_start: float
+    run_end: float
+    io_span: tuple[float, float] | None  # the first operation's start, the last one's end
+    no_steps_reason: str
+
+
+def pipeline_facts(rd: RunData) -> PipelineFacts:
+    has_steps = not rd.steps.empty and bool((rd.steps["step"] >= 0).any())
+    ops = rd.ops
+    return PipelineFacts(
+        timing_of(rd),
+        has_steps,
+        has_steps and bool(steps_frame(rd)["wait_start"].notna().any()),
+        rd.run_start,
+        rd.run_end,
+        (float(np.min(ops.start)), float(np.max(ops.end))) if len(ops) else None,
+        "" if has_steps else _no_steps_reason(rd),
+    )
+
+
 def analyze_pipeline(
     rd: RunData, op_epoch: np.ndarray, context: dict[str, Any]
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The (rank, epoch) table (``pipeline.parquet``) and the run's summary with its verdict;
     without step timestamps, why the analysis is not available."""
-    timing = timing_of(rd)
-    if rd.steps.empty or not (rd.steps["step"] >= 0).any():
-        none = {"available": False, "reason": _no_steps_reason(rd), "timing": timing}
-        return pd.DataFrame(columns=COLUMNS), none
-    t = rank_epoch_table(rd, op_epoch)
-    tot = totals(t, rd.run_start, rd.run_end)
-    timed = steps_frame(rd)["wait_start"].notna().any()
-    source = "estimated" if timing.get("wait") == "estimated" else "timed" if timed else "gaps"
-    v = verdict(tot, context, rd.settings, wait_is_lower_bound=source == "estimated")
+    facts = pipeline_facts(rd)
+    t = rank_epoch_table(rd, op_epoch) if facts.has_steps else pd.DataFrame(columns=COLUMNS)
+    return t, pipeline_summary(t, facts, context, rd.settings)
+
+
+def pipeline_context(
+    params: dict[str, Any], file_size_median: float | None, sizes: dict[str, Any]
+) -> dict[str, Any]:
+    """What the verdict's levers depend on: loader workers, staging, the data's sizes (the
+    dataset's median file size, and the sizes' summary)."""
+    read = (sizes["by_class"].get("dataset") or {}).get("read") or {}
+    return {
+        "loader_workers": params.get("loader_workers"),
+        "staging": params.get("staging"),
+        "file_size_median": file_size_median,
+        "read_size_median": read.get("median"),
+    }
+
+
+def pipeline_summary(
+    t: pd.DataFrame, facts: PipelineFacts, context: dict[str, Any], s: AnalysisSettings
+) -> dict[str, Any]:
+    """The pipeline's summary from the (rank, epoch) rows of every rank (:data:`COLUMNS`)."""
+    if not facts.has_steps:
+        return {"available": False, "reason": facts.no_steps_reason, "timing": facts.timing}
+    tot = totals(t, facts.run_start, facts.run_end)
+    timing = facts.timing
+    source = (
+        "estimated" if timing.get("wait") == "estimated" else "timed" if facts.timed else "gaps"
+    )
+    v = verdict(tot, context, s, wait_is_lower_bound=source == "estimated")
     if source == "estimated":
         v = estimated(v, timing["method"])
-    out: dict[str, Any] = {
+    return {
         "available": True,
         "reason": "",
         "au_label": AU_LABEL,
@@ -389,16 +439,15 @@ def analyze_pipeline(
         "totals": tot,
         "epochs": _epochs(t),
         "verdict": v,
-        "coverage": _coverage(rd, t),
+        "coverage": _coverage(facts.io_span, t),
     }
-    return t, out
 
 
-def _coverage(rd: RunData, t: pd.DataFrame) -> str:
+def _coverage(io_span: tuple[float, float] | None, t: pd.DataFrame) -> str:
     """A warning when the step log does not fall within the traced time span."""
-    if not len(rd.ops):
+    if io_span is None:
         return ""
-    lo, hi = float(np.min(rd.ops.start)), float(np.max(rd.ops.end))
+    lo, hi = io_span
     s_lo, s_hi = float(t["start"].min()), float(t["end"].max())
     slack = 0.1 * max(hi - lo, 1.0) + 5.0
     if s_hi < lo - slack or s_lo > hi + slack:
