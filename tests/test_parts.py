@@ -12,15 +12,16 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import shared_fixture
+from pydantic import TypeAdapter
 
 from iosweep.analysis import analyze_run, budget
+from iosweep.analysis.parts.combine import combine
 from iosweep.analysis.parts.plan import Part, plan
-from iosweep.analysis.parts.run import analyze_part, combine, part_data
-from iosweep.analysis.patterns.sizes import analyze_sizes
+from iosweep.analysis.parts.run import analyze_part, part_data
 from iosweep.analysis.patterns.spatial import classify_ops
 from iosweep.analysis.patterns.volume import build_tables, widen
 from iosweep.analysis.settings import AnalysisSettings
-from iosweep.analysis.summary.run import Pipeline, Sizes
+from iosweep.analysis.summary.run import RunSummary
 from iosweep.files import json_safe
 from iosweep.testing.imagenet_trace import write_imagenet_store
 from iosweep.trace.ingest import ingest
@@ -74,52 +75,63 @@ def _sorted(df: pd.DataFrame, paths: list[str], keys: list[str]) -> pd.DataFrame
     return df.sort_values(keys).reset_index(drop=True)
 
 
-TABLE_KEYS = {
-    "file_rank": ["actor", "file"],
-    "files": ["file"],
-    "ranks": ["rank"],
-    "nodes": ["host"],
-}
-
-
 def _assert_same_results(store: Path, parts: list[list[int]], tmp_path: Path) -> None:
     settings = AnalysisSettings()
-    every_rank = sorted(r.rank for r in open_store(store).meta.ranks)
-    rd = part_data(store, Part(0, every_rank, True, budget.Need(0, 0, 0)), settings)
-    whole = build_tables(rd, classify_ops(rd))
+    summary = analyze_run(store, tmp_path / "whole")  # the whole run's, as written
     outs = []
     for i, ranks in enumerate(parts):
         outs.append(tmp_path / f"part-{i}")
         analyze_part(store, Part(i, ranks, i == 0, budget.Need(0, 0, 0)), outs[-1], settings)
     combined = combine(store, outs, settings)
     t = combined.tables
-    for name, keys in TABLE_KEYS.items():
-        a, b = getattr(whole, name), getattr(t, name)
-        if "file" in a:
-            a, b = _sorted(a, rd.paths, keys), _sorted(b, combined.run.paths, keys)
-        else:
-            a, b = a.sort_values(keys, ignore_index=True), b.sort_values(keys, ignore_index=True)
+    # the (rank, file) and per-file tables whole (those written hold the busiest files only)
+    every_rank = sorted(r.rank for r in open_store(store).meta.ranks)
+    rd = part_data(store, Part(0, every_rank, True, budget.Need(0, 0, 0)), settings)
+    whole = build_tables(rd, classify_ops(rd))
+    for name, keys in (("file_rank", ["actor", "file"]), ("files", ["file"])):
+        a = _sorted(getattr(whole, name), rd.paths, keys)
+        b = _sorted(getattr(t, name), combined.run.paths, keys)
         # sums of seconds may add up in another order: equal to the last bits
         pd.testing.assert_frame_equal(a, b, check_dtype=False, rtol=1e-12, obj=name)
-    assert (t.dxt_available, t.completeness) == (whole.dxt_available, whole.completeness)
-    sizes_table, sizes = analyze_sizes(rd, whole.file_rank)
-    pd.testing.assert_frame_equal(combined.sizes[0], sizes_table, obj="sizes")
-    assert combined.sizes[1] == sizes
-    assert (combined.run_start, combined.run_end) == (rd.run_start, rd.run_end)
-    # the pipeline's, as the whole run's analysis writes it
-    summary = analyze_run(store, tmp_path / "whole")
-    table = pd.read_parquet(tmp_path / "whole" / "pipeline.parquet")
-    pd.testing.assert_frame_equal(
-        combined.pipeline[0], table, check_dtype=False, rtol=1e-12, obj="pipeline"
+    assert (t.dxt_available, t.completeness) == (
+        summary["trace"]["dxt_available"],
+        summary["trace"]["completeness"],
     )
-    # (not built in parts yet: the unoverlapped I/O and a DLIO run's replay beside it)
-    later = ("unoverlapped", "dlio")
-    parted = _json(Pipeline.model_validate(_json(combined.pipeline[1])))
-    _assert_close(
-        {k: v for k, v in parted.items() if k not in later},
-        {k: v for k, v in summary["pipeline"].items() if k not in later},
+    assert (combined.run_start, combined.run_end) == (
+        summary["run"]["start"],
+        summary["run"]["end"],
     )
-    assert _json(Sizes.model_validate(_json(combined.sizes[1]))) == _json(summary["sizes"])
+    for name, table, keys in (
+        ("ranks", t.ranks, ["rank"]),
+        ("nodes", t.nodes, ["host"]),
+        ("pipeline", combined.pipeline[0], ["rank", "epoch"]),
+        ("sizes", combined.sizes[0], ["binning", "class", "op", "bin"]),
+    ):
+        written = pd.read_parquet(tmp_path / "whole" / f"{name}.parquet")
+        pd.testing.assert_frame_equal(
+            table.sort_values(keys, ignore_index=True),
+            written.sort_values(keys, ignore_index=True),
+            check_dtype=False,
+            rtol=1e-12,
+            obj=name,
+        )
+    sections = {
+        **combined.summary,
+        "sizes": combined.sizes[1],
+        # (not built in parts yet: the unoverlapped I/O and a DLIO run's replay beside it)
+        "pipeline": combined.pipeline[1] | {k: summary["pipeline"][k] for k in LATER},
+    }
+    for name, section in sections.items():
+        _assert_close(_as_written(name, section), summary[name], name)
+
+
+LATER = ("unoverlapped", "dlio")
+
+
+def _as_written(name: str, section: Any) -> Any:
+    """A summary's section as summary.json holds it: through its model, as JSON."""
+    model = TypeAdapter(RunSummary.model_fields[name].annotation)
+    return json.loads(model.dump_json(model.validate_python(json_safe(section))))
 
 
 def _assert_close(a: Any, b: Any, where: str = "") -> None:
@@ -136,14 +148,6 @@ def _assert_close(a: Any, b: Any, where: str = "") -> None:
         assert a == pytest.approx(b, rel=1e-12), where
     else:
         assert a == b, where
-
-
-def _json(v: Any) -> Any:
-    """``v`` as summary.json holds it (numpy numbers as Python's, NaN as null, models as
-    they are dumped)."""
-    if isinstance(v, Pipeline | Sizes):
-        v = v.model_dump(mode="json")
-    return json.loads(json.dumps(json_safe(v)))
 
 
 @pytest.mark.parametrize(

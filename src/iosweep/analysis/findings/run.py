@@ -28,7 +28,12 @@ from iosweep.analysis.patterns.metadata import analyze_metadata
 from iosweep.analysis.patterns.mpiio import analyze_mpiio
 from iosweep.analysis.patterns.shapes import file_shapes
 from iosweep.analysis.patterns.sizes import analyze_sizes
-from iosweep.analysis.patterns.spatial import CATEGORIES, classify_ops
+from iosweep.analysis.patterns.spatial import (
+    CATEGORIES,
+    classify_ops,
+    counter_sums,
+    spatial_summary,
+)
 from iosweep.analysis.patterns.temporal import epoch_windows, heatmap, phases, signatures
 from iosweep.analysis.patterns.volume import build_tables, widen, with_shares
 from iosweep.analysis.pipeline.completeness import completeness_checks
@@ -123,44 +128,6 @@ def _status(rd: RunData, t) -> tuple[str, bool, list[dict[str, Any]], list[str]]
             "others"
         )
     return status, incomplete, issues, limitations
-
-
-def _spatial(rd: RunData, t) -> dict[str, Any]:
-    cat_tot = t.file_rank[[f"ops_{c}" for c in CATEGORIES]].sum()
-    return {
-        "counters": _counter_patterns(rd),
-        "ops": int(cat_tot.sum()),
-        "ops_by_category": {c: int(cat_tot[f"ops_{c}"]) for c in CATEGORIES},
-        "share_by_category": {
-            c: (float(cat_tot[f"ops_{c}"] / cat_tot.sum()) if cat_tot.sum() else None)
-            for c in CATEGORIES
-        },
-        "patterns": {
-            k: int(v)
-            for k, v in t.file_rank.loc[t.file_rank["actor"] >= 0, "pattern"].value_counts().items()
-        },
-    }
-
-
-def _counter_patterns(rd: RunData) -> dict[str, Any] | None:
-    """Darshan's own access-pattern counters, DXT or not (most MPI logs have no DXT): per
-    direction, the POSIX calls right after the previous one (consecutive), further on
-    (sequential), and the rest (backwards: random, in Drishti's words)."""
-    if "POSIX" not in rd.modules:
-        return None
-    c = rd.counters[rd.counters["module"] == rd.modules.index("POSIX")]
-    if not len(c):
-        return None
-    out = {}
-    for op in ("read", "write"):
-        ops, seq, consec = (int(c[f"{k}{op}s"].sum()) for k in ("", "seq_", "consec_"))
-        out[op] = {
-            "ops": ops,
-            "consecutive": consec,
-            "sequential": max(seq - consec, 0),
-            "random": max(ops - seq, 0),
-        }
-    return out
 
 
 def _ranks_summary(rd: RunData, ranks: pd.DataFrame) -> dict[str, Any]:
@@ -307,7 +274,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
             }
             for c, v in classes.items()
         },
-        "spatial": _spatial(rd, t),
+        "spatial": spatial_summary(counter_sums(rd), t.file_rank),
         "sizes": size_summary,
         "metadata": md,
         "temporal": {

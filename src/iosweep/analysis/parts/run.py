@@ -2,31 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from iosweep import memory
-from iosweep.analysis.classify import classify_paths
-from iosweep.analysis.data import RunData, StringCodes, class_names, load_run
+from iosweep.analysis.data import RunData, load_run
 from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.plan import Part
 from iosweep.analysis.patterns.artefacts import fd_reuse, remove
-from iosweep.analysis.patterns.files import RunFiles
-from iosweep.analysis.patterns.sizes import add_size_counts, size_counts, sizes_of
-from iosweep.analysis.patterns.spatial import classify_ops
-from iosweep.analysis.patterns.volume import Tables, finish_tables, tables_part
+from iosweep.analysis.patterns.metadata import from_app_events
+from iosweep.analysis.patterns.sizes import size_counts
+from iosweep.analysis.patterns.spatial import classify_ops, counter_sums
+from iosweep.analysis.patterns.volume import tables_part
 from iosweep.analysis.pipeline.epochs import op_epochs, rank_windows, run_windows, windows_of
 from iosweep.analysis.pipeline.phases import use_annotated_steps
 from iosweep.analysis.pipeline.waits import (
-    PipelineFacts,
-    pipeline_context,
     pipeline_facts,
-    pipeline_summary,
     rank_epoch_table,
 )
 from iosweep.analysis.settings import AnalysisSettings
@@ -34,6 +27,7 @@ from iosweep.analysis.subset import select
 from iosweep.trace.store import open_store
 
 SIZES, PIPELINE = "size_counts.parquet", "pipeline.parquet"
+METADATA_EVENTS = "metadata_events.parquet"  # a part's metadata calls traced as events
 
 
 def part_data(
@@ -75,8 +69,13 @@ def analyze_part(
         "run_end": rd.run_end,
         "has_steps": not rd.steps.empty,
         "pipeline": asdict(pipeline_facts(rd)),
+        "counter_sums": counter_sums(rd),
+        "counter_records": len(rd.counters),
     }
     tables.write_part(tp, rd.paths, facts, out)
+    events = from_app_events(rd) if not len(rd.counters) else None
+    if events is not None:
+        events.rename_axis("rank").reset_index().to_parquet(out / METADATA_EVENTS, index=False)
 
 
 class PartsError(ValueError):
@@ -89,68 +88,3 @@ def run_epochs(store: Path) -> pd.DataFrame:
     steps = open_store(store).table("steps", ["rank", "epoch", "step", "start", "end"])
     windows = windows_of(steps.to_pandas().rename(columns={"rank": "actor"}))
     return run_windows(windows) if not windows.empty else windows
-
-
-@dataclass
-class Combined:
-    """The run's results put together from its parts'."""
-
-    run: RunFiles
-    run_start: float
-    run_end: float
-    tables: Tables
-    sizes: tuple[pd.DataFrame, dict[str, Any]]  # the sizes table and summary
-    pipeline: tuple[pd.DataFrame, dict[str, Any]]  # the (rank, epoch) table and summary
-
-
-def combine(store: Path, parts: list[Path], settings: AnalysisSettings) -> Combined:
-    """The run's results from its parts' (folders of :func:`analyze_part`)."""
-    meta = open_store(store).meta
-    if meta.phases:
-        settings = replace(settings, phases={**settings.phases, **meta.phases})
-    paths = StringCodes()
-    tp = tables.combine(parts, paths)
-    facts = [tables.facts(p) for p in parts]
-    actor_host = {int(a): h for f in facts for a, h in f["actor_host"].items()}
-    run = RunFiles(
-        paths.values,
-        classify_paths(pa.array(paths.values, pa.string()), settings),
-        class_names(settings, meta, any(f["has_steps"] for f in facts)),
-        dict(sorted(actor_host.items())),
-        settings,
-    )
-    start = min(f["run_start"] for f in facts)
-    end = max(f["run_end"] for f in facts)
-    t = finish_tables(tp, run, max(0.0, end - start))
-    counts = add_size_counts([pd.read_parquet(p / SIZES) for p in parts])
-    sizes = sizes_of(counts, t.file_rank, run.class_names, settings)
-    pipeline = _pipeline(parts, facts, (start, end), meta.params, t.files, sizes[1], settings)
-    return Combined(run, start, end, t, sizes, pipeline)
-
-
-def _pipeline(
-    parts: list[Path],
-    facts: list[dict[str, Any]],
-    span: tuple[float, float],
-    params: dict[str, Any],
-    files: pd.DataFrame,
-    sizes: dict[str, Any],
-    settings: AnalysisSettings,
-) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The pipeline's (rank, epoch) table and summary from the parts' rows and facts."""
-    rows = [pd.read_parquet(p / PIPELINE) for p in parts]
-    t = pd.concat([r for r in rows if len(r)] or rows[:1], ignore_index=True)
-    t = t.sort_values(["rank", "epoch"], ignore_index=True)
-    pf = [PipelineFacts(**f["pipeline"]) for f in facts]
-    spans = [f.io_span for f in pf if f.io_span is not None]
-    combined = replace(
-        pf[0],  # the timing and the reason come from the run's manifest and meta
-        has_steps=any(f.has_steps for f in pf),
-        timed=any(f.timed for f in pf),
-        run_start=span[0],
-        run_end=span[1],
-        io_span=(min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None,
-    )
-    dataset = files.loc[files["class"] == "dataset", "size"]
-    context = pipeline_context(params, float(np.median(dataset)) if len(dataset) else None, sizes)
-    return t, pipeline_summary(t, combined, context, settings)

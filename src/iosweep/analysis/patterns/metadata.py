@@ -101,14 +101,22 @@ def per_file_from_app_events(rd: RunData, nf: int) -> pd.DataFrame | None:
 
 def analyze_metadata(rd: RunData, ranks: pd.DataFrame) -> dict[str, Any]:
     """Fills the metadata columns of ``ranks`` from app events where counters gave none."""
-    source = "counters" if len(rd.counters) else "none"
-    ev = from_app_events(rd)
-    if ev is not None and not len(rd.counters):
+    ev = from_app_events(rd) if not len(rd.counters) else None
+    return metadata_summary(ranks, ev, bool(len(rd.counters)), rd.run_time)
+
+
+def metadata_summary(
+    ranks: pd.DataFrame, ev: pd.DataFrame | None, counted: bool, rt: float
+) -> dict[str, Any]:
+    """The run's metadata calls, from Darshan's counters (``counted``: the run has counter
+    records) or else from its calls traced as events (``ev``: :func:`from_app_events`, whose
+    figures replace the metadata columns of ``ranks``); ``rt``: the run's time."""
+    source = "counters" if counted else "none"
+    if ev is not None and not counted:
         source = "events"
         idx = ranks["rank"]
         for c in (*KINDS, "meta_time"):
             ranks[c] = ev[c].reindex(idx).fillna(0).to_numpy().astype(ranks[c].dtype)
-    rt = rd.run_time
     io = (ranks["read_time"] + ranks["write_time"] + ranks["meta_time"]).to_numpy()
     ranks["meta_share"] = np.divide(
         ranks["meta_time"].to_numpy(), io, out=np.zeros(len(ranks)), where=io > 0

@@ -14,8 +14,10 @@ A *stream* is one rank's reads (or writes) of one file, in time order. Each oper
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from iosweep.analysis.data import Ops, RunData
 from iosweep.analysis.intervals import order_by
@@ -86,3 +88,58 @@ def fractions(counts: np.ndarray) -> np.ndarray:
     """Row-normalised category counts (rows with no ops stay 0)."""
     tot = counts.sum(axis=1, keepdims=True)
     return np.divide(counts, tot, out=np.zeros_like(counts, dtype=np.float64), where=tot > 0)
+
+
+def spatial_summary(sums: dict[str, int] | None, file_rank: pd.DataFrame) -> dict[str, Any]:
+    """The run's spatial patterns: the categories of its traced operations and the (rank,
+    file) rows' patterns; beside them Darshan's own counters' (``sums``: :func:`counter_sums`)."""
+    cat_tot = file_rank[[f"ops_{c}" for c in CATEGORIES]].sum()
+    return {
+        "counters": counter_patterns(sums),
+        "ops": int(cat_tot.sum()),
+        "ops_by_category": {c: int(cat_tot[f"ops_{c}"]) for c in CATEGORIES},
+        "share_by_category": {
+            c: (float(cat_tot[f"ops_{c}"] / cat_tot.sum()) if cat_tot.sum() else None)
+            for c in CATEGORIES
+        },
+        "patterns": {
+            k: int(v)
+            for k, v in file_rank.loc[file_rank["actor"] >= 0, "pattern"].value_counts().items()
+        },
+    }
+
+
+_COUNTED = [f"{k}{op}s" for op in ("read", "write") for k in ("", "seq_", "consec_")]
+
+
+def counter_sums(rd: RunData) -> dict[str, int] | None:
+    """Darshan's POSIX access-pattern counters added up (reads, seq_reads, consec_reads and
+    the same for writes); None without POSIX records."""
+    if "POSIX" not in rd.modules:
+        return None
+    c = rd.counters[rd.counters["module"] == rd.modules.index("POSIX")]
+    return {k: int(c[k].sum()) for k in _COUNTED} if len(c) else None
+
+
+def add_counter_sums(sums: list[dict[str, int] | None]) -> dict[str, int] | None:
+    """:func:`counter_sums` of some parts of a run as the run's."""
+    known = [s for s in sums if s is not None]
+    return {k: sum(s[k] for s in known) for k in _COUNTED} if known else None
+
+
+def counter_patterns(sums: dict[str, int] | None) -> dict[str, Any] | None:
+    """Darshan's own access-pattern counters, DXT or not (most MPI logs have no DXT): per
+    direction, the POSIX calls right after the previous one (consecutive), further on
+    (sequential), and the rest (backwards: random, in Drishti's words)."""
+    if sums is None:
+        return None
+    out = {}
+    for op in ("read", "write"):
+        ops, seq, consec = (sums[f"{k}{op}s"] for k in ("", "seq_", "consec_"))
+        out[op] = {
+            "ops": ops,
+            "consecutive": consec,
+            "sequential": max(seq - consec, 0),
+            "random": max(ops - seq, 0),
+        }
+    return out

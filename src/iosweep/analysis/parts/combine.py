@@ -1,0 +1,112 @@
+"""The run's results put together from its parts' (folders of
+:func:`iosweep.analysis.parts.run.analyze_part`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from iosweep.analysis.classify import classify_paths
+from iosweep.analysis.data import StringCodes, class_names
+from iosweep.analysis.parts import tables
+from iosweep.analysis.parts.run import METADATA_EVENTS, PIPELINE, SIZES
+from iosweep.analysis.patterns.files import RunFiles
+from iosweep.analysis.patterns.metadata import metadata_summary
+from iosweep.analysis.patterns.sizes import add_size_counts, sizes_of
+from iosweep.analysis.patterns.spatial import add_counter_sums, spatial_summary
+from iosweep.analysis.patterns.volume import Tables, finish_tables
+from iosweep.analysis.pipeline.waits import PipelineFacts, pipeline_context, pipeline_summary
+from iosweep.analysis.settings import AnalysisSettings
+from iosweep.trace.store import open_store
+
+
+@dataclass
+class Combined:
+    """The run's results put together from its parts'."""
+
+    run: RunFiles
+    run_start: float
+    run_end: float
+    tables: Tables
+    sizes: tuple[pd.DataFrame, dict[str, Any]]  # the sizes table and summary
+    pipeline: tuple[pd.DataFrame, dict[str, Any]]  # the (rank, epoch) table and summary
+    summary: dict[str, Any]  # the summary's sections built in parts so far
+
+
+def combine(store: Path, parts: list[Path], settings: AnalysisSettings) -> Combined:
+    """The run's results from its parts' (folders of :func:`analyze_part`)."""
+    meta = open_store(store).meta
+    if meta.phases:
+        settings = replace(settings, phases={**settings.phases, **meta.phases})
+    paths = StringCodes()
+    tp = tables.combine(parts, paths)
+    facts = [tables.facts(p) for p in parts]
+    actor_host = {int(a): h for f in facts for a, h in f["actor_host"].items()}
+    run = RunFiles(
+        paths.values,
+        classify_paths(pa.array(paths.values, pa.string()), settings),
+        class_names(settings, meta, any(f["has_steps"] for f in facts)),
+        dict(sorted(actor_host.items())),
+        settings,
+    )
+    start = min(f["run_start"] for f in facts)
+    end = max(f["run_end"] for f in facts)
+    t = finish_tables(tp, run, max(0.0, end - start))
+    summary = {
+        "spatial": spatial_summary(
+            add_counter_sums([f["counter_sums"] for f in facts]), t.file_rank
+        ),
+        "metadata": _metadata(parts, facts, t.ranks, max(0.0, end - start)),
+    }
+    counts = add_size_counts([pd.read_parquet(p / SIZES) for p in parts])
+    sizes = sizes_of(counts, t.file_rank, run.class_names, settings)
+    pipeline = _pipeline(parts, facts, (start, end), meta.params, t.files, sizes[1], settings)
+    return Combined(run, start, end, t, sizes, pipeline, summary)
+
+
+def _metadata(
+    parts: list[Path], facts: list[dict[str, Any]], ranks: pd.DataFrame, run_time: float
+) -> dict[str, Any]:
+    """The metadata summary (the ranks' metadata columns from the events where the run has
+    no counters)."""
+    found = [p / METADATA_EVENTS for p in parts if (p / METADATA_EVENTS).exists()]
+    events = (
+        pd.concat([pd.read_parquet(f) for f in found]).set_index("rank").sort_index()
+        if found
+        else None
+    )
+    counted = sum(f["counter_records"] for f in facts) > 0
+    return metadata_summary(ranks, events, counted, run_time)
+
+
+def _pipeline(
+    parts: list[Path],
+    facts: list[dict[str, Any]],
+    span: tuple[float, float],
+    params: dict[str, Any],
+    files: pd.DataFrame,
+    sizes: dict[str, Any],
+    settings: AnalysisSettings,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The pipeline's (rank, epoch) table and summary from the parts' rows and facts."""
+    rows = [pd.read_parquet(p / PIPELINE) for p in parts]
+    t = pd.concat([r for r in rows if len(r)] or rows[:1], ignore_index=True)
+    t = t.sort_values(["rank", "epoch"], ignore_index=True)
+    pf = [PipelineFacts(**f["pipeline"]) for f in facts]
+    spans = [f.io_span for f in pf if f.io_span is not None]
+    combined = replace(
+        pf[0],  # the timing and the reason come from the run's manifest and meta
+        has_steps=any(f.has_steps for f in pf),
+        timed=any(f.timed for f in pf),
+        run_start=span[0],
+        run_end=span[1],
+        io_span=(min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None,
+    )
+    dataset = files.loc[files["class"] == "dataset", "size"]
+    context = pipeline_context(params, float(np.median(dataset)) if len(dataset) else None, sizes)
+    return t, pipeline_summary(t, combined, context, settings)
