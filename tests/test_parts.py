@@ -5,11 +5,14 @@ the budget says."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from conftest import shared_fixture
 from pydantic import TypeAdapter
@@ -174,3 +177,13 @@ def test_imagenet_results_in_parts_are_the_whole_runs(imagenet_store, tmp_path):
     # ranks and a node's unique bytes need rows of every part (a file shared by ranks that
     # write parts of it, whose size no part knows alone: the MPI-IO and DLIO fixtures above)
     _assert_same_results(imagenet_store, [[0, 1, 2], [3, 4, 5], [6, 7]], tmp_path)
+
+
+def test_ranks_without_steps_read_in_the_runs_epochs(imagenet_store, tmp_path):
+    # Often only rank 0 logs its steps: the other ranks' reads fall in the run's epochs,
+    # which a part without rank 0 knows from the store's steps, not from its own
+    store = tmp_path / "store"
+    shutil.copytree(imagenet_store, store)
+    steps = pq.read_table(store / "steps.parquet")
+    pq.write_table(steps.filter(pc.equal(steps["rank"], 0)), store / "steps.parquet")
+    _assert_same_results(store, [[0, 1, 2], [3, 4, 5], [6, 7]], tmp_path)

@@ -19,7 +19,7 @@ from iosweep.analysis import budget
 from iosweep.analysis.data import RunData, load_run, unsized_io_calls
 from iosweep.analysis.findings.rules import run_checks
 from iosweep.analysis.findings.sample import sample_ops
-from iosweep.analysis.patterns.access import class_strategy, epoch_strategy, per_epoch_reads
+from iosweep.analysis.patterns.access import access_summary, classes_summary, per_epoch_reads
 from iosweep.analysis.patterns.alignment import analyze_alignment
 from iosweep.analysis.patterns.artefacts import fd_reuse, remove
 from iosweep.analysis.patterns.checkpoints import checkpoint_summary
@@ -29,7 +29,6 @@ from iosweep.analysis.patterns.mpiio import analyze_mpiio
 from iosweep.analysis.patterns.shapes import file_shapes
 from iosweep.analysis.patterns.sizes import analyze_sizes
 from iosweep.analysis.patterns.spatial import (
-    CATEGORIES,
     classify_ops,
     counter_sums,
     spatial_summary,
@@ -204,7 +203,9 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     )
     del sp
     memory.release()
-    classes = _classes(rd, t, ef.per_epoch)
+    classes = classes_summary(
+        rd.class_names, rd.n_ranks, rd.settings, t.files, t.file_rank, ef.per_epoch
+    )
     checkpoints = checkpoint_summary(rd, t.file_rank, windows)
     pipe_table, pipe = analyze_pipeline(
         rd,
@@ -267,13 +268,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
             "shared_records": sh.to_json(),
         },
         "classes": classes,
-        "access": {
-            c: {
-                d: (v["access"][d]["strategy"] if v["access"].get(d) else None)
-                for d in ("read", "write")
-            }
-            for c, v in classes.items()
-        },
+        "access": access_summary(classes),
         "spatial": spatial_summary(counter_sums(rd), t.file_rank),
         "sizes": size_summary,
         "metadata": md,
@@ -366,66 +361,6 @@ def _bounded_file_tables(
     info["files_kept"] = len(files)
     info["file_rank_rows_kept"] = len(fr)
     return files, _file_ranks_table(rd, fr), info
-
-
-def _classes(rd: RunData, t, per_epoch: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    out = {}
-    files, fr = t.files, t.file_rank
-    for ci, cname in enumerate(rd.class_names):
-        f = files[files["class"] == cname]
-        if f.empty:
-            continue
-        sz = f["size"].to_numpy()
-        ops_cols = [f"ops_{c}" for c in CATEGORIES]
-        # only the columns used: the (rank, file) table is gigabytes at a million files
-        frc = fr.loc[
-            (fr["class"] == ci) & (fr["actor"] >= 0),
-            ["actor", "reads", "writes", "pattern", "read_whole", "read_coverage_frac", *ops_cols],
-        ]
-        cat = frc[ops_cols].sum()
-        out[cname] = {
-            "files": len(f),
-            "size_total": int(sz.sum()),
-            "size_min": int(sz.min()),
-            "size_median": float(np.median(sz)),
-            "size_max": int(sz.max()),
-            "bytes_read": int(f["bytes_read"].sum()),
-            "bytes_written": int(f["bytes_written"].sum()),
-            "reads": int(f["reads"].sum()),
-            "writes": int(f["writes"].sum()),
-            "ranks": int(frc["actor"].nunique()),
-            "readers": sorted(int(a) for a in frc.loc[frc["reads"] > 0, "actor"].unique())[:1024],
-            "writers": sorted(int(a) for a in frc.loc[frc["writes"] > 0, "actor"].unique())[:1024],
-            "access": _access(files, fr, cname, rd, per_epoch.get(cname)),
-            "per_epoch": per_epoch.get(cname),
-            "spatial": {
-                "share_by_category": {
-                    c: (float(cat[f"ops_{c}"] / cat.sum()) if cat.sum() else None)
-                    for c in CATEGORIES
-                },
-                "patterns": {k: int(v) for k, v in frc["pattern"].value_counts().items()},
-                "whole_file_read_pairs": int(frc["read_whole"].sum()),
-                "read_pairs": int((frc["reads"] > 0).sum()),
-                "read_coverage_frac_median": float(
-                    frc.loc[frc["reads"] > 0, "read_coverage_frac"].median()
-                )
-                if (frc["reads"] > 0).any()
-                else None,
-            },
-        }
-    return out
-
-
-def _access(files, fr, cname: str, rd: RunData, pe: dict[str, Any] | None) -> dict[str, Any]:
-    """The class's strategy per direction; reads judged within epochs where they can be."""
-    out = {
-        d: class_strategy(files, fr, cname, d, rd.n_ranks, rd.settings) for d in ("read", "write")
-    }
-    read = out["read"]
-    if read is not None:
-        read["run_strategy"] = read["strategy"]
-        read["strategy"] = epoch_strategy(read["strategy"], pe, rd.settings)
-    return out
 
 
 def _coverage_issues(rd: RunData, t) -> list[dict[str, Any]]:

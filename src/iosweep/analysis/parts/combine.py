@@ -14,7 +14,8 @@ import pyarrow as pa
 from iosweep.analysis.classify import classify_paths
 from iosweep.analysis.data import StringCodes, class_names
 from iosweep.analysis.parts import tables
-from iosweep.analysis.parts.run import METADATA_EVENTS, PIPELINE, SIZES
+from iosweep.analysis.parts.run import EPOCH_PAIRS, METADATA_EVENTS, PIPELINE, SIZES
+from iosweep.analysis.patterns.access import access_summary, classes_summary, per_epoch_of
 from iosweep.analysis.patterns.files import RunFiles
 from iosweep.analysis.patterns.metadata import metadata_summary
 from iosweep.analysis.patterns.sizes import add_size_counts, sizes_of
@@ -66,6 +67,16 @@ def combine(store: Path, parts: list[Path], settings: AnalysisSettings) -> Combi
     counts = add_size_counts([pd.read_parquet(p / SIZES) for p in parts])
     sizes = sizes_of(counts, t.file_rank, run.class_names, settings)
     pipeline = _pipeline(parts, facts, (start, end), meta.params, t.files, sizes[1], settings)
+    pairs = pd.concat([tables.read_frame(p / EPOCH_PAIRS, paths) for p in parts])
+    per_epoch = {}
+    for ci, name in enumerate(run.class_names):
+        pe = per_epoch_of(pairs[pairs["cls"] == ci])
+        if pe:
+            per_epoch[name] = pe
+    classes = classes_summary(
+        run.class_names, len(meta.ranks), settings, t.files, t.file_rank, per_epoch
+    )
+    summary |= {"classes": classes, "access": access_summary(classes)}
     return Combined(run, start, end, t, sizes, pipeline, summary)
 
 

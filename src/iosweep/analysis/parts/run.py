@@ -11,6 +11,7 @@ from iosweep import memory
 from iosweep.analysis.data import RunData, load_run
 from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.plan import Part
+from iosweep.analysis.patterns.access import epoch_read_pairs
 from iosweep.analysis.patterns.artefacts import fd_reuse, remove
 from iosweep.analysis.patterns.metadata import from_app_events
 from iosweep.analysis.patterns.sizes import size_counts
@@ -28,6 +29,7 @@ from iosweep.trace.store import open_store
 
 SIZES, PIPELINE = "size_counts.parquet", "pipeline.parquet"
 METADATA_EVENTS = "metadata_events.parquet"  # a part's metadata calls traced as events
+EPOCH_PAIRS = "epoch_pairs.parquet"  # reads in epochs per (class, epoch, file, rank)
 
 
 def part_data(
@@ -62,6 +64,9 @@ def analyze_part(
     size_counts(rd).to_parquet(out / SIZES, index=False)
     op_epoch = op_epochs(rd, rank_windows(rd), run_epochs(store))
     rank_epoch_table(rd, op_epoch).to_parquet(out / PIPELINE, index=False)
+    pairs = [epoch_read_pairs(rd, op_epoch, ci) for ci in range(len(rd.class_names))]
+    pairs = [p.assign(cls=ci) for ci, p in enumerate(pairs)]
+    tables.write_frame(pd.concat(pairs, ignore_index=True), rd.paths, out / EPOCH_PAIRS)
     facts = {
         "ranks": part.ranks,
         "actor_host": {str(a): h for a, h in rd.actor_host.items()},

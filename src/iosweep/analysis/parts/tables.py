@@ -53,6 +53,19 @@ def write_part(tp: TablesPart, paths: list[str], facts: dict[str, Any], out: Pat
     (out / FACTS).write_text(json.dumps({**counts, **facts}))
 
 
+def write_frame(df: pd.DataFrame, paths: list[str], out: Path) -> None:
+    """``df`` as Parquet, its ``file`` codes (into ``paths``) as a path dictionary."""
+    table = pa.Table.from_pandas(df.drop(columns=["file"]), preserve_index=False)
+    codes = df["file"].to_numpy()
+    table = table.append_column("file", _with_paths(codes, pa.array(paths, pa.string())))
+    pq.write_table(table, out)
+
+
+def read_frame(out: Path, paths: StringCodes) -> pd.DataFrame:
+    """A frame of :func:`write_frame` with the run's path codes."""
+    return _frame(pq.read_table(out), paths)
+
+
 def facts(out: Path) -> dict[str, Any]:
     """A part's facts (:func:`write_part`)."""
     return json.loads((out / FACTS).read_text())

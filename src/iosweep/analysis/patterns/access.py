@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.data import WHO
+from iosweep.analysis.patterns.spatial import CATEGORIES
 from iosweep.analysis.settings import AnalysisSettings
 
 _NAMES = {
@@ -141,23 +142,50 @@ def class_strategy(
 
 def per_epoch_reads(rd, op_epoch: np.ndarray, cls: int) -> dict[str, Any] | None:
     """How the ranks share class ``cls``'s files within each epoch, and how that moves between
-    epochs: None without reads inside epochs.
+    epochs: None without reads inside epochs (:func:`per_epoch_of`)."""
+    return per_epoch_of(epoch_read_pairs(rd, op_epoch, cls))
 
-    A sampler that gives each rank a disjoint part of the files, and another part every
-    epoch, makes every file read by one rank per epoch but by several over the run: that is
-    a partition reshuffled each epoch, not shared files and not redundant reads."""
+
+PAIR_COLUMNS = ["epoch", "file", "actor", "bytes"]
+
+
+def epoch_read_pairs(rd, op_epoch: np.ndarray, cls: int) -> pd.DataFrame:
+    """Class ``cls``'s reads inside epochs, per (epoch, file, rank): the bytes the rank read.
+    Each rank's own: the pairs of some ranks are theirs in the whole run."""
     from iosweep.analysis.data import READ
 
     ops = rd.ops
     m = (ops.op == READ) & (ops.actor >= 0) & (op_epoch >= 0) & (rd.file_class[ops.file] == cls)
     if not m.any():
-        return None
+        return pd.DataFrame({c: np.empty(0, np.int64) for c in PAIR_COLUMNS})
     nf = max(len(rd.paths), 1)
     na = int(ops.actor.max()) + 1
     ef = op_epoch[m].astype(np.int64) * nf + ops.file[m]  # (epoch, file)
     pair, inv = np.unique(ef * na + ops.actor[m], return_inverse=True)
-    pair_bytes = np.bincount(inv, weights=ops.length[m])
     pair_ef = pair // na
+    return pd.DataFrame(
+        {
+            "epoch": pair_ef // nf,
+            "file": pair_ef % nf,
+            "actor": pair % na,
+            "bytes": np.bincount(inv, weights=ops.length[m]),
+        }
+    )
+
+
+def per_epoch_of(pairs: pd.DataFrame) -> dict[str, Any] | None:
+    """How the ranks share a class's files within each epoch, and how that moves between
+    epochs, from its :func:`epoch_read_pairs` (of every rank): None without any.
+
+    A sampler that gives each rank a disjoint part of the files, and another part every
+    epoch, makes every file read by one rank per epoch but by several over the run: that is
+    a partition reshuffled each epoch, not shared files and not redundant reads."""
+    if pairs.empty:
+        return None
+    pairs = pairs.sort_values(["epoch", "file", "actor"], ignore_index=True)
+    nf = int(pairs["file"].max()) + 1
+    pair_ef = pairs["epoch"].to_numpy(np.int64) * nf + pairs["file"].to_numpy(np.int64)
+    pair_bytes = pairs["bytes"].to_numpy(np.float64)
     ef_u, ef_inv = np.unique(pair_ef, return_inverse=True)
     readers = np.bincount(ef_inv)
     total = np.bincount(ef_inv, weights=pair_bytes)
@@ -166,18 +194,18 @@ def per_epoch_reads(rd, op_epoch: np.ndarray, cls: int) -> dict[str, Any] | None
     epoch = ef_u // nf
     shared = readers > 1
     # Between consecutive epochs: the files read by one rank in both, whose rank changed.
-    single = pd.DataFrame({"ef": pair_ef, "actor": pair % na})
+    single = pd.DataFrame({"ef": pair_ef, "actor": pairs["actor"].to_numpy(np.int64)})
     single = single[~shared[ef_inv]]
     single["epoch"], single["file"] = single["ef"] // nf, single["ef"] % nf
     epochs = np.unique(epoch)
     prev = {int(b): int(a) for a, b in itertools.pairwise(epochs)}
     # each file's reader in the next epoch, beside its reader in this one
     nxt = single.assign(epoch=single["epoch"].map(prev)).dropna(subset=["epoch"])
-    pairs = single.merge(
+    both_epochs = single.merge(
         nxt.astype({"epoch": np.int64}), on=["file", "epoch"], suffixes=("", "_next")
     )
-    both = len(pairs)
-    moved = int((pairs["actor"] != pairs["actor_next"]).sum())
+    both = len(both_epochs)
+    moved = int((both_epochs["actor"] != both_epochs["actor_next"]).sum())
     return {
         "epochs": len(epochs),
         "files_per_epoch": [int(c) for c in np.bincount(np.searchsorted(epochs, epoch))],
@@ -201,3 +229,82 @@ def epoch_strategy(
     if pe["epochs"] >= 2 and moved is not None and moved > 0:
         return "partitioned-reshuffled"
     return run_strategy if run_strategy in ("file-per-process", "partitioned") else "partitioned"
+
+
+def classes_summary(
+    class_names: list[str],
+    n_ranks: int,
+    s: AnalysisSettings,
+    files: pd.DataFrame,
+    fr: pd.DataFrame,
+    per_epoch: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
+    """Per file class: its files, volume, ranks, access strategy (with the sharing within
+    epochs, ``per_epoch``: :func:`per_epoch_of` per class) and spatial patterns."""
+    out = {}
+    for ci, cname in enumerate(class_names):
+        f = files[files["class"] == cname]
+        if f.empty:
+            continue
+        sz = f["size"].to_numpy()
+        ops_cols = [f"ops_{c}" for c in CATEGORIES]
+        # only the columns used: the (rank, file) table is gigabytes at a million files
+        frc = fr.loc[
+            (fr["class"] == ci) & (fr["actor"] >= 0),
+            ["actor", "reads", "writes", "pattern", "read_whole", "read_coverage_frac", *ops_cols],
+        ]
+        cat = frc[ops_cols].sum()
+        out[cname] = {
+            "files": len(f),
+            "size_total": int(sz.sum()),
+            "size_min": int(sz.min()),
+            "size_median": float(np.median(sz)),
+            "size_max": int(sz.max()),
+            "bytes_read": int(f["bytes_read"].sum()),
+            "bytes_written": int(f["bytes_written"].sum()),
+            "reads": int(f["reads"].sum()),
+            "writes": int(f["writes"].sum()),
+            "ranks": int(frc["actor"].nunique()),
+            "readers": sorted(int(a) for a in frc.loc[frc["reads"] > 0, "actor"].unique())[:1024],
+            "writers": sorted(int(a) for a in frc.loc[frc["writes"] > 0, "actor"].unique())[:1024],
+            "access": _access(files, fr, cname, n_ranks, s, per_epoch.get(cname)),
+            "per_epoch": per_epoch.get(cname),
+            "spatial": {
+                "share_by_category": {
+                    c: (float(cat[f"ops_{c}"] / cat.sum()) if cat.sum() else None)
+                    for c in CATEGORIES
+                },
+                "patterns": {k: int(v) for k, v in frc["pattern"].value_counts().items()},
+                "whole_file_read_pairs": int(frc["read_whole"].sum()),
+                "read_pairs": int((frc["reads"] > 0).sum()),
+                "read_coverage_frac_median": float(
+                    frc.loc[frc["reads"] > 0, "read_coverage_frac"].median()
+                )
+                if (frc["reads"] > 0).any()
+                else None,
+            },
+        }
+    return out
+
+
+def _access(
+    files, fr, cname: str, n_ranks: int, s: AnalysisSettings, pe: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The class's strategy per direction; reads judged within epochs where they can be."""
+    out = {d: class_strategy(files, fr, cname, d, n_ranks, s) for d in ("read", "write")}
+    read = out["read"]
+    if read is not None:
+        read["run_strategy"] = read["strategy"]
+        read["strategy"] = epoch_strategy(read["strategy"], pe, s)
+    return out
+
+
+def access_summary(classes: dict[str, Any]) -> dict[str, dict[str, str | None]]:
+    """Each class's strategy per direction (of :func:`classes_summary`)."""
+    return {
+        c: {
+            d: (v["access"][d]["strategy"] if v["access"].get(d) else None)
+            for d in ("read", "write")
+        }
+        for c, v in classes.items()
+    }
