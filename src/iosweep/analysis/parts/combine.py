@@ -14,13 +14,21 @@ import pyarrow as pa
 from iosweep.analysis.classify import classify_paths
 from iosweep.analysis.data import StringCodes, class_names
 from iosweep.analysis.parts import tables
-from iosweep.analysis.parts.run import EPOCH_PAIRS, METADATA_EVENTS, PIPELINE, SIZES
+from iosweep.analysis.parts.run import (
+    EPOCH_PAIRS,
+    METADATA_EVENTS,
+    PIPELINE,
+    PLACE_COUNTS,
+    PLACE_SPANS,
+    SIZES,
+)
 from iosweep.analysis.patterns.access import access_summary, classes_summary, per_epoch_of
 from iosweep.analysis.patterns.files import RunFiles
 from iosweep.analysis.patterns.metadata import metadata_summary
 from iosweep.analysis.patterns.sizes import add_size_counts, sizes_of
 from iosweep.analysis.patterns.spatial import add_counter_sums, spatial_summary
 from iosweep.analysis.patterns.volume import Tables, finish_tables
+from iosweep.analysis.pipeline.epochs import placement_of
 from iosweep.analysis.pipeline.waits import PipelineFacts, pipeline_context, pipeline_summary
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.trace.store import open_store
@@ -77,6 +85,12 @@ def combine(store: Path, parts: list[Path], settings: AnalysisSettings) -> Combi
         run.class_names, len(meta.ranks), settings, t.files, t.file_rank, per_epoch
     )
     summary |= {"classes": classes, "access": access_summary(classes)}
+    summary["placement"] = placement_of(
+        sum(pd.read_parquet(p / PLACE_COUNTS) for p in parts),
+        pd.concat([pd.read_parquet(p / PLACE_SPANS) for p in parts], ignore_index=True),
+        facts[0]["epochs_known"],
+        max(0.0, end - start),
+    )
     return Combined(run, start, end, t, sizes, pipeline, summary)
 
 

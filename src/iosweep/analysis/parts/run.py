@@ -17,7 +17,14 @@ from iosweep.analysis.patterns.metadata import from_app_events
 from iosweep.analysis.patterns.sizes import size_counts
 from iosweep.analysis.patterns.spatial import classify_ops, counter_sums
 from iosweep.analysis.patterns.volume import tables_part
-from iosweep.analysis.pipeline.epochs import op_epochs, rank_windows, run_windows, windows_of
+from iosweep.analysis.pipeline.epochs import (
+    op_epochs,
+    op_places,
+    place_spans,
+    rank_windows,
+    run_windows,
+    windows_of,
+)
 from iosweep.analysis.pipeline.phases import use_annotated_steps
 from iosweep.analysis.pipeline.waits import (
     pipeline_facts,
@@ -30,6 +37,7 @@ from iosweep.trace.store import open_store
 SIZES, PIPELINE = "size_counts.parquet", "pipeline.parquet"
 METADATA_EVENTS = "metadata_events.parquet"  # a part's metadata calls traced as events
 EPOCH_PAIRS = "epoch_pairs.parquet"  # reads in epochs per (class, epoch, file, rank)
+PLACE_COUNTS, PLACE_SPANS = "place_counts.parquet", "place_spans.parquet"
 
 
 def part_data(
@@ -62,7 +70,11 @@ def analyze_part(
     tp = tables_part(rd, classify_ops(rd))
     out.mkdir(parents=True, exist_ok=True)
     size_counts(rd).to_parquet(out / SIZES, index=False)
-    op_epoch = op_epochs(rd, rank_windows(rd), run_epochs(store))
+    windows, whole_run = rank_windows(rd), run_epochs(store)
+    op_epoch = op_epochs(rd, windows, whole_run)
+    counts, spans = place_spans(rd, op_places(rd, op_epoch, windows, whole_run))
+    counts.to_parquet(out / PLACE_COUNTS, index=False)
+    spans.to_parquet(out / PLACE_SPANS, index=False)
     rank_epoch_table(rd, op_epoch).to_parquet(out / PIPELINE, index=False)
     pairs = [epoch_read_pairs(rd, op_epoch, ci) for ci in range(len(rd.class_names))]
     pairs = [p.assign(cls=ci) for ci, p in enumerate(pairs)]
@@ -76,6 +88,7 @@ def analyze_part(
         "pipeline": asdict(pipeline_facts(rd)),
         "counter_sums": counter_sums(rd),
         "counter_records": len(rd.counters),
+        "epochs_known": not whole_run.empty,
     }
     tables.write_part(tp, rd.paths, facts, out)
     events = from_app_events(rd) if not len(rd.counters) else None

@@ -97,18 +97,31 @@ def placement(rd: RunData, op_epoch: np.ndarray, windows: pd.DataFrame) -> dict[
     and after the last; checkpoint files' I/O on its own, whenever it happens (a clock
     skew of milliseconds must not move a checkpoint into an epoch); and the I/O time's share
     of the run."""
+    whole_run = run_windows(windows) if not windows.empty else windows
+    counts, spans = place_spans(rd, op_places(rd, op_epoch, windows, whole_run))
+    return placement_of(counts, spans, not whole_run.empty, rd.run_time)
+
+
+def op_places(
+    rd: RunData, op_epoch: np.ndarray, windows: pd.DataFrame, whole_run: pd.DataFrame
+) -> np.ndarray:
+    """Each operation's place (an index into :data:`PLACES`): ``windows`` those of the ranks
+    of ``rd`` (:func:`rank_windows`), ``whole_run`` the run's epochs (:func:`run_windows`),
+    whose span is a rank's that logged no steps."""
     ops = rd.ops
     place = np.full(len(ops), 2, np.int8)  # between epochs, unless shown otherwise
     place[op_epoch >= 0] = 1
-    if not windows.empty and len(ops):
+    if not whole_run.empty and len(ops):
         first = windows.groupby("actor")["start"].min()
         last = windows.groupby("actor")["end"].max()
-        # a rank that logged no steps: the run's training span
-        lut_first = np.full(int(ops.actor.max(initial=0)) + 2, first.min())
-        lut_last = np.full(len(lut_first), last.max())
-        lut_first[first.index.to_numpy()] = first.to_numpy()
-        lut_last[last.index.to_numpy()] = last.to_numpy()
-        a = np.where(ops.actor >= 0, ops.actor, len(lut_first) - 1)
+        # a rank that logged no steps (and the unattributed, last): the run's training span
+        size = int(max(ops.actor.max(initial=0), first.index.max() if len(first) else 0)) + 2
+        lut_first = np.full(size, whole_run["start"].min())
+        lut_last = np.full(size, whole_run["end"].max())
+        # (a part's ranks may have no windows: an empty frame of objects)
+        lut_first[first.index.to_numpy(np.int64)] = first.to_numpy(np.float64)
+        lut_last[last.index.to_numpy(np.int64)] = last.to_numpy(np.float64)
+        a = np.where(ops.actor >= 0, ops.actor, size - 1)
         out = op_epoch < 0
         place[out & (ops.start < lut_first[a])] = 0
         place[out & (ops.start > lut_last[a])] = 3
@@ -116,19 +129,46 @@ def placement(rd: RunData, op_epoch: np.ndarray, windows: pd.DataFrame) -> dict[
         place[:] = 0  # no epochs known: everything is "before training" only nominally
     if "checkpoint" in rd.class_names and len(ops):
         place[rd.file_class[ops.file] == rd.class_names.index("checkpoint")] = 4
-    res: dict[str, Any] = {"known": not windows.empty, "places": {}}
+    return place
+
+
+def place_spans(rd: RunData, place: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per place: operations and bytes read and written (``counts``, indexed by place), and
+    the operations' union in time (``spans``: place, lo, hi; place -1 for all of them)."""
+    ops = rd.ops
     is_r = ops.op == 0
-    for i, name in enumerate(PLACES):
-        m = place == i
-        _, lo, hi = intervals.merge(np.zeros(int(m.sum()), np.int64), ops.start[m], ops.end[m])
-        res["places"][name] = {
-            "ops": int(m.sum()),
-            "bytes_read": int(ops.length[m & is_r].sum()),
-            "bytes_written": int(ops.length[m & ~is_r].sum()),
-            "io_time": float((hi - lo).sum()),
+    counts = pd.DataFrame(
+        {
+            "ops": np.bincount(place, minlength=len(PLACES)),
+            "bytes_read": np.bincount(place[is_r], ops.length[is_r], len(PLACES)).astype(np.int64),
+            "bytes_written": np.bincount(place[~is_r], ops.length[~is_r], len(PLACES)).astype(
+                np.int64
+            ),
         }
-    _, lo, hi = intervals.merge(np.zeros(len(ops), np.int64), ops.start, ops.end)
-    busy = float((hi - lo).sum())
+    )
+    group = np.concatenate([place.astype(np.int64), np.full(len(ops), -1, np.int64)])
+    g, lo, hi = intervals.merge(group, np.tile(ops.start, 2), np.tile(ops.end, 2))
+    return counts, pd.DataFrame({"place": g, "lo": lo, "hi": hi})
+
+
+def placement_of(
+    counts: pd.DataFrame, spans: pd.DataFrame, known: bool, run_time: float
+) -> dict[str, Any]:
+    """:func:`placement` from :func:`place_spans` (of every rank: the counts added up, the
+    spans merged again); ``known``: the run's epochs are known."""
+    g, lo, hi = intervals.merge(
+        spans["place"].to_numpy(np.int64), spans["lo"].to_numpy(), spans["hi"].to_numpy()
+    )
+    length = hi - lo
+    res: dict[str, Any] = {"known": known, "places": {}}
+    for i, name in enumerate(PLACES):
+        res["places"][name] = {
+            "ops": int(counts["ops"].iloc[i]),
+            "bytes_read": int(counts["bytes_read"].iloc[i]),
+            "bytes_written": int(counts["bytes_written"].iloc[i]),
+            "io_time": float(length[g == i].sum()),
+        }
+    busy = float(length[g == -1].sum())
     res["io_time"] = busy
-    res["io_share_of_run"] = busy / rd.run_time if rd.run_time > 0 else None
+    res["io_share_of_run"] = busy / run_time if run_time > 0 else None
     return res
