@@ -134,7 +134,7 @@ LATER = ("unoverlapped", "dlio")
 def _as_written(name: str, section: Any) -> Any:
     """A summary's section as summary.json holds it: through its model, as JSON."""
     model = TypeAdapter(RunSummary.model_fields[name].annotation)
-    return json.loads(model.dump_json(model.validate_python(json_safe(section))))
+    return json.loads(model.dump_json(model.validate_python(json_safe(section)), by_alias=True))
 
 
 def _assert_close(a: Any, b: Any, where: str = "") -> None:

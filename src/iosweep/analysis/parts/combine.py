@@ -15,16 +15,21 @@ from iosweep.analysis.classify import classify_paths
 from iosweep.analysis.data import StringCodes, class_names
 from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.run import (
+    DATASET,
     EPOCH_PAIRS,
     METADATA_EVENTS,
+    OPENS_CALLED,
+    OPENS_COUNTED,
     PIPELINE,
     PLACE_COUNTS,
     PLACE_SPANS,
+    SHAPE_STREAMS,
     SIZES,
 )
 from iosweep.analysis.patterns.access import access_summary, classes_summary, per_epoch_of
 from iosweep.analysis.patterns.files import RunFiles
 from iosweep.analysis.patterns.metadata import metadata_summary
+from iosweep.analysis.patterns.shapes import shapes_of
 from iosweep.analysis.patterns.sizes import add_size_counts, sizes_of
 from iosweep.analysis.patterns.spatial import add_counter_sums, spatial_summary
 from iosweep.analysis.patterns.volume import Tables, finish_tables
@@ -66,7 +71,7 @@ def combine(store: Path, parts: list[Path], settings: AnalysisSettings) -> Combi
     start = min(f["run_start"] for f in facts)
     end = max(f["run_end"] for f in facts)
     t = finish_tables(tp, run, max(0.0, end - start))
-    summary = {
+    summary: dict[str, Any] = {
         "spatial": spatial_summary(
             add_counter_sums([f["counter_sums"] for f in facts]), t.file_rank
         ),
@@ -85,6 +90,7 @@ def combine(store: Path, parts: list[Path], settings: AnalysisSettings) -> Combi
         run.class_names, len(meta.ranks), settings, t.files, t.file_rank, per_epoch
     )
     summary |= {"classes": classes, "access": access_summary(classes)}
+    summary["file_shapes"] = _shapes(parts, facts, paths, run)
     summary["placement"] = placement_of(
         sum(pd.read_parquet(p / PLACE_COUNTS) for p in parts),
         pd.concat([pd.read_parquet(p / PLACE_SPANS) for p in parts], ignore_index=True),
@@ -135,3 +141,19 @@ def _pipeline(
     dataset = files.loc[files["class"] == "dataset", "size"]
     context = pipeline_context(params, float(np.median(dataset)) if len(dataset) else None, sizes)
     return t, pipeline_summary(t, combined, context, settings)
+
+
+def _shapes(
+    parts: list[Path], facts: list[dict[str, Any]], paths: StringCodes, run: RunFiles
+) -> dict[str, Any] | None:
+    """The dataset's read shapes from the parts' read streams and opens per file."""
+    streams = [
+        tables.read_frame(p / SHAPE_STREAMS, paths) for p in parts if (p / SHAPE_STREAMS).exists()
+    ]
+    if DATASET not in run.class_names or not streams:
+        return None
+    counted = sum(f["counter_records"] for f in facts) > 0
+    name = OPENS_COUNTED if counted else OPENS_CALLED
+    opens = pd.concat([tables.read_frame(p / name, paths) for p in parts if (p / name).exists()])
+    per_file = opens.groupby("file")["opens"].sum()
+    return shapes_of(pd.concat(streams, ignore_index=True), per_file, DATASET)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from iosweep import memory
@@ -14,6 +15,7 @@ from iosweep.analysis.parts.plan import Part
 from iosweep.analysis.patterns.access import epoch_read_pairs
 from iosweep.analysis.patterns.artefacts import fd_reuse, remove
 from iosweep.analysis.patterns.metadata import from_app_events
+from iosweep.analysis.patterns.shapes import opens_per_file, read_streams
 from iosweep.analysis.patterns.sizes import size_counts
 from iosweep.analysis.patterns.spatial import classify_ops, counter_sums
 from iosweep.analysis.patterns.volume import tables_part
@@ -38,6 +40,9 @@ SIZES, PIPELINE = "size_counts.parquet", "pipeline.parquet"
 METADATA_EVENTS = "metadata_events.parquet"  # a part's metadata calls traced as events
 EPOCH_PAIRS = "epoch_pairs.parquet"  # reads in epochs per (class, epoch, file, rank)
 PLACE_COUNTS, PLACE_SPANS = "place_counts.parquet", "place_spans.parquet"
+DATASET = "dataset"  # the class whose read shapes the summary describes
+SHAPE_STREAMS = "shape_streams.parquet"  # its read streams, per (file, epoch, rank)
+OPENS_COUNTED, OPENS_CALLED = "opens_counted.parquet", "opens_called.parquet"
 
 
 def part_data(
@@ -79,6 +84,7 @@ def analyze_part(
     pairs = [epoch_read_pairs(rd, op_epoch, ci) for ci in range(len(rd.class_names))]
     pairs = [p.assign(cls=ci) for ci, p in enumerate(pairs)]
     tables.write_frame(pd.concat(pairs, ignore_index=True), rd.paths, out / EPOCH_PAIRS)
+    _write_shapes(rd, op_epoch, out)
     facts = {
         "ranks": part.ranks,
         "actor_host": {str(a): h for a, h in rd.actor_host.items()},
@@ -94,6 +100,23 @@ def analyze_part(
     events = from_app_events(rd) if not len(rd.counters) else None
     if events is not None:
         events.rename_axis("rank").reset_index().to_parquet(out / METADATA_EVENTS, index=False)
+
+
+def _write_shapes(rd: RunData, op_epoch: np.ndarray, out: Path) -> None:
+    """The dataset's read streams and its files' opens, counted by Darshan (where the part
+    has counters) and as open calls (which the run uses depends on whether any part has
+    counters)."""
+    if DATASET not in rd.settings.class_names:
+        return
+    ci = rd.settings.class_names.index(DATASET)
+    streams = read_streams(rd, op_epoch, ci)
+    if streams is not None:
+        tables.write_frame(streams, rd.paths, out / SHAPE_STREAMS)
+    for counted, name in ((True, OPENS_COUNTED), (False, OPENS_CALLED)):
+        if counted and not len(rd.counters):
+            continue
+        opens = opens_per_file(rd, ci, counted).rename("opens").rename_axis("file")
+        tables.write_frame(opens.reset_index(), rd.paths, out / name)
 
 
 class PartsError(ValueError):

@@ -21,8 +21,8 @@ from iosweep.analysis.intervals import order_by, rank_of
 from iosweep.units import human_bytes
 
 
-def _streams(rd: RunData, op_epoch: np.ndarray, cls: int) -> pd.DataFrame | None:
-    """One row per (file, epoch, rank) stream of class ``cls`` reads."""
+def read_streams(rd: RunData, op_epoch: np.ndarray, cls: int) -> pd.DataFrame | None:
+    """One row per (file, epoch, rank) stream of class ``cls`` reads (each rank's own)."""
     ops = rd.ops
     m = (ops.op == READ) & (ops.actor >= 0) & (rd.file_class[ops.file] == cls)
     idx = np.flatnonzero(m)
@@ -76,8 +76,14 @@ def _streams(rd: RunData, op_epoch: np.ndarray, cls: int) -> pd.DataFrame | None
 
 def _opens_per_file(rd: RunData, cls: int) -> pd.Series:
     """Opens per file of the class: Darshan's counters, else DFTracer's open calls."""
+    return opens_per_file(rd, cls, counted=bool(len(rd.counters)))
+
+
+def opens_per_file(rd: RunData, cls: int, counted: bool) -> pd.Series:
+    """Opens per file of the class from Darshan's counters where the run has any
+    (``counted``), else from DFTracer's open calls."""
     c = rd.counters
-    if len(c) and "opens" in c:
+    if counted:
         sel = c[(rd.file_class[c["file"].to_numpy()] == cls) & (c["actor"] >= 0)]
         return sel.groupby("file")["opens"].sum()
     ev = rd.app_events
@@ -127,10 +133,15 @@ def file_shapes(
     if cls not in rd.class_names:
         return None
     ci = rd.class_names.index(cls)
-    st = _streams(rd, op_epoch, ci)
+    st = read_streams(rd, op_epoch, ci)
     if st is None:
         return None
-    opens = _opens_per_file(rd, ci)
+    return shapes_of(st, _opens_per_file(rd, ci), cls, limit)
+
+
+def shapes_of(st: pd.DataFrame, opens: pd.Series, cls: str, limit: int = 5) -> dict[str, Any]:
+    """:func:`file_shapes` from the class's read streams (of every rank) and its opens per
+    file."""
     epochs_read = st[st["epoch"] >= 0].groupby("file")["epoch"].nunique()
     shapes = []
     keys = ["first_len", "first_at0", "eof", "contiguous"]
