@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from conftest import shared_fixture
+from factories import make_store
 from pydantic import TypeAdapter
 
 from iosweep.analysis import analyze_run, budget
@@ -109,6 +110,8 @@ def _assert_same_results(store: Path, parts: list[list[int]], tmp_path: Path) ->
         ("nodes", t.nodes, ["host"]),
         ("pipeline", combined.pipeline[0], ["rank", "epoch"]),
         ("sizes", combined.sizes[0], ["binning", "class", "op", "bin"]),
+        ("overlap", combined.overlap[0], ["rank", "epoch"]),
+        ("unoverlapped", combined.unoverlapped, ["rank", "pid"]),
     ):
         written = pd.read_parquet(tmp_path / "whole" / f"{name}.parquet")
         pd.testing.assert_frame_equal(
@@ -121,14 +124,15 @@ def _assert_same_results(store: Path, parts: list[list[int]], tmp_path: Path) ->
     sections = {
         **combined.summary,
         "sizes": combined.sizes[1],
-        # (not built in parts yet: the unoverlapped I/O and a DLIO run's replay beside it)
+        "overlap": combined.overlap[1],
+        # (not built in parts yet: a DLIO run's replay beside it)
         "pipeline": combined.pipeline[1] | {k: summary["pipeline"][k] for k in LATER},
     }
     for name, section in sections.items():
         _assert_close(_as_written(name, section), summary[name], name)
 
 
-LATER = ("unoverlapped", "dlio")
+LATER = ("dlio",)
 
 
 def _as_written(name: str, section: Any) -> Any:
@@ -187,3 +191,28 @@ def test_ranks_without_steps_read_in_the_runs_epochs(imagenet_store, tmp_path):
     steps = pq.read_table(store / "steps.parquet")
     pq.write_table(steps.filter(pc.equal(steps["rank"], 0)), store / "steps.parquet")
     _assert_same_results(store, [[0, 1, 2], [3, 4, 5], [6, 7]], tmp_path)
+
+
+def test_compute_events_and_ranks_without_them(tmp_path):
+    # Rank 0 logs its steps and annotates its compute, rank 2 annotates some compute and
+    # logs no steps, rank 1 neither: the overlap of I/O with compute and DFAnalyzer's
+    # unoverlapped figures count every rank's processes, whichever part they are in
+    steps = [(0, 0, -1, 0.0, 50.0), (0, 0, 0, 1.0, 10.0), (0, 0, 1, 12.0, 20.0),
+             (0, 0, 2, 22.0, 30.0), (0, 1, -1, 50.0, 100.0), (0, 1, 0, 51.0, 60.0),
+             (0, 1, 1, 62.0, 70.0)]  # fmt: skip
+    events = [
+        (0, "computation", "forward", a, b) for a, b in ((2, 9), (13, 19), (23, 29), (52, 59))
+    ]
+    events += [(2, "computation", "forward", 5.0, 8.0), (1, "POSIX", "open64", 3.0, 3.1, "/data/b"),
+               {"rank": 0, "cat": "IO", "name": "loop.iter", "start": 10.0, "end": 12.0, "step": 1}]  # fmt: skip
+    segs = [(0, "/data/a", "read", i * 10, 10, a, b) for i, (a, b) in
+            enumerate(((0.5, 0.9), (10.5, 11.5), (61.0, 61.5)))]  # fmt: skip
+    segs += [(1, "/data/b", "read", i * 10, 10, a, b) for i, (a, b) in
+             enumerate(((5.0, 6.0), (40.0, 41.0), (80.0, 81.0)))]  # fmt: skip
+    segs += [(2, "/data/a", "read", 0, 10, 7.0, 7.5), (2, "/data/a", "read", 10, 10, 95.0, 96.0),
+             (1, "/ck/c.pt", "write", 0, 100, 45.0, 46.0)]  # fmt: skip
+    store = make_store(tmp_path / "store", segs=segs, n_ranks=3, steps=steps, app_events=events,
+                       tracer="dftracer", params={"framework": "pytorch"})  # fmt: skip
+    _assert_same_results(store, [[0], [1], [2]], tmp_path)
+    summary = json.loads((tmp_path / "whole" / "summary.json").read_text())
+    assert summary["overlap"]["available"] and summary["pipeline"]["unoverlapped"]["available"]

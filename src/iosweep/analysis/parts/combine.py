@@ -20,11 +20,14 @@ from iosweep.analysis.parts.run import (
     METADATA_EVENTS,
     OPENS_CALLED,
     OPENS_COUNTED,
+    OVERLAP,
     PIPELINE,
     PLACE_COUNTS,
     PLACE_SPANS,
     SHAPE_STREAMS,
     SIZES,
+    UNOVERLAPPED,
+    UNOVERLAPPED_RANKS,
 )
 from iosweep.analysis.patterns.access import access_summary, classes_summary, per_epoch_of
 from iosweep.analysis.patterns.files import RunFiles
@@ -34,6 +37,12 @@ from iosweep.analysis.patterns.sizes import add_size_counts, sizes_of
 from iosweep.analysis.patterns.spatial import add_counter_sums, spatial_summary
 from iosweep.analysis.patterns.volume import Tables, finish_tables
 from iosweep.analysis.pipeline.epochs import placement_of
+from iosweep.analysis.pipeline.overlap import COLUMNS as OVERLAP_COLUMNS
+from iosweep.analysis.pipeline.overlap import overlap_summary
+from iosweep.analysis.pipeline.overlap import unavailable as overlap_unavailable
+from iosweep.analysis.pipeline.unoverlapped import COLUMNS as UNOVERLAPPED_COLUMNS
+from iosweep.analysis.pipeline.unoverlapped import UNAVAILABLE as UNOVERLAPPED_UNAVAILABLE
+from iosweep.analysis.pipeline.unoverlapped import unoverlapped_summary
 from iosweep.analysis.pipeline.waits import PipelineFacts, pipeline_context, pipeline_summary
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.trace.store import open_store
@@ -49,6 +58,8 @@ class Combined:
     tables: Tables
     sizes: tuple[pd.DataFrame, dict[str, Any]]  # the sizes table and summary
     pipeline: tuple[pd.DataFrame, dict[str, Any]]  # the (rank, epoch) table and summary
+    overlap: tuple[pd.DataFrame, dict[str, Any]]  # the (rank, epoch) table and summary
+    unoverlapped: pd.DataFrame  # per process (its summary is the pipeline's)
     summary: dict[str, Any]  # the summary's sections built in parts so far
 
 
@@ -91,13 +102,15 @@ def combine(store: Path, parts: list[Path], settings: AnalysisSettings) -> Combi
     )
     summary |= {"classes": classes, "access": access_summary(classes)}
     summary["file_shapes"] = _shapes(parts, facts, paths, run)
+    overlap = _overlap(parts, facts, tp.ops > 0, meta.params)
+    unoverlapped, pipeline[1]["unoverlapped"] = _unoverlapped(parts, facts)
     summary["placement"] = placement_of(
         sum(pd.read_parquet(p / PLACE_COUNTS) for p in parts),
         pd.concat([pd.read_parquet(p / PLACE_SPANS) for p in parts], ignore_index=True),
         facts[0]["epochs_known"],
         max(0.0, end - start),
     )
-    return Combined(run, start, end, t, sizes, pipeline, summary)
+    return Combined(run, start, end, t, sizes, pipeline, overlap, unoverlapped, summary)
 
 
 def _metadata(
@@ -157,3 +170,30 @@ def _shapes(
     opens = pd.concat([tables.read_frame(p / name, paths) for p in parts if (p / name).exists()])
     per_file = opens.groupby("file")["opens"].sum()
     return shapes_of(pd.concat(streams, ignore_index=True), per_file, DATASET)
+
+
+def _overlap(
+    parts: list[Path], facts: list[dict[str, Any]], has_ops: bool, params: dict[str, Any]
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The overlap of I/O and compute from the parts' (rank, epoch) rows."""
+    seen = {s for f in facts for s in f["compute_sources"]}
+    sources = [s for s in ("steps", "app_events") if s in seen]
+    if not sources or not has_ops:
+        return pd.DataFrame(columns=OVERLAP_COLUMNS), overlap_unavailable(has_ops, params)
+    rows = pd.concat([pd.read_parquet(p / OVERLAP) for p in parts], ignore_index=True)
+    rows = rows.sort_values("rank", kind="stable", ignore_index=True)
+    return rows, overlap_summary(rows, sources)
+
+
+def _unoverlapped(
+    parts: list[Path], facts: list[dict[str, Any]]
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The unoverlapped I/O (DFAnalyzer's figures): its per-process table and summary from
+    the parts' processes and ranks."""
+    if not any(f["compute_events"] for f in facts):
+        return pd.DataFrame(columns=UNOVERLAPPED_COLUMNS), dict(UNOVERLAPPED_UNAVAILABLE)
+    table = pd.concat([pd.read_parquet(p / UNOVERLAPPED) for p in parts], ignore_index=True)
+    table = table.sort_values(["rank", "pid"], ignore_index=True)
+    ranks = pd.concat([pd.read_parquet(p / UNOVERLAPPED_RANKS) for p in parts], ignore_index=True)
+    per_rank = ranks.sort_values("rank").to_dict(orient="records")
+    return table, unoverlapped_summary(table, per_rank)

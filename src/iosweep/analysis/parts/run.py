@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 
 from iosweep import memory
 from iosweep.analysis.data import RunData, load_run
@@ -27,7 +28,9 @@ from iosweep.analysis.pipeline.epochs import (
     run_windows,
     windows_of,
 )
+from iosweep.analysis.pipeline.overlap import compute_intervals, overlap_rows
 from iosweep.analysis.pipeline.phases import use_annotated_steps
+from iosweep.analysis.pipeline.unoverlapped import has_compute_events, unoverlapped_rows
 from iosweep.analysis.pipeline.waits import (
     pipeline_facts,
     rank_epoch_table,
@@ -43,18 +46,29 @@ PLACE_COUNTS, PLACE_SPANS = "place_counts.parquet", "place_spans.parquet"
 DATASET = "dataset"  # the class whose read shapes the summary describes
 SHAPE_STREAMS = "shape_streams.parquet"  # its read streams, per (file, epoch, rank)
 OPENS_COUNTED, OPENS_CALLED = "opens_counted.parquet", "opens_called.parquet"
+OVERLAP = "overlap.parquet"  # I/O and compute per (rank, epoch)
+UNOVERLAPPED, UNOVERLAPPED_RANKS = "unoverlapped.parquet", "unoverlapped_ranks.parquet"
 
 
 def part_data(
     store: Path, part: Part, settings: AnalysisSettings, phases: dict[str, list] | None = None
 ) -> RunData:
-    """The part's data, as the whole run's is analysed: tracer artefacts out, annotated
-    steps in."""
+    """The part's data, as the whole run's is analysed: tracer artefacts out; annotated
+    steps in where the run records no steps (any rank's steps: a part's ranks may have none
+    of their own)."""
     subset = select(open_store(store), part.ranks, unranked=part.unranked)
     rd = load_run(store, settings, phases, subset)
     remove(rd, *fd_reuse(rd))
-    use_annotated_steps(rd)
+    if not _records_steps(store):
+        use_annotated_steps(rd)
     return rd
+
+
+def _records_steps(store: Path) -> bool:
+    """Whether any rank's training steps are recorded (``use_annotated_steps``'s test, made
+    for the whole run)."""
+    step = open_store(store).table("steps", ["step"])["step"]
+    return bool(len(step)) and bool(pc.any(pc.greater_equal(step, 0)).as_py())
 
 
 def analyze_part(
@@ -85,6 +99,11 @@ def analyze_part(
     pairs = [p.assign(cls=ci) for ci, p in enumerate(pairs)]
     tables.write_frame(pd.concat(pairs, ignore_index=True), rd.paths, out / EPOCH_PAIRS)
     _write_shapes(rd, op_epoch, out)
+    compute = compute_intervals(rd)
+    overlap_rows(rd, compute).to_parquet(out / OVERLAP, index=False)
+    unoverlapped, per_rank = unoverlapped_rows(rd)
+    unoverlapped.to_parquet(out / UNOVERLAPPED, index=False)
+    pd.DataFrame(per_rank).to_parquet(out / UNOVERLAPPED_RANKS, index=False)
     facts = {
         "ranks": part.ranks,
         "actor_host": {str(a): h for a, h in rd.actor_host.items()},
@@ -95,6 +114,8 @@ def analyze_part(
         "counter_sums": counter_sums(rd),
         "counter_records": len(rd.counters),
         "epochs_known": not whole_run.empty,
+        "compute_sources": list(compute),
+        "compute_events": has_compute_events(rd),
     }
     tables.write_part(tp, rd.paths, facts, out)
     events = from_app_events(rd) if not len(rd.counters) else None

@@ -32,33 +32,53 @@ COLUMNS = [
 
 
 def analyze_overlap(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
-    ops = rd.ops
+    comp = compute_intervals(rd)
+    if not comp or not len(rd.ops):
+        return pd.DataFrame(columns=COLUMNS), unavailable(bool(len(rd.ops)), rd.meta.params)
+    df = overlap_rows(rd, comp)
+    return df, overlap_summary(df, list(comp))
+
+
+def compute_intervals(rd: RunData) -> dict[str, pd.DataFrame]:
+    """The ranks' compute intervals (actor, start, end) by source: the steps, the trace's
+    compute events."""
+    out = {}
     st = rd.steps
-    comp_parts = []
-    sources = []
     # Steps recovered from the trace's own compute events are those events: one source, not two.
     from_events = rd.cache.get("timing", {}).get("source") == "events"
     if not st.empty and (st["step"] >= 0).any() and not from_events:
-        s = st[st["step"] >= 0]
-        comp_parts.append(s[["actor", "start", "end"]])
-        sources.append("steps")
+        out["steps"] = st[st["step"] >= 0][["actor", "start", "end"]]
     ev = rd.app_events
     if not ev.empty and rd.settings.phases.get("compute"):
         hit = events_matching(ev, rd.settings.phases["compute"])
         e = ev[hit & (ev["actor"].to_numpy() >= 0)]
         if len(e):
-            comp_parts.append(e[["actor", "start", "end"]])
-            sources.append("app_events")
-    if not comp_parts or len(ops) == 0:
-        why = (
-            "no traced operations with times"
-            if len(ops) == 0
-            else "no step timestamps or compute events"
-            if rd.meta.params.get("framework")
-            else "no compute phases recorded"
-        )
-        return pd.DataFrame(columns=COLUMNS), {"available": False, "reason": why}
-    comp = pd.concat(comp_parts, ignore_index=True).dropna()
+            out["app_events"] = e[["actor", "start", "end"]]
+    return out
+
+
+def unavailable(has_ops: bool, params: dict[str, Any]) -> dict[str, Any]:
+    """The overlap's summary where the run has no operations or no compute intervals."""
+    why = (
+        "no traced operations with times"
+        if not has_ops
+        else "no step timestamps or compute events"
+        if params.get("framework")
+        else "no compute phases recorded"
+    )
+    return {"available": False, "reason": why}
+
+
+def overlap_rows(rd: RunData, compute: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per rank with I/O, per epoch and outside them (-1): its I/O time, compute time
+    (``compute``: :func:`compute_intervals`), their overlap and the I/O left exposed
+    (:data:`COLUMNS`); each rank's own."""
+    comp_parts = list(compute.values())
+    comp = (
+        pd.concat(comp_parts, ignore_index=True).dropna()
+        if comp_parts
+        else pd.DataFrame({"actor": [], "start": [], "end": []})
+    )
 
     ew = rank_windows(rd)  # per rank: the whole-epoch rows, else the span of its steps
 
@@ -119,7 +139,11 @@ def analyze_overlap(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
                 np.nan,
             ]
         )
-    df = pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def overlap_summary(df: pd.DataFrame, sources: list[str]) -> dict[str, Any]:
+    """The run's overlap from :func:`overlap_rows` of every rank."""
     ep = df[df["epoch"] >= 0]
     per_epoch = []
     for e, g in ep.groupby("epoch"):
@@ -151,4 +175,4 @@ def analyze_overlap(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
         else None,
         "io_time_outside_epochs_max": float(outside["io_time"].max()) if len(outside) else 0.0,
     }
-    return df, summary
+    return summary

@@ -89,11 +89,31 @@ def _posix_calls(rd: RunData) -> pd.DataFrame:
 def analyze_unoverlapped(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The per-process table and the summary (per rank and totals); unavailable without
     compute events or without the processes' ids."""
+    if not has_compute_events(rd) or rd.ops.pid is None:
+        return pd.DataFrame(columns=COLUMNS), dict(UNAVAILABLE)
+    table, per_rank = unoverlapped_rows(rd)
+    return table, unoverlapped_summary(table, per_rank)
+
+
+UNAVAILABLE = {
+    "available": False,
+    "reason": "no compute events: DFAnalyzer's figures need the trace's compute annotations",
+}
+
+
+def _compute_events(rd: RunData) -> np.ndarray:
     ev = rd.app_events
-    compute = events_matching(ev, rd.settings.phases.get("compute") or []) & (ev["actor"] >= 0)
-    if not compute.any() or rd.ops.pid is None:
-        why = "no compute events: DFAnalyzer's figures need the trace's compute annotations"
-        return pd.DataFrame(columns=COLUMNS), {"available": False, "reason": why}
+    return events_matching(ev, rd.settings.phases.get("compute") or []) & (ev["actor"] >= 0)
+
+
+def has_compute_events(rd: RunData) -> bool:
+    return bool(_compute_events(rd).any())
+
+
+def unoverlapped_rows(rd: RunData) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Per process of a rank (:data:`COLUMNS`), and per rank, the figures; each rank's own."""
+    ev = rd.app_events
+    compute = _compute_events(rd)
     app = events_matching(ev, rd.settings.phases.get("app_io") or []) & (ev["actor"] >= 0)
     kinds = {"comp": ev[compute], "app": ev[app], "posix": _posix_calls(rd)}
     kinds["posix"] = kinds["posix"][kinds["posix"]["actor"] >= 0]
@@ -121,7 +141,12 @@ def analyze_unoverlapped(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
         part = {k: d[d["actor"] == actor] for k, d in kinds.items()}
         f = _figures(part["comp"], part["app"], part["posix"])
         per_rank.append({"rank": actor, **{k: f[k] for k in COLUMNS[2:7]}})
+    return table, per_rank
+
+
+def unoverlapped_summary(table: pd.DataFrame, per_rank: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary from :func:`unoverlapped_rows` of every rank (in rank order)."""
     totals = {k: float(sum(r[k] for r in per_rank)) for k in COLUMNS[2:7]}
     totals |= {k: float(table[k].sum()) for k in ("u_app_io_dfa", "u_posix_io_dfa")}
-    return table, {"available": True, "reason": "", "per_rank": per_rank, "totals": totals,
-                   "processes": len(table)}  # fmt: skip
+    return {"available": True, "reason": "", "per_rank": per_rank, "totals": totals,
+            "processes": len(table)}  # fmt: skip
