@@ -112,6 +112,7 @@ def _assert_same_results(store: Path, parts: list[list[int]], tmp_path: Path) ->
         ("sizes", combined.sizes[0], ["binning", "class", "op", "bin"]),
         ("overlap", combined.overlap[0], ["rank", "epoch"]),
         ("unoverlapped", combined.unoverlapped, ["rank", "pid"]),
+        ("phases", combined.phases, ["phase"]),
     ):
         written = pd.read_parquet(tmp_path / "whole" / f"{name}.parquet")
         pd.testing.assert_frame_equal(

@@ -21,6 +21,8 @@ from iosweep.analysis.parts.run import (
     OPENS_CALLED,
     OPENS_COUNTED,
     OVERLAP,
+    PHASE_RANKS,
+    PHASES,
     PIPELINE,
     PLACE_COUNTS,
     PLACE_SPANS,
@@ -35,6 +37,7 @@ from iosweep.analysis.patterns.metadata import metadata_summary
 from iosweep.analysis.patterns.shapes import shapes_of
 from iosweep.analysis.patterns.sizes import add_size_counts, sizes_of
 from iosweep.analysis.patterns.spatial import add_counter_sums, spatial_summary
+from iosweep.analysis.patterns.temporal import epoch_windows_of, phases_of
 from iosweep.analysis.patterns.volume import Tables, finish_tables
 from iosweep.analysis.pipeline.epochs import placement_of
 from iosweep.analysis.pipeline.overlap import COLUMNS as OVERLAP_COLUMNS
@@ -60,6 +63,7 @@ class Combined:
     pipeline: tuple[pd.DataFrame, dict[str, Any]]  # the (rank, epoch) table and summary
     overlap: tuple[pd.DataFrame, dict[str, Any]]  # the (rank, epoch) table and summary
     unoverlapped: pd.DataFrame  # per process (its summary is the pipeline's)
+    phases: pd.DataFrame
     summary: dict[str, Any]  # the summary's sections built in parts so far
 
 
@@ -110,7 +114,20 @@ def combine(store: Path, parts: list[Path], settings: AnalysisSettings) -> Combi
         facts[0]["epochs_known"],
         max(0.0, end - start),
     )
-    return Combined(run, start, end, t, sizes, pipeline, overlap, unoverlapped, summary)
+    steps = open_store(store).table("steps", ["epoch", "step", "start", "end"]).to_pandas()
+    phases = phases_of(
+        _with_part([pd.read_parquet(p / PHASES) for p in parts]),
+        _with_part([pd.read_parquet(p / PHASE_RANKS) for p in parts]),
+        run.class_names,
+        settings.phase_gap_s,
+        epoch_windows_of(steps),
+    )
+    return Combined(run, start, end, t, sizes, pipeline, overlap, unoverlapped, phases, summary)
+
+
+def _with_part(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The parts' frames as one, each row with its part's number (``part``)."""
+    return pd.concat([f.assign(part=i) for i, f in enumerate(frames)], ignore_index=True)
 
 
 def _metadata(

@@ -19,6 +19,7 @@ from iosweep.analysis.patterns.metadata import from_app_events
 from iosweep.analysis.patterns.shapes import opens_per_file, read_streams
 from iosweep.analysis.patterns.sizes import size_counts
 from iosweep.analysis.patterns.spatial import classify_ops, counter_sums
+from iosweep.analysis.patterns.temporal import phase_parts
 from iosweep.analysis.patterns.volume import tables_part
 from iosweep.analysis.pipeline.epochs import (
     op_epochs,
@@ -48,6 +49,7 @@ SHAPE_STREAMS = "shape_streams.parquet"  # its read streams, per (file, epoch, r
 OPENS_COUNTED, OPENS_CALLED = "opens_counted.parquet", "opens_called.parquet"
 OVERLAP = "overlap.parquet"  # I/O and compute per (rank, epoch)
 UNOVERLAPPED, UNOVERLAPPED_RANKS = "unoverlapped.parquet", "unoverlapped_ranks.parquet"
+PHASES, PHASE_RANKS = "phases.parquet", "phase_ranks.parquet"  # the part's own phases
 
 
 def part_data(
@@ -104,6 +106,9 @@ def analyze_part(
     unoverlapped, per_rank = unoverlapped_rows(rd)
     unoverlapped.to_parquet(out / UNOVERLAPPED, index=False)
     pd.DataFrame(per_rank).to_parquet(out / UNOVERLAPPED_RANKS, index=False)
+    found, ranks = phase_parts(rd)
+    found.to_parquet(out / PHASES, index=False)
+    ranks.to_parquet(out / PHASE_RANKS, index=False)
     facts = {
         "ranks": part.ranks,
         "actor_host": {str(a): h for a, h in rd.actor_host.items()},

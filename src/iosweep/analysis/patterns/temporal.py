@@ -159,26 +159,40 @@ def signatures(rd: RunData, sp: Spatial, file_size: np.ndarray) -> dict[str, Any
     return {"per_rank": per_rank, "same_sequence": same, "groups": groups}
 
 
+PHASE_COLUMNS = [
+    "phase",
+    "start",
+    "end",
+    "duration",
+    "ops",
+    "reads",
+    "writes",
+    "bytes_read",
+    "bytes_written",
+    "ranks",
+    "main_class",
+    "where",
+    "epoch",
+]
+_SUMMED = ["ops", "reads", "writes", "bytes_read", "bytes_written"]
+
+
 def phases(rd: RunData, steps_windows: pd.DataFrame) -> pd.DataFrame:
     """I/O phases: operations of all ranks merged in time, split where no I/O for phase_gap_s."""
+    found, ranks = phase_parts(rd)
+    return phases_of(found, ranks, rd.class_names, rd.settings.phase_gap_s, steps_windows)
+
+
+def phase_parts(rd: RunData) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The phases of ``rd``'s operations alone (some ranks' of a run: a run's phase is one or
+    more of theirs, merged by the same rule): start, end, operations, bytes, and per file
+    class the bytes + 1 of each operation (``class_<i>``, which class moved the most); and
+    the distinct (phase, rank) pairs."""
     ops = rd.ops
-    cols = [
-        "phase",
-        "start",
-        "end",
-        "duration",
-        "ops",
-        "reads",
-        "writes",
-        "bytes_read",
-        "bytes_written",
-        "ranks",
-        "main_class",
-        "where",
-        "epoch",
-    ]
     if len(ops) == 0:
-        return pd.DataFrame(columns=cols)
+        return pd.DataFrame(columns=["start", "end", *_SUMMED]), pd.DataFrame(
+            columns=["phase", "rank"]
+        )
     order = rd.time_order()
     st = ops.start[order]
     en = np.maximum.accumulate(ops.end[order])
@@ -197,7 +211,6 @@ def phases(rd: RunData, steps_windows: pd.DataFrame) -> pd.DataFrame:
     ln = ops.length
     ph = pd.DataFrame(
         {
-            "phase": np.arange(n),
             "start": ph_start,
             "end": ph_end,
             "ops": np.bincount(pid, minlength=n),
@@ -211,21 +224,54 @@ def phases(rd: RunData, steps_windows: pd.DataFrame) -> pd.DataFrame:
             ),
         }
     )
+    ncls = len(rd.class_names)
+    cls = rd.file_class[ops.file].astype(np.int64)
+    cb = np.bincount(pid * ncls + cls, weights=ln + 1, minlength=n * ncls).reshape(n, ncls)
+    for i in range(ncls):
+        ph[f"class_{i}"] = cb[:, i]
+    m = ops.actor >= 0
+    na = int(ops.actor.max(initial=0)) + 1
+    pairs = pd.unique(pid[m] * na + ops.actor[m])
+    return ph, pd.DataFrame({"phase": pairs // na, "rank": pairs % na})
+
+
+def phases_of(
+    found: pd.DataFrame,
+    ranks: pd.DataFrame,
+    class_names: list[str],
+    gap: float,
+    steps_windows: pd.DataFrame,
+) -> pd.DataFrame:
+    """The run's phases from :func:`phase_parts` of every part of it, put together (``found``
+    and ``ranks`` with a ``part`` column where there are several, phases numbered within
+    theirs), merged where they are no more than ``gap`` apart."""
+    if found.empty:
+        return pd.DataFrame(columns=PHASE_COLUMNS)
+    part = found["part"].to_numpy() if "part" in found else np.zeros(len(found), np.int64)
+    key = pd.DataFrame({"part": part, "phase": found.groupby(part).cumcount().to_numpy()})
+    order = np.argsort(found["start"].to_numpy(), kind="stable")
+    found, key = found.iloc[order].reset_index(drop=True), key.iloc[order]
+    en = np.maximum.accumulate(found["end"].to_numpy())
+    new = np.r_[True, found["start"].to_numpy()[1:] > en[:-1] + gap]
+    gid = np.cumsum(new) - 1
+    g = found.groupby(gid)
+    ph = g.agg(start=("start", "min"), end=("end", "max"), **{c: (c, "sum") for c in _SUMMED})
+    ph.insert(0, "phase", np.arange(len(ph)))
     ph["duration"] = ph["end"] - ph["start"]
     # Ranks per phase: distinct (phase, rank) pairs, counted per phase.
-    m = ops.actor >= 0
-    pairs = pd.unique(pid[m] * (int(ops.actor.max(initial=0)) + 1) + ops.actor[m])
-    ph["ranks"] = np.bincount(pairs // (int(ops.actor.max(initial=0)) + 1), minlength=n)
-    del pairs, m
-    cls = rd.file_class[ops.file].astype(np.int64)
-    cb = np.bincount(
-        pid * len(rd.class_names) + cls, weights=ln + 1, minlength=n * len(rd.class_names)
-    )
-    ph["main_class"] = np.array(rd.class_names, dtype=object)[cb.reshape(n, -1).argmax(axis=1)]
-    where, epoch = _locate(ph["start"].to_numpy(), ph["end"].to_numpy(), steps_windows)
-    ph["where"] = where
+    rank_part = ranks["part"].to_numpy() if "part" in ranks else np.zeros(len(ranks), np.int64)
+    where = pd.MultiIndex.from_arrays([key["part"], key["phase"]])
+    at = where.get_indexer(pd.MultiIndex.from_arrays([rank_part, ranks["phase"].to_numpy()]))
+    rank = ranks["rank"].to_numpy(np.int64)
+    na = int(rank.max(initial=0)) + 1
+    pairs = pd.unique(gid[at] * na + rank)
+    ph["ranks"] = np.bincount(pairs // na, minlength=len(ph))
+    cb = g[[f"class_{i}" for i in range(len(class_names))]].sum().to_numpy()
+    ph["main_class"] = np.array(class_names, dtype=object)[cb.argmax(axis=1)]
+    where_, epoch = _locate(ph["start"].to_numpy(), ph["end"].to_numpy(), steps_windows)
+    ph["where"] = where_
     ph["epoch"] = pd.array(epoch, dtype="Int64")
-    return ph[cols]
+    return ph.reset_index(drop=True)[PHASE_COLUMNS]
 
 
 def _locate(s: np.ndarray, e: np.ndarray, win: pd.DataFrame) -> tuple[list[str], list[int | None]]:
@@ -282,7 +328,11 @@ def _locate(s: np.ndarray, e: np.ndarray, win: pd.DataFrame) -> tuple[list[str],
 
 def epoch_windows(rd: RunData) -> pd.DataFrame:
     """Run-wide epoch and step windows (earliest start, latest end over ranks)."""
-    st = rd.steps
+    return epoch_windows_of(rd.steps)
+
+
+def epoch_windows_of(st: pd.DataFrame) -> pd.DataFrame:
+    """:func:`epoch_windows` of the steps ``st`` (every rank's: epoch, step, start, end)."""
     if st.empty:
         return pd.DataFrame(columns=["epoch", "step", "start", "end"])
     w = st.groupby(["epoch", "step"], as_index=False).agg(
