@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Collection
 from dataclasses import asdict, dataclass
@@ -33,7 +32,13 @@ from iosweep.analysis.patterns.spatial import (
     counter_sums,
     spatial_summary,
 )
-from iosweep.analysis.patterns.temporal import epoch_windows, heatmap, phases, signatures
+from iosweep.analysis.patterns.temporal import (
+    epoch_windows,
+    heatmap,
+    phases,
+    signatures,
+    temporal_summary,
+)
 from iosweep.analysis.patterns.volume import build_tables, widen, with_shares
 from iosweep.analysis.pipeline.completeness import completeness_checks
 from iosweep.analysis.pipeline.dlio import dlio_beside
@@ -272,13 +277,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         "spatial": spatial_summary(counter_sums(rd), t.file_rank),
         "sizes": size_summary,
         "metadata": md,
-        "temporal": {
-            "signatures": sig["per_rank"],
-            "same_sequence": sig["same_sequence"],
-            "signature_groups": sig["groups"],
-            "phases": _phase_summary(ph),
-            "epochs": _epochs(windows),
-        },
+        "temporal": temporal_summary(sig, ph, windows),
         "nodes": t.nodes.to_dict(orient="records"),
         "checkpoints": checkpoints,
         "overlap": ov_summary,
@@ -393,15 +392,6 @@ def _coverage_issues(rd: RunData, t) -> list[dict[str, Any]]:
     return out
 
 
-def _epochs(windows: pd.DataFrame) -> list[dict[str, Any]]:
-    """Run-wide epoch windows (earliest start, latest end over ranks), in epoch order."""
-    ep = windows[windows["step"] < 0].sort_values("epoch")
-    return [
-        {"epoch": int(r.epoch), "start": float(r.start), "end": float(r.end)}
-        for r in ep.itertuples()
-    ]
-
-
 def _run_meta(meta: RunMeta) -> dict[str, Any]:
     """What the report states about how the run was made (from the store's run.json)."""
     return {
@@ -459,23 +449,6 @@ def _imbalance(ranks: pd.DataFrame) -> dict[str, Any]:
         "io_time_max": float(tm.max()),
         "io_time_median": float(np.median(tm)),
         "stragglers": ranks.loc[ranks["straggler"], "rank"].astype(int).tolist(),
-    }
-
-
-def _phase_summary(ph: pd.DataFrame) -> dict[str, Any]:
-    if ph.empty:
-        return {"count": 0, "phases": []}
-    keep = ph.head(100)
-    return {
-        "count": len(ph),
-        "io_active_time": float(ph["duration"].sum()),
-        "phases": [
-            {
-                k: (None if (isinstance(v, float) and math.isnan(v)) or v is pd.NA else v)
-                for k, v in r.items()
-            }
-            for r in keep.astype(object).to_dict(orient="records")
-        ],
     }
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from iosweep.analysis.data import StringCodes, class_names
 from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.run import (
     DATASET,
+    EOF_READS,
     EPOCH_PAIRS,
     METADATA_EVENTS,
     OPENS_CALLED,
@@ -27,9 +29,11 @@ from iosweep.analysis.parts.run import (
     PLACE_COUNTS,
     PLACE_SPANS,
     SHAPE_STREAMS,
+    SIGNATURES,
     SIZES,
     UNOVERLAPPED,
     UNOVERLAPPED_RANKS,
+    PartsError,
 )
 from iosweep.analysis.patterns.access import access_summary, classes_summary, per_epoch_of
 from iosweep.analysis.patterns.files import RunFiles
@@ -37,7 +41,12 @@ from iosweep.analysis.patterns.metadata import metadata_summary
 from iosweep.analysis.patterns.shapes import shapes_of
 from iosweep.analysis.patterns.sizes import add_size_counts, sizes_of
 from iosweep.analysis.patterns.spatial import add_counter_sums, spatial_summary
-from iosweep.analysis.patterns.temporal import epoch_windows_of, phases_of
+from iosweep.analysis.patterns.temporal import (
+    epoch_windows_of,
+    phases_of,
+    signature_groups,
+    temporal_summary,
+)
 from iosweep.analysis.patterns.volume import Tables, finish_tables
 from iosweep.analysis.pipeline.epochs import placement_of
 from iosweep.analysis.pipeline.overlap import COLUMNS as OVERLAP_COLUMNS
@@ -122,7 +131,34 @@ def combine(store: Path, parts: list[Path], settings: AnalysisSettings) -> Combi
         settings.phase_gap_s,
         epoch_windows_of(steps),
     )
+    windows = epoch_windows_of(steps)
+    summary["temporal"] = temporal_summary(_signatures(parts, paths, t), phases, windows)
     return Combined(run, start, end, t, sizes, pipeline, overlap, unoverlapped, phases, summary)
+
+
+def _signatures(parts: list[Path], paths: StringCodes, t: Tables) -> dict[str, Any]:
+    """The ranks' signatures from the parts', once the run's file sizes confirm where each
+    part took end of file to be (PartsError where they do not)."""
+    if not t.dxt_available:  # no operations: nothing to sign
+        return {"per_rank": {}, "same_sequence": {}, "groups": {}}
+    size = np.zeros(max(len(paths), 1), np.int64)
+    size[t.files["file"].to_numpy()] = t.files["size"].to_numpy()
+    per_rank: dict[str, Any] = {}
+    shapes: dict[str, dict[int, str]] = {}
+    for p in parts:
+        eof = tables.read_frame(p / EOF_READS, paths)
+        early = eof[size[eof["file"].to_numpy()] > eof["offset"].to_numpy()]
+        if len(early):
+            raise PartsError(
+                f"{p}: a zero-byte read of {paths.values[int(early['file'].iloc[0])]} at "
+                f"{int(early['offset'].iloc[0])} is at the end of the file as this part's "
+                "ranks see it, not as the run's do: analyse the run whole"
+            )
+        part = json.loads((p / SIGNATURES).read_text())
+        per_rank |= part["per_rank"]
+        for scope, by in part["shapes"].items():
+            shapes.setdefault(scope, {}).update({int(a): h for a, h in by.items()})
+    return signature_groups(per_rank, shapes)
 
 
 def _with_part(frames: list[pd.DataFrame]) -> pd.DataFrame:

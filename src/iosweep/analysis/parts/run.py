@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from iosweep import memory
-from iosweep.analysis.data import RunData, load_run
+from iosweep.analysis.data import READ, RunData, load_run
 from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.plan import Part
 from iosweep.analysis.patterns.access import epoch_read_pairs
@@ -18,9 +19,9 @@ from iosweep.analysis.patterns.artefacts import fd_reuse, remove
 from iosweep.analysis.patterns.metadata import from_app_events
 from iosweep.analysis.patterns.shapes import opens_per_file, read_streams
 from iosweep.analysis.patterns.sizes import size_counts
-from iosweep.analysis.patterns.spatial import classify_ops, counter_sums
-from iosweep.analysis.patterns.temporal import phase_parts
-from iosweep.analysis.patterns.volume import tables_part
+from iosweep.analysis.patterns.spatial import Spatial, classify_ops, counter_sums
+from iosweep.analysis.patterns.temporal import phase_parts, rank_signatures
+from iosweep.analysis.patterns.volume import TablesPart, tables_part
 from iosweep.analysis.pipeline.epochs import (
     op_epochs,
     op_places,
@@ -50,6 +51,7 @@ OPENS_COUNTED, OPENS_CALLED = "opens_counted.parquet", "opens_called.parquet"
 OVERLAP = "overlap.parquet"  # I/O and compute per (rank, epoch)
 UNOVERLAPPED, UNOVERLAPPED_RANKS = "unoverlapped.parquet", "unoverlapped_ranks.parquet"
 PHASES, PHASE_RANKS = "phases.parquet", "phase_ranks.parquet"  # the part's own phases
+SIGNATURES, EOF_READS = "signatures.json", "eof_reads.parquet"
 
 
 def part_data(
@@ -88,7 +90,8 @@ def analyze_part(
             f"{store}: the run's steps come from its trace's annotations, which a part of its "
             "ranks cannot place in the run's epochs yet: analyse it whole"
         )
-    tp = tables_part(rd, classify_ops(rd))
+    sp = classify_ops(rd)
+    tp = tables_part(rd, sp)
     out.mkdir(parents=True, exist_ok=True)
     size_counts(rd).to_parquet(out / SIZES, index=False)
     windows, whole_run = rank_windows(rd), run_epochs(store)
@@ -106,6 +109,7 @@ def analyze_part(
     unoverlapped, per_rank = unoverlapped_rows(rd)
     unoverlapped.to_parquet(out / UNOVERLAPPED, index=False)
     pd.DataFrame(per_rank).to_parquet(out / UNOVERLAPPED_RANKS, index=False)
+    _write_signatures(rd, sp, tp, out)
     found, ranks = phase_parts(rd)
     found.to_parquet(out / PHASES, index=False)
     ranks.to_parquet(out / PHASE_RANKS, index=False)
@@ -143,6 +147,23 @@ def _write_shapes(rd: RunData, op_epoch: np.ndarray, out: Path) -> None:
             continue
         opens = opens_per_file(rd, ci, counted).rename("opens").rename_axis("file")
         tables.write_frame(opens.reset_index(), rd.paths, out / name)
+
+
+def _write_signatures(rd: RunData, sp: Spatial, tp: TablesPart, out: Path) -> None:
+    """The ranks' signatures, their end of file where the part's own rows put it (a file's
+    size is the furthest byte any rank touched): the zero-byte reads taken to be at end of
+    file are written beside them, for the run's sizes to confirm."""
+    size = np.zeros(max(len(rd.paths), 1), np.int64)
+    fr = tp.file_rank
+    np.maximum.at(size, fr["file"].to_numpy(), fr["extent"].to_numpy().clip(min=0))
+    per_rank, shapes = rank_signatures(rd, sp, size) if len(rd.ops) else ({}, {})
+    shapes_json = {scope: {str(a): h for a, h in by.items()} for scope, by in shapes.items()}
+    (out / SIGNATURES).write_text(json.dumps({"per_rank": per_rank, "shapes": shapes_json}))
+    ops = rd.ops
+    at_eof = (ops.op == READ) & (ops.length == 0) & (ops.offset >= 0) & (ops.actor >= 0)
+    at_eof &= ops.offset >= size[ops.file]
+    eof = pd.DataFrame({"file": ops.file[at_eof], "offset": ops.offset[at_eof]})
+    tables.write_frame(eof.drop_duplicates(), rd.paths, out / EOF_READS)
 
 
 class PartsError(ValueError):

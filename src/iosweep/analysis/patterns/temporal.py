@@ -12,6 +12,7 @@ the same way compare equal.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from typing import Any
 
@@ -99,6 +100,16 @@ def _shape_hash(r: dict[str, np.ndarray], sl: slice | np.ndarray) -> str:
 
 
 def signatures(rd: RunData, sp: Spatial, file_size: np.ndarray) -> dict[str, Any]:
+    """Each rank's signature, and which ranks' sequences have the same shape (per file class
+    and overall); ``file_size``: each file's size (per path code), where end of file is."""
+    return signature_groups(*rank_signatures(rd, sp, file_size))
+
+
+def rank_signatures(
+    rd: RunData, sp: Spatial, file_size: np.ndarray
+) -> tuple[dict[str, Any], dict[str, dict[int, str]]]:
+    """Per rank (each rank's own): its signature, and the hash of its sequence's shape per
+    scope (a file class, or ``all``)."""
     r = _runs(rd, sp, file_size)
     maxr = rd.settings.signature_max_runs
     bounds = np.flatnonzero(np.diff(r["actor"])) + 1 if len(r["actor"]) else np.empty(0, int)
@@ -139,6 +150,51 @@ def signatures(rd: RunData, sp: Spatial, file_size: np.ndarray) -> dict[str, Any
             "ops": int(r["count"][s:e].sum()),
             "shape": shapes["all"][a],
         }
+    return per_rank, shapes
+
+
+def temporal_summary(
+    sig: dict[str, Any], ph: pd.DataFrame, windows: pd.DataFrame
+) -> dict[str, Any]:
+    """The summary's temporal section: the ranks' signatures (:func:`signatures`), the
+    phases (:func:`phases`: the first 100) and the run's epochs (:func:`epoch_windows`)."""
+    return {
+        "signatures": sig["per_rank"],
+        "same_sequence": sig["same_sequence"],
+        "signature_groups": sig["groups"],
+        "phases": _phase_summary(ph),
+        "epochs": _epochs(windows),
+    }
+
+
+def _epochs(windows: pd.DataFrame) -> list[dict[str, Any]]:
+    """Run-wide epoch windows (earliest start, latest end over ranks), in epoch order."""
+    ep = windows[windows["step"] < 0].sort_values("epoch")
+    return [
+        {"epoch": int(r.epoch), "start": float(r.start), "end": float(r.end)}
+        for r in ep.itertuples()
+    ]
+
+
+def _phase_summary(ph: pd.DataFrame) -> dict[str, Any]:
+    if ph.empty:
+        return {"count": 0, "phases": []}
+    keep = ph.head(100)
+    return {
+        "count": len(ph),
+        "io_active_time": float(ph["duration"].sum()),
+        "phases": [
+            {
+                k: (None if (isinstance(v, float) and math.isnan(v)) or v is pd.NA else v)
+                for k, v in r.items()
+            }
+            for r in keep.astype(object).to_dict(orient="records")
+        ],
+    }
+
+
+def signature_groups(per_rank: dict[str, Any], shapes: dict[str, dict[int, str]]) -> dict[str, Any]:
+    """:func:`signatures` from :func:`rank_signatures` of every rank."""
     same: dict[str, Any] = {}
     groups: dict[str, list[dict[str, Any]]] = {}
     for scope, by_actor in shapes.items():
