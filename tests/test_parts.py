@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 from iosweep.analysis import analyze_run, budget
 from iosweep.analysis.parts.combine import combine
 from iosweep.analysis.parts.plan import Part, plan
-from iosweep.analysis.parts.run import analyze_part, part_data
+from iosweep.analysis.parts.run import PartsError, analyze_part, part_data
 from iosweep.analysis.patterns.spatial import classify_ops
 from iosweep.analysis.patterns.volume import build_tables, widen
 from iosweep.analysis.settings import AnalysisSettings
@@ -217,3 +217,24 @@ def test_compute_events_and_ranks_without_them(tmp_path):
     _assert_same_results(store, [[0], [1], [2]], tmp_path)
     summary = json.loads((tmp_path / "whole" / "summary.json").read_text())
     assert summary["overlap"]["available"] and summary["pipeline"]["unoverlapped"]["available"]
+
+
+def test_what_parts_cannot_do_yet_is_refused_with_the_reason(tmp_path):
+    # a zero-byte read at the end of the file as rank 0 reads it (100 B), which rank 1 reads
+    # further (200 B): rank 0's part alone would call it end of file
+    segs = [(0, "/data/a", "read", 0, 100, 1.0, 2.0), (0, "/data/a", "read", 100, 0, 2.0, 2.1),
+            (1, "/data/a", "read", 0, 200, 1.0, 2.0)]  # fmt: skip
+    store = make_store(tmp_path / "eof", segs=segs, n_ranks=2)
+    outs = [tmp_path / "eof-0", tmp_path / "eof-1"]
+    for i, out in enumerate(outs):
+        analyze_part(store, Part(i, [i], i == 0, budget.Need(0, 0, 0)), out, AnalysisSettings())
+    with pytest.raises(
+        PartsError, match=r"zero-byte read of /data/a at 100 .* analyse the run whole"
+    ):
+        combine(store, outs, AnalysisSettings())
+    # steps only a trace's annotations give (no step records)
+    events = [(0, "computation", "forward", 1.0, 2.0), (0, "computation", "forward", 3.0, 4.0)]
+    store = make_store(tmp_path / "annotated", segs=segs[:1], app_events=events)
+    with pytest.raises(PartsError, match="trace's annotations"):
+        analyze_part(store, Part(0, [0], True, budget.Need(0, 0, 0)), tmp_path / "a-0",
+                     AnalysisSettings())  # fmt: skip

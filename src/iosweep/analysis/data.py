@@ -191,14 +191,14 @@ class RunData:
     excluded_ops: int  # segments dropped by exclude_pattern / modules
     excluded_io_ops: int  # of which reads and writes on excluded paths
     excluded_records: int  # counter records of analysed modules on excluded paths
-    excluded_paths: list[str]  # up to 5 of the excluded paths the analysed modules touched
+    excluded_paths: list[str]  # the first 5 in path order of the excluded paths touched
     other_layer_ops: dict[str, int]  # reads and writes of modules not analysed (e.g. MPIIO)
     unattributed: dict[str, int]  # I/O by processes not tied to any rank
     shared_records: SharedRecords = field(default_factory=SharedRecords)  # MPI reduced records
     mpiio: MpiioLayer | None = None  # the MPI-IO layer's operations and records, if any
     # Lustre striping of the analysed paths (LUSTRE records): file, stripe_size, stripe_count
     lustre: pd.DataFrame = field(default_factory=pd.DataFrame)
-    layers: pd.DataFrame = field(default_factory=pd.DataFrame)  # every module's totals
+    layers: pd.DataFrame = field(default_factory=pd.DataFrame)  # every module's totals, by source
     issues: list[Issue] = field(default_factory=list)  # found while loading
     limitations: list[str] = field(default_factory=list)  # of the data read (a rank subset)
     cache: dict = field(default_factory=dict, repr=False)  # sorts and unions several steps reuse
@@ -374,7 +374,8 @@ def load_run(
         excluded_ops=excluded_ops,
         excluded_io_ops=excluded_io_ops,
         excluded_records=excluded_records,
-        excluded_paths=[paths.values[int(f)] for f in excluded_files[:5]],
+        # in path order: the same 5 however the run's rows are read (whole or in parts)
+        excluded_paths=sorted(paths.values[int(f)] for f in excluded_files)[:5],
         other_layer_ops=other_layer_ops,
         unattributed=unattributed or {"ops": 0, "bytes": 0, "records": 0},
         shared_records=shared,
@@ -427,8 +428,9 @@ def _layer_totals(
     io: np.ndarray,
     keep_path: np.ndarray,
 ) -> pd.DataFrame:
-    """Per module, analysed or not, on the paths kept: records, ranks, reads, writes, bytes
-    and seconds; from its counter records, else (DFTracer, DXT alone) from its segments."""
+    """Per module, analysed or not, on the paths kept: records, reads, writes, bytes and
+    seconds, from its counter records (``source`` counters) and from its segments (segments):
+    the section takes the counters where a module has any (:mod:`.patterns.layers`)."""
     c = cdf[keep_path[cdf["file"].to_numpy()]]
     secs = c[["read_time", "write_time", "meta_time"]].fillna(0).clip(lower=0).sum(axis=1)
     by = c.assign(time=secs).groupby("module")
@@ -439,11 +441,11 @@ def _layer_totals(
             "time": by["time"].sum(),
         }
     )
-    rows = []
+    rows = [
+        {"module": modules.values[code], "source": "counters", **counted.loc[code].to_dict()}
+        for code in counted.index
+    ]
     for code, name in enumerate(modules.values):
-        if code in counted.index:
-            rows.append({"module": name, **counted.loc[code].to_dict()})
-            continue
         m = io & (seg["module"] == code)
         if not m.any():
             continue
@@ -451,6 +453,7 @@ def _layer_totals(
         rows.append(
             {
                 "module": name,
+                "source": "segments",
                 "records": 0,
                 "reads": int((op == READ).sum()),
                 "writes": int((op == WRITE).sum()),
@@ -459,8 +462,12 @@ def _layer_totals(
                 "time": float((seg["end"][m] - seg["start"][m]).clip(min=0).sum()),
             }
         )
-    cols = ["module", "records", "reads", "writes", "bytes_read", "bytes_written", "time"]
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=LAYER_COLUMNS)
+
+
+LAYER_COLUMNS = [
+    "module", "source", "records", "reads", "writes", "bytes_read", "bytes_written", "time"
+]  # fmt: skip
 
 
 class _Columns:

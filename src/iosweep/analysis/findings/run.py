@@ -134,15 +134,18 @@ def _status(rd: RunData, t) -> tuple[str, bool, list[dict[str, Any]], list[str]]
     return status, incomplete, issues, limitations
 
 
-def _ranks_summary(rd: RunData, ranks: pd.DataFrame) -> dict[str, Any]:
-    hosts = sorted({h for h in rd.actor_host.values() if h})
+def ranks_summary(
+    n_ranks: int, kind: str, actor_host: dict[int, str], ranks: pd.DataFrame
+) -> dict[str, Any]:
+    """The run's ranks (or processes, ``kind``), their hosts and how many did I/O."""
+    hosts = sorted({h for h in actor_host.values() if h})
     return {
-        "count": rd.n_ranks,
-        "kind": rd.actor_kind,
+        "count": n_ranks,
+        "kind": kind,
         "with_io": int((ranks[["reads", "writes"]].sum(axis=1) > 0).sum()) if len(ranks) else 0,
         "nodes": len(hosts),
         "hosts": hosts,
-        "per_node": {h: sum(1 for v in rd.actor_host.values() if v == h) for h in hosts},
+        "per_node": {h: sum(1 for v in actor_host.values() if v == h) for h in hosts},
     }
 
 
@@ -258,7 +261,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         "limitations": limitations,
         "settings": s.to_dict(),
         "run": {"start": rd.run_start, "end": rd.run_end, "run_time": rd.run_time},
-        "ranks": _ranks_summary(rd, ranks),
+        "ranks": ranks_summary(rd.n_ranks, rd.actor_kind, rd.actor_host, ranks),
         "trace": {
             "segments": len(rd.ops),
             # the records of the log: a spread shared record is one, not one per rank
@@ -285,9 +288,9 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         "file_shapes": ef.shapes,
         "placement": ef.placement,
     }
-    summary["run_meta"] = _run_meta(meta)
-    summary["volume"] = _volume(rd, ranks)
-    summary["imbalance"] = _imbalance(ranks)
+    summary["run_meta"] = run_meta_summary(meta)
+    summary["volume"] = volume_summary(ranks)
+    summary["imbalance"] = imbalance_summary(ranks)
     summary["mpiio"] = analyze_mpiio(rd, ranks, t.file_rank)
     summary["layers"] = analyze_layers(rd)
     summary["alignment"] = analyze_alignment(rd)
@@ -392,7 +395,7 @@ def _coverage_issues(rd: RunData, t) -> list[dict[str, Any]]:
     return out
 
 
-def _run_meta(meta: RunMeta) -> dict[str, Any]:
+def run_meta_summary(meta: RunMeta) -> dict[str, Any]:
     """What the report states about how the run was made (from the store's run.json)."""
     return {
         "clock_zero": meta.clock_zero,
@@ -403,7 +406,9 @@ def _run_meta(meta: RunMeta) -> dict[str, Any]:
     }
 
 
-def _volume(rd: RunData, ranks: pd.DataFrame) -> dict[str, Any]:
+def volume_summary(ranks: pd.DataFrame) -> dict[str, Any]:
+    """The ranks' volume and time: min, mean, median, max and sum over ranks."""
+
     def st(col: str) -> dict[str, float] | None:
         if ranks.empty:
             return None
@@ -431,7 +436,9 @@ def _volume(rd: RunData, ranks: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def _imbalance(ranks: pd.DataFrame) -> dict[str, Any]:
+def imbalance_summary(ranks: pd.DataFrame) -> dict[str, Any]:
+    """How unevenly the ranks move bytes and spend I/O time, and the stragglers."""
+
     if len(ranks) < 2:
         return {"bytes": None, "io_time": None, "stragglers": []}
 

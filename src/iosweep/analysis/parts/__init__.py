@@ -8,6 +8,8 @@ its byte ranges per file, its time) is exact in its part; what spans ranks (a fi
 and sharing, a node's unique bytes, the ranks' median) is computed once the parts are put
 together, from their rows, not from their summaries.
 
-Built so far: the volume tables (:mod:`.tables`). The rest of the summary is still
-analysed with the whole run in memory (docs/analysis.md, "Memory").
+:mod:`.plan` cuts the parts, :mod:`.run` analyses one, :mod:`.combine` puts them together
+(:mod:`.tables`: the (rank, file) tables' part). Most of the summary's sections are built
+so far; docs/analysis.md ("Memory") lists what is not, and :mod:`iosweep.analysis.findings`
+still analyses every run whole.
 """

@@ -13,31 +13,28 @@ import pandas as pd
 import pyarrow as pa
 
 from iosweep.analysis.classify import classify_paths
-from iosweep.analysis.data import StringCodes, class_names
-from iosweep.analysis.parts import tables
-from iosweep.analysis.parts.run import (
-    DATASET,
-    EOF_READS,
-    EPOCH_PAIRS,
-    METADATA_EVENTS,
-    OPENS_CALLED,
-    OPENS_COUNTED,
-    OVERLAP,
-    PHASE_RANKS,
-    PHASES,
-    PIPELINE,
-    PLACE_COUNTS,
-    PLACE_SPANS,
-    SHAPE_STREAMS,
-    SIGNATURES,
-    SIZES,
-    UNOVERLAPPED,
-    UNOVERLAPPED_RANKS,
-    PartsError,
+from iosweep.analysis.data import MpiioLayer, StringCodes, class_names
+from iosweep.analysis.findings.run import (
+    imbalance_summary,
+    ranks_summary,
+    run_meta_summary,
+    volume_summary,
 )
+from iosweep.analysis.parts import run as part
+from iosweep.analysis.parts import tables
 from iosweep.analysis.patterns.access import access_summary, classes_summary, per_epoch_of
+from iosweep.analysis.patterns.alignment import add_alignment_counts, alignment_of
+from iosweep.analysis.patterns.checkpoints import (
+    CLASS,
+    add_opened,
+    add_windows,
+    checkpoints_of,
+    with_records,
+)
 from iosweep.analysis.patterns.files import RunFiles
+from iosweep.analysis.patterns.layers import layers_of
 from iosweep.analysis.patterns.metadata import metadata_summary
+from iosweep.analysis.patterns.mpiio import mpiio_of
 from iosweep.analysis.patterns.shapes import shapes_of
 from iosweep.analysis.patterns.sizes import add_size_counts, sizes_of
 from iosweep.analysis.patterns.spatial import add_counter_sums, spatial_summary
@@ -57,6 +54,8 @@ from iosweep.analysis.pipeline.unoverlapped import UNAVAILABLE as UNOVERLAPPED_U
 from iosweep.analysis.pipeline.unoverlapped import unoverlapped_summary
 from iosweep.analysis.pipeline.waits import PipelineFacts, pipeline_context, pipeline_summary
 from iosweep.analysis.settings import AnalysisSettings
+from iosweep.analysis.shared import SharedRecords
+from iosweep.trace.schema import RunMeta
 from iosweep.trace.store import open_store
 
 
@@ -76,6 +75,33 @@ class Combined:
     summary: dict[str, Any]  # the summary's sections built in parts so far
 
 
+@dataclass
+class _Parts:
+    """The parts' folders and facts, and what the run they make up is known to be."""
+
+    dirs: list[Path]
+    facts: list[dict[str, Any]]
+    paths: StringCodes  # the run's path codes
+    meta: RunMeta
+    run: RunFiles
+    start: float
+    end: float
+
+    @property
+    def run_time(self) -> float:
+        return max(0.0, self.end - self.start)
+
+    @property
+    def counted(self) -> bool:
+        """Whether the run has Darshan counter records."""
+        return sum(f["counter_records"] for f in self.facts) > 0
+
+    def frames(self, name: str, coded: bool = False) -> list[pd.DataFrame]:
+        """The parts' ``name`` frames (those that have one); ``coded``: paths as run's codes."""
+        found = [d / name for d in self.dirs if (d / name).exists()]
+        return [tables.read_frame(f, self.paths) if coded else pd.read_parquet(f) for f in found]
+
+
 def combine(store: Path, parts: list[Path], settings: AnalysisSettings) -> Combined:
     """The run's results from its parts' (folders of :func:`analyze_part`)."""
     meta = open_store(store).meta
@@ -92,73 +118,57 @@ def combine(store: Path, parts: list[Path], settings: AnalysisSettings) -> Combi
         dict(sorted(actor_host.items())),
         settings,
     )
-    start = min(f["run_start"] for f in facts)
-    end = max(f["run_end"] for f in facts)
-    t = finish_tables(tp, run, max(0.0, end - start))
+    ps = _Parts(parts, facts, paths, meta, run, min(f["run_start"] for f in facts),
+                max(f["run_end"] for f in facts))  # fmt: skip
+    t = finish_tables(tp, run, ps.run_time)
     summary: dict[str, Any] = {
         "spatial": spatial_summary(
             add_counter_sums([f["counter_sums"] for f in facts]), t.file_rank
         ),
-        "metadata": _metadata(parts, facts, t.ranks, max(0.0, end - start)),
+        "metadata": _metadata(ps, t.ranks),
     }
-    counts = add_size_counts([pd.read_parquet(p / SIZES) for p in parts])
-    sizes = sizes_of(counts, t.file_rank, run.class_names, settings)
-    pipeline = _pipeline(parts, facts, (start, end), meta.params, t.files, sizes[1], settings)
-    pairs = pd.concat([tables.read_frame(p / EPOCH_PAIRS, paths) for p in parts])
-    per_epoch = {}
-    for ci, name in enumerate(run.class_names):
-        pe = per_epoch_of(pairs[pairs["cls"] == ci])
-        if pe:
-            per_epoch[name] = pe
-    classes = classes_summary(
-        run.class_names, len(meta.ranks), settings, t.files, t.file_rank, per_epoch
-    )
+    sizes = sizes_of(add_size_counts(ps.frames(part.SIZES)), t.file_rank, run.class_names, settings)
+    pipeline = _pipeline(ps, t.files, sizes[1])
+    classes = _classes(ps, t)
     summary |= {"classes": classes, "access": access_summary(classes)}
-    summary["file_shapes"] = _shapes(parts, facts, paths, run)
-    overlap = _overlap(parts, facts, tp.ops > 0, meta.params)
-    unoverlapped, pipeline[1]["unoverlapped"] = _unoverlapped(parts, facts)
+    summary["file_shapes"] = _shapes(ps)
+    overlap = _overlap(ps, tp.ops > 0)
+    unoverlapped, pipeline[1]["unoverlapped"] = _unoverlapped(ps)
     summary["placement"] = placement_of(
-        sum(pd.read_parquet(p / PLACE_COUNTS) for p in parts),
-        pd.concat([pd.read_parquet(p / PLACE_SPANS) for p in parts], ignore_index=True),
+        sum(ps.frames(part.PLACE_COUNTS)),
+        pd.concat(ps.frames(part.PLACE_SPANS), ignore_index=True),
         facts[0]["epochs_known"],
-        max(0.0, end - start),
+        ps.run_time,
     )
     steps = open_store(store).table("steps", ["epoch", "step", "start", "end"]).to_pandas()
+    windows = epoch_windows_of(steps)
     phases = phases_of(
-        _with_part([pd.read_parquet(p / PHASES) for p in parts]),
-        _with_part([pd.read_parquet(p / PHASE_RANKS) for p in parts]),
+        _with_part(ps.frames(part.PHASES)),
+        _with_part(ps.frames(part.PHASE_RANKS)),
         run.class_names,
         settings.phase_gap_s,
-        epoch_windows_of(steps),
+        windows,
     )
-    windows = epoch_windows_of(steps)
-    summary["temporal"] = temporal_summary(_signatures(parts, paths, t), phases, windows)
-    return Combined(run, start, end, t, sizes, pipeline, overlap, unoverlapped, phases, summary)
-
-
-def _signatures(parts: list[Path], paths: StringCodes, t: Tables) -> dict[str, Any]:
-    """The ranks' signatures from the parts', once the run's file sizes confirm where each
-    part took end of file to be (PartsError where they do not)."""
-    if not t.dxt_available:  # no operations: nothing to sign
-        return {"per_rank": {}, "same_sequence": {}, "groups": {}}
-    size = np.zeros(max(len(paths), 1), np.int64)
-    size[t.files["file"].to_numpy()] = t.files["size"].to_numpy()
-    per_rank: dict[str, Any] = {}
-    shapes: dict[str, dict[int, str]] = {}
-    for p in parts:
-        eof = tables.read_frame(p / EOF_READS, paths)
-        early = eof[size[eof["file"].to_numpy()] > eof["offset"].to_numpy()]
-        if len(early):
-            raise PartsError(
-                f"{p}: a zero-byte read of {paths.values[int(early['file'].iloc[0])]} at "
-                f"{int(early['offset'].iloc[0])} is at the end of the file as this part's "
-                "ranks see it, not as the run's do: analyse the run whole"
-            )
-        part = json.loads((p / SIGNATURES).read_text())
-        per_rank |= part["per_rank"]
-        for scope, by in part["shapes"].items():
-            shapes.setdefault(scope, {}).update({int(a): h for a, h in by.items()})
-    return signature_groups(per_rank, shapes)
+    summary["temporal"] = temporal_summary(_signatures(ps, t), phases, windows)
+    summary["checkpoints"] = _checkpoints(ps, t, windows)
+    summary |= {
+        "trace": _trace([f["trace"] for f in facts], t),
+        "run": {"start": ps.start, "end": ps.end, "run_time": ps.run_time},
+        "ranks": ranks_summary(len(meta.ranks), "rank", actor_host, t.ranks),
+        "nodes": t.nodes.to_dict(orient="records"),
+        "run_meta": run_meta_summary(meta),
+        "volume": volume_summary(t.ranks),
+        "imbalance": imbalance_summary(t.ranks),
+        "layers": layers_of(pd.concat(ps.frames(part.LAYERS)), settings.modules),
+        "alignment": alignment_of(
+            add_alignment_counts([f["alignment"] for f in facts]),
+            pd.concat(ps.frames(part.LUSTRE, coded=True)).drop_duplicates("file"),
+        ),
+        "mpiio": mpiio_of(_mpiio(ps), len(meta.ranks), t.ranks, t.file_rank),
+    }
+    return Combined(
+        run, ps.start, ps.end, t, sizes, pipeline, overlap, unoverlapped, phases, summary
+    )
 
 
 def _with_part(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -166,87 +176,161 @@ def _with_part(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat([f.assign(part=i) for i, f in enumerate(frames)], ignore_index=True)
 
 
-def _metadata(
-    parts: list[Path], facts: list[dict[str, Any]], ranks: pd.DataFrame, run_time: float
-) -> dict[str, Any]:
+def _metadata(ps: _Parts, ranks: pd.DataFrame) -> dict[str, Any]:
     """The metadata summary (the ranks' metadata columns from the events where the run has
     no counters)."""
-    found = [p / METADATA_EVENTS for p in parts if (p / METADATA_EVENTS).exists()]
-    events = (
-        pd.concat([pd.read_parquet(f) for f in found]).set_index("rank").sort_index()
-        if found
-        else None
-    )
-    counted = sum(f["counter_records"] for f in facts) > 0
-    return metadata_summary(ranks, events, counted, run_time)
+    found = ps.frames(part.METADATA_EVENTS)
+    events = pd.concat(found).set_index("rank").sort_index() if found else None
+    return metadata_summary(ranks, events, ps.counted, ps.run_time)
 
 
 def _pipeline(
-    parts: list[Path],
-    facts: list[dict[str, Any]],
-    span: tuple[float, float],
-    params: dict[str, Any],
-    files: pd.DataFrame,
-    sizes: dict[str, Any],
-    settings: AnalysisSettings,
+    ps: _Parts, files: pd.DataFrame, sizes: dict[str, Any]
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The pipeline's (rank, epoch) table and summary from the parts' rows and facts."""
-    rows = [pd.read_parquet(p / PIPELINE) for p in parts]
+    rows = ps.frames(part.PIPELINE)
     t = pd.concat([r for r in rows if len(r)] or rows[:1], ignore_index=True)
     t = t.sort_values(["rank", "epoch"], ignore_index=True)
-    pf = [PipelineFacts(**f["pipeline"]) for f in facts]
+    pf = [PipelineFacts(**f["pipeline"]) for f in ps.facts]
     spans = [f.io_span for f in pf if f.io_span is not None]
     combined = replace(
         pf[0],  # the timing and the reason come from the run's manifest and meta
         has_steps=any(f.has_steps for f in pf),
         timed=any(f.timed for f in pf),
-        run_start=span[0],
-        run_end=span[1],
+        run_start=ps.start,
+        run_end=ps.end,
         io_span=(min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None,
     )
     dataset = files.loc[files["class"] == "dataset", "size"]
-    context = pipeline_context(params, float(np.median(dataset)) if len(dataset) else None, sizes)
-    return t, pipeline_summary(t, combined, context, settings)
+    context = pipeline_context(
+        ps.meta.params, float(np.median(dataset)) if len(dataset) else None, sizes
+    )
+    return t, pipeline_summary(t, combined, context, ps.run.settings)
 
 
-def _shapes(
-    parts: list[Path], facts: list[dict[str, Any]], paths: StringCodes, run: RunFiles
-) -> dict[str, Any] | None:
+def _classes(ps: _Parts, t: Tables) -> dict[str, Any]:
+    """The classes, with the sharing of their files within epochs from the parts' read
+    pairs."""
+    pairs = pd.concat(ps.frames(part.EPOCH_PAIRS, coded=True))
+    per_epoch = {}
+    for ci, name in enumerate(ps.run.class_names):
+        pe = per_epoch_of(pairs[pairs["cls"] == ci])
+        if pe:
+            per_epoch[name] = pe
+    return classes_summary(
+        ps.run.class_names, len(ps.meta.ranks), ps.run.settings, t.files, t.file_rank, per_epoch
+    )
+
+
+def _shapes(ps: _Parts) -> dict[str, Any] | None:
     """The dataset's read shapes from the parts' read streams and opens per file."""
-    streams = [
-        tables.read_frame(p / SHAPE_STREAMS, paths) for p in parts if (p / SHAPE_STREAMS).exists()
-    ]
-    if DATASET not in run.class_names or not streams:
+    streams = ps.frames(part.SHAPE_STREAMS, coded=True)
+    if part.DATASET not in ps.run.class_names or not streams:
         return None
-    counted = sum(f["counter_records"] for f in facts) > 0
-    name = OPENS_COUNTED if counted else OPENS_CALLED
-    opens = pd.concat([tables.read_frame(p / name, paths) for p in parts if (p / name).exists()])
+    opens = pd.concat(ps.frames(part.OPENS_COUNTED if ps.counted else part.OPENS_CALLED, True))
     per_file = opens.groupby("file")["opens"].sum()
-    return shapes_of(pd.concat(streams, ignore_index=True), per_file, DATASET)
+    return shapes_of(pd.concat(streams, ignore_index=True), per_file, part.DATASET)
 
 
-def _overlap(
-    parts: list[Path], facts: list[dict[str, Any]], has_ops: bool, params: dict[str, Any]
-) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _overlap(ps: _Parts, has_ops: bool) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The overlap of I/O and compute from the parts' (rank, epoch) rows."""
-    seen = {s for f in facts for s in f["compute_sources"]}
+    seen = {s for f in ps.facts for s in f["compute_sources"]}
     sources = [s for s in ("steps", "app_events") if s in seen]
     if not sources or not has_ops:
-        return pd.DataFrame(columns=OVERLAP_COLUMNS), overlap_unavailable(has_ops, params)
-    rows = pd.concat([pd.read_parquet(p / OVERLAP) for p in parts], ignore_index=True)
+        return pd.DataFrame(columns=OVERLAP_COLUMNS), overlap_unavailable(has_ops, ps.meta.params)
+    rows = pd.concat(ps.frames(part.OVERLAP), ignore_index=True)
     rows = rows.sort_values("rank", kind="stable", ignore_index=True)
     return rows, overlap_summary(rows, sources)
 
 
-def _unoverlapped(
-    parts: list[Path], facts: list[dict[str, Any]]
-) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _unoverlapped(ps: _Parts) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The unoverlapped I/O (DFAnalyzer's figures): its per-process table and summary from
     the parts' processes and ranks."""
-    if not any(f["compute_events"] for f in facts):
+    if not any(f["compute_events"] for f in ps.facts):
         return pd.DataFrame(columns=UNOVERLAPPED_COLUMNS), dict(UNOVERLAPPED_UNAVAILABLE)
-    table = pd.concat([pd.read_parquet(p / UNOVERLAPPED) for p in parts], ignore_index=True)
+    table = pd.concat(ps.frames(part.UNOVERLAPPED), ignore_index=True)
     table = table.sort_values(["rank", "pid"], ignore_index=True)
-    ranks = pd.concat([pd.read_parquet(p / UNOVERLAPPED_RANKS) for p in parts], ignore_index=True)
+    ranks = pd.concat(ps.frames(part.UNOVERLAPPED_RANKS), ignore_index=True)
     per_rank = ranks.sort_values("rank").to_dict(orient="records")
     return table, unoverlapped_summary(table, per_rank)
+
+
+def _signatures(ps: _Parts, t: Tables) -> dict[str, Any]:
+    """The ranks' signatures from the parts', once the run's file sizes confirm where each
+    part took end of file to be (PartsError where they do not)."""
+    if not t.dxt_available:  # no operations: nothing to sign
+        return {"per_rank": {}, "same_sequence": {}, "groups": {}}
+    size = np.zeros(max(len(ps.paths), 1), np.int64)
+    size[t.files["file"].to_numpy()] = t.files["size"].to_numpy()
+    per_rank: dict[str, Any] = {}
+    shapes: dict[str, dict[int, str]] = {}
+    for d in ps.dirs:
+        eof = tables.read_frame(d / part.EOF_READS, ps.paths)
+        early = eof[size[eof["file"].to_numpy()] > eof["offset"].to_numpy()]
+        if len(early):
+            raise part.PartsError(
+                f"{d}: a zero-byte read of {ps.paths.values[int(early['file'].iloc[0])]} at "
+                f"{int(early['offset'].iloc[0])} is at the end of the file as this part's "
+                "ranks see it, not as the run's do: analyse the run whole"
+            )
+        signed = json.loads((d / part.SIGNATURES).read_text())
+        per_rank |= signed["per_rank"]
+        for scope, by in signed["shapes"].items():
+            shapes.setdefault(scope, {}).update({int(a): h for a, h in by.items()})
+    return signature_groups(per_rank, shapes)
+
+
+def _checkpoints(ps: _Parts, t: Tables, windows: pd.DataFrame) -> dict[str, Any]:
+    """The checkpoints from the parts' write windows and opens of checkpoint files."""
+    s = ps.run.settings
+    if CLASS not in ps.run.class_names:
+        traced: dict[str, Any] = {
+            "available": False,
+            "reason": f"no file class named {CLASS!r} in the settings",
+        }
+    else:
+        written = add_windows(ps.frames(part.WRITTEN, coded=True))
+        counted = add_windows(ps.frames(part.COUNTED, coded=True))
+        ci = ps.run.class_names.index(CLASS)
+        traced = checkpoints_of(
+            t.file_rank, written, counted, ci, len(ps.meta.ranks), s.phase_gap_s, windows,
+            ps.run_time,
+        )  # fmt: skip
+
+    def opened() -> pd.DataFrame:
+        return add_opened(ps.frames(part.OPENED))
+
+    return with_records(traced, opened, ps.meta, s.phase_gap_s, windows)
+
+
+def _mpiio(ps: _Parts) -> MpiioLayer | None:
+    """The run's MPI-IO layer: the parts' operations and records (None where no part has
+    MPI-IO)."""
+    ops = ps.frames(part.MPIIO_OPS, coded=True)
+    if not ops:
+        return None
+    records = pd.concat(ps.frames(part.MPIIO_RECORDS, coded=True), ignore_index=True)
+    return MpiioLayer(pd.concat(ops, ignore_index=True), records)
+
+
+def _trace(parts: list[dict[str, Any]], t: Tables) -> dict[str, Any]:
+    """The trace section from the parts' counts (a part never holds records Darshan reduced
+    for all ranks: those runs are not cut into parts)."""
+
+    def total(key: str) -> int:
+        return sum(int(p[key]) for p in parts)
+
+    return {
+        "segments": total("segments"),
+        "counter_records": total("counter_records"),
+        "dxt_available": t.dxt_available,
+        "completeness": t.completeness,
+        "excluded_ops": total("excluded_ops"),
+        "excluded_records": total("excluded_records"),
+        "excluded_paths": sorted({x for p in parts for x in p["excluded_paths"]})[:5],
+        "unsized_io_calls": total("unsized_io_calls"),
+        "unattributed": {
+            k: sum(p["unattributed"][k] for p in parts) for k in parts[0]["unattributed"]
+        },
+        "shared_records": SharedRecords().to_json(),
+    }

@@ -11,11 +11,18 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from iosweep import memory
-from iosweep.analysis.data import READ, RunData, load_run
+from iosweep.analysis.data import READ, RunData, load_run, unsized_io_calls
 from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.plan import Part
 from iosweep.analysis.patterns.access import epoch_read_pairs
+from iosweep.analysis.patterns.alignment import alignment_counts
 from iosweep.analysis.patterns.artefacts import fd_reuse, remove
+from iosweep.analysis.patterns.checkpoints import (
+    CLASS,
+    counted_windows,
+    opened_files,
+    write_windows,
+)
 from iosweep.analysis.patterns.metadata import from_app_events
 from iosweep.analysis.patterns.shapes import opens_per_file, read_streams
 from iosweep.analysis.patterns.sizes import size_counts
@@ -52,6 +59,10 @@ OVERLAP = "overlap.parquet"  # I/O and compute per (rank, epoch)
 UNOVERLAPPED, UNOVERLAPPED_RANKS = "unoverlapped.parquet", "unoverlapped_ranks.parquet"
 PHASES, PHASE_RANKS = "phases.parquet", "phase_ranks.parquet"  # the part's own phases
 SIGNATURES, EOF_READS = "signatures.json", "eof_reads.parquet"
+# checkpoint files: write windows from segments and from counters, opens and closes
+WRITTEN, COUNTED, OPENED = "written.parquet", "counted.parquet", "opened.parquet"
+LAYERS, LUSTRE = "layers.parquet", "lustre.parquet"
+MPIIO_OPS, MPIIO_RECORDS = "mpiio_ops.parquet", "mpiio_records.parquet"
 
 
 def part_data(
@@ -110,6 +121,8 @@ def analyze_part(
     unoverlapped.to_parquet(out / UNOVERLAPPED, index=False)
     pd.DataFrame(per_rank).to_parquet(out / UNOVERLAPPED_RANKS, index=False)
     _write_signatures(rd, sp, tp, out)
+    _write_checkpoints(rd, out)
+    _write_layers(rd, out)
     found, ranks = phase_parts(rd)
     found.to_parquet(out / PHASES, index=False)
     ranks.to_parquet(out / PHASE_RANKS, index=False)
@@ -125,6 +138,16 @@ def analyze_part(
         "epochs_known": not whole_run.empty,
         "compute_sources": list(compute),
         "compute_events": has_compute_events(rd),
+        "alignment": alignment_counts(rd),
+        "trace": {
+            "segments": len(rd.ops),
+            "counter_records": len(rd.counters),
+            "excluded_ops": rd.excluded_ops,
+            "excluded_records": rd.excluded_records,
+            "excluded_paths": rd.excluded_paths,
+            "unsized_io_calls": unsized_io_calls(rd.app_events),
+            "unattributed": rd.unattributed,
+        },
     }
     tables.write_part(tp, rd.paths, facts, out)
     events = from_app_events(rd) if not len(rd.counters) else None
@@ -164,6 +187,28 @@ def _write_signatures(rd: RunData, sp: Spatial, tp: TablesPart, out: Path) -> No
     at_eof &= ops.offset >= size[ops.file]
     eof = pd.DataFrame({"file": ops.file[at_eof], "offset": ops.offset[at_eof]})
     tables.write_frame(eof.drop_duplicates(), rd.paths, out / EOF_READS)
+
+
+def _write_checkpoints(rd: RunData, out: Path) -> None:
+    """The checkpoint files' write windows (traced and counted) and opens, of the part's
+    ranks."""
+    if CLASS not in rd.settings.class_names:
+        return
+    ci = rd.settings.class_names.index(CLASS)
+    tables.write_frame(write_windows(rd, ci), rd.paths, out / WRITTEN)
+    tables.write_frame(counted_windows(rd, ci), rd.paths, out / COUNTED)
+    opened_files(rd).to_parquet(out / OPENED, index=False)
+
+
+def _write_layers(rd: RunData, out: Path) -> None:
+    """Every module's totals, the files' Lustre striping and the MPI-IO layer's operations
+    and records (their host and module codes are the part's own: left out)."""
+    rd.layers.to_parquet(out / LAYERS, index=False)
+    tables.write_frame(rd.lustre, rd.paths, out / LUSTRE)
+    if rd.mpiio is not None:
+        tables.write_frame(rd.mpiio.ops, rd.paths, out / MPIIO_OPS)
+        records = rd.mpiio.records.drop(columns=["host", "module"])
+        tables.write_frame(records, rd.paths, out / MPIIO_RECORDS)
 
 
 class PartsError(ValueError):

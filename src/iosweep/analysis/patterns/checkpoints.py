@@ -8,6 +8,7 @@ files per checkpoint (.index, .data-*, the ``checkpoint`` list); they make one e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,78 @@ def analyze_checkpoints(
     if CLASS not in rd.class_names:
         return {"available": False, "reason": f"no file class named {CLASS!r} in the settings"}
     ci = rd.class_names.index(CLASS)
+    return checkpoints_of(
+        file_rank,
+        write_windows(rd, ci),
+        counted_windows(rd, ci),
+        ci,
+        rd.n_ranks,
+        rd.settings.phase_gap_s,
+        windows,
+        rd.run_time,
+    )
+
+
+WINDOW_COLUMNS = ["file", "start", "end", "bytes", "ranks"]
+
+
+def write_windows(rd: RunData, ci: int) -> pd.DataFrame:
+    """Per checkpoint file (class ``ci``) the ranks write: its write window, bytes and
+    writers (:data:`WINDOW_COLUMNS`); of some ranks, theirs (writers and bytes add up over
+    parts of ranks, windows widen)."""
+    ops = rd.ops
+    m = (ops.op == WRITE) & (rd.file_class[ops.file] == ci) & (ops.actor >= 0)
+    if not m.any():
+        return pd.DataFrame(columns=WINDOW_COLUMNS)
+    seg = pd.DataFrame(
+        {
+            "file": ops.file[m],
+            "actor": ops.actor[m],
+            "start": ops.start[m],
+            "end": ops.end[m],
+            "bytes": ops.length[m],
+        }
+    )
+    return _windows(seg)
+
+
+def _windows(rows: pd.DataFrame) -> pd.DataFrame:
+    return (
+        rows.groupby("file")
+        .agg(start=("start", "min"), end=("end", "max"), bytes=("bytes", "sum"),
+             ranks=("actor", "nunique"))
+        .reset_index()
+    )  # fmt: skip
+
+
+def counted_windows(rd: RunData, ci: int) -> pd.DataFrame:
+    """The same from Darshan's counters, opens to closes (for the files known only from
+    counters, e.g. TF's STDIO writes)."""
+    c = rd.counters
+    if not len(c):
+        return pd.DataFrame(columns=WINDOW_COLUMNS)
+    cc = c[
+        (rd.file_class[c["file"].to_numpy()] == ci) & (c["bytes_written"] > 0) & (c["actor"] >= 0)
+    ]
+    cc = cc.dropna(subset=["open_start", "close_end"])
+    rows = cc[["file", "actor", "open_start", "close_end", "bytes_written"]].rename(
+        columns={"open_start": "start", "close_end": "end", "bytes_written": "bytes"}
+    )
+    return _windows(rows) if len(rows) else pd.DataFrame(columns=WINDOW_COLUMNS)
+
+
+def checkpoints_of(
+    file_rank: pd.DataFrame,
+    written: pd.DataFrame,
+    counted: pd.DataFrame,
+    ci: int,
+    n_ranks: int,
+    gap: float,
+    windows: pd.DataFrame,
+    run_time: float,
+) -> dict[str, Any]:
+    """The checkpoints of a run from its (rank, file) rows, the checkpoint files' write
+    windows (:func:`write_windows`) and counted windows (:func:`counted_windows`)."""
     fr = file_rank[(file_rank["class"] == ci) & (file_rank["actor"] >= 0)]
     w = fr[fr["bytes_written"] > 0]
     writers = sorted(int(a) for a in w["actor"].unique())
@@ -33,8 +106,8 @@ def analyze_checkpoints(
         "available": True,
         "writers": writers,
         "n_writers": len(writers),
-        "ranks_of_run": rd.n_ranks,
-        "only_one_rank_writes": len(writers) == 1 and rd.n_ranks > 1,
+        "ranks_of_run": n_ranks,
+        "only_one_rank_writes": len(writers) == 1 and n_ranks > 1,
         "files_written": int(w["file"].nunique()),
         "bytes_written": int(w["bytes_written"].sum()),
         "bytes_written_per_writer": {
@@ -45,53 +118,19 @@ def analyze_checkpoints(
         "bytes_read": int(fr["bytes_read"].sum()),
         "readers": sorted(int(a) for a in fr.loc[fr["bytes_read"] > 0, "actor"].unique()),
     }
-    # Per-file write windows.
-    ops = rd.ops
-    m = (ops.op == WRITE) & (rd.file_class[ops.file] == ci) & (ops.actor >= 0)
-    parts = []
-    if m.any():
-        seg = pd.DataFrame(
-            {
-                "file": ops.file[m],
-                "actor": ops.actor[m],
-                "start": ops.start[m],
-                "end": ops.end[m],
-                "bytes": ops.length[m],
-            }
-        )
-        parts.append(
-            seg.groupby("file")
-            .agg(
-                start=("start", "min"),
-                end=("end", "max"),
-                bytes=("bytes", "sum"),
-                ranks=("actor", "nunique"),
-            )
-            .reset_index()
-        )
-    c = rd.counters
+    # Per-file write windows; from the counters for the files some rank has only there.
+    parts = [written] if len(written) else []
     co_files = set(w.loc[w["source"] == "counters", "file"])
-    if co_files and len(c):
-        cc = c[c["file"].isin(co_files) & (c["bytes_written"] > 0) & (c["actor"] >= 0)]
-        cc = cc.dropna(subset=["open_start", "close_end"])
-        if len(cc):
-            parts.append(
-                cc.groupby("file")
-                .agg(
-                    start=("open_start", "min"),
-                    end=("close_end", "max"),
-                    bytes=("bytes_written", "sum"),
-                    ranks=("actor", "nunique"),
-                )
-                .reset_index()
-            )
+    counted = counted[counted["file"].isin(co_files)]
+    if len(counted):
+        parts.append(counted)
     if not parts:
         out |= {"n_checkpoints": 0, "events": []}
         return out
     pf = pd.concat(parts, ignore_index=True).sort_values("start").reset_index(drop=True)
     en = np.maximum.accumulate(pf["end"].to_numpy())
     st = pf["start"].to_numpy()
-    new = np.r_[True, st[1:] > en[:-1] + rd.settings.phase_gap_s]
+    new = np.r_[True, st[1:] > en[:-1] + gap]
     pf["event"] = np.cumsum(new) - 1
     ev = pf.groupby("event").agg(
         start=("start", "min"),
@@ -122,10 +161,22 @@ def analyze_checkpoints(
         "duration_mean": float(ev["duration"].mean()),
         "duration_max": float(ev["duration"].max()),
         "interval_mean": float(np.diff(starts).mean()) if len(starts) > 1 else None,
-        "time_share_of_run": float(ev["duration"].sum() / rd.run_time) if rd.run_time > 0 else None,
+        "time_share_of_run": float(ev["duration"].sum() / run_time) if run_time > 0 else None,
         "events": events[:200],
     }
     return out
+
+
+def add_windows(windows: list[pd.DataFrame]) -> pd.DataFrame:
+    """Windows of some parts of a run's ranks (:func:`write_windows`, :func:`counted_windows`)
+    as the run's: writers and bytes added, windows widened."""
+    all_ = pd.concat([w for w in windows if len(w)] or windows[:1], ignore_index=True)
+    return (
+        all_.groupby("file")
+        .agg(start=("start", "min"), end=("end", "max"), bytes=("bytes", "sum"),
+             ranks=("ranks", "sum"))
+        .reset_index()
+    )  # fmt: skip
 
 
 def _after_epoch(t: float, ep: pd.DataFrame) -> int | None:
@@ -170,13 +221,13 @@ def outputs_on_disk(meta: RunMeta) -> dict[str, int]:
     return {"files": len(outs), "bytes": sum(outs.values())}
 
 
-def opened_checkpoints(rd: RunData, gap: float) -> list[dict[str, Any]]:
-    """Checkpoints placed by the tracer's opens and closes of checkpoint files (DFTracer sees
-    ``torch.save``'s ``fopen``/``fclose`` but not its writes): one event per burst, its
-    bytes the files' sizes on disk, marked ``traced: false``."""
+def opened_files(rd: RunData) -> pd.DataFrame:
+    """Per checkpoint file a rank opened or closed (as events): path, first start, last end
+    and the lowest rank (of some ranks: theirs, to be put together by :func:`add_opened`)."""
     ev = rd.app_events
+    none = pd.DataFrame(columns=["path", "start", "end", "rank"])
     if ev.empty or CLASS not in rd.class_names:
-        return []
+        return none
     ci = rd.class_names.index(CLASS)
     # per distinct name, then per row by category code and path code: millions of events
     m = category_matches(ev["name"], r"^(f?open(at)?(64)?|creat(64)?|f?close)$")
@@ -186,13 +237,30 @@ def opened_checkpoints(rd: RunData, gap: float) -> list[dict[str, Any]]:
     m &= ev["actor"].to_numpy() >= 0
     e = ev[m]
     if e.empty:
-        return []
+        return none
     e = e.assign(path=[rd.paths[f] for f in e["file"].to_numpy()])
-    per_file = e.groupby("path").agg(
+    return e.groupby("path", as_index=False).agg(
         start=("start", "min"), end=("end", "max"), rank=("actor", "min")
     )
-    per_file = per_file.sort_values("start")
-    disk = _outputs(rd.meta)
+
+
+def add_opened(files: list[pd.DataFrame]) -> pd.DataFrame:
+    """:func:`opened_files` of some parts of a run's ranks as the run's."""
+    all_ = pd.concat(files, ignore_index=True)
+    return all_.groupby("path", as_index=False).agg(
+        start=("start", "min"), end=("end", "max"), rank=("rank", "min")
+    )
+
+
+def opened_of(files: pd.DataFrame, meta: RunMeta, gap: float) -> list[dict[str, Any]]:
+    """Checkpoints placed by the tracer's opens and closes of checkpoint files (DFTracer sees
+    ``torch.save``'s ``fopen``/``fclose`` but not its writes), from the run's
+    :func:`opened_files`: one event per burst, its bytes the files' sizes on disk, marked
+    ``traced: false``."""
+    if files.empty:
+        return []
+    per_file = files.set_index("path").sort_values("start")
+    disk = _outputs(meta)
     by_name = {Path(p).name: b for p, b in disk.items()}
     out: list[dict[str, Any]] = []
     for path, r in per_file.iterrows():
@@ -216,14 +284,27 @@ def checkpoint_summary(rd: RunData, file_rank: pd.DataFrame, windows: pd.DataFra
     """Traced checkpoints, plus what the job itself recorded, for when the tracer missed the
     writes (DFTracer does not see torch.save's): ``app_saves``, ``on_disk`` and ``marks``
     (the times to show: traced bursts, else the script's saves)."""
-    out = analyze_checkpoints(rd, file_rank, windows)
-    out["app_saves"] = app_saves(rd.meta)
-    out["on_disk"] = outputs_on_disk(rd.meta)
+    traced = analyze_checkpoints(rd, file_rank, windows)
+    return with_records(traced, lambda: opened_files(rd), rd.meta, rd.settings.phase_gap_s, windows)
+
+
+def with_records(
+    out: dict[str, Any],
+    opened: Callable[[], pd.DataFrame],
+    meta: RunMeta,
+    gap: float,
+    windows: pd.DataFrame,
+) -> dict[str, Any]:
+    """The traced checkpoints ``out`` with what the job recorded and where no write was
+    traced, the checkpoint files' opens and closes (``opened``: the run's
+    :func:`opened_files`, asked for only then)."""
+    out["app_saves"] = app_saves(meta)
+    out["on_disk"] = outputs_on_disk(meta)
     traced = [e for e in out.get("events") or [] if "start" in e]
-    opened = [] if traced else opened_checkpoints(rd, rd.settings.phase_gap_s)
+    found = [] if traced else opened_of(opened(), meta, gap)
     ep = windows[windows["step"] < 0].sort_values("start") if len(windows) else windows
-    for e in opened:
+    for e in found:
         e["after_epoch"] = _after_epoch(e["start"], ep)
-    out["opened"] = opened
-    out["marks"] = traced or opened or out["app_saves"]
+    out["opened"] = found
+    out["marks"] = traced or found or out["app_saves"]
     return out

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
+
 from iosweep.analysis.data import RunData
 
 # module -> (name in words, where it sits relative to the file layers)
@@ -30,18 +32,28 @@ LAYERS = {
 def analyze_layers(rd: RunData) -> list[dict[str, Any]]:
     """The ``layers`` section of a run's summary: one entry per module the trace holds, in
     order from the application down to storage."""
+    return layers_of(rd.layers, rd.settings.modules)
+
+
+def layers_of(totals: pd.DataFrame, analysed: list[str]) -> list[dict[str, Any]]:
+    """:func:`analyze_layers` from the run's per-module totals by source (``RunData.layers``,
+    or the parts' put together): a module's counters where it has any, else its segments."""
+    sums = totals.groupby(["module", "source"], sort=False).sum(numeric_only=True).reset_index()
+    has_counters = set(sums.loc[sums["source"] == "counters", "module"])
+    rows = sums[(sums["source"] == "counters") | ~sums["module"].isin(has_counters)]
     order = list(LAYERS)
-    rows = rd.layers.to_dict(orient="records")
-    rows.sort(key=lambda r: order.index(r["module"]) if r["module"] in LAYERS else len(order))
+    rows = rows.assign(
+        at=[order.index(m) if m in LAYERS else len(order) for m in rows["module"]]
+    ).sort_values(["at", "module"])
     out = []
-    for r in rows:
+    for r in rows.to_dict(orient="records"):
         name, level = LAYERS.get(r["module"], (r["module"], "other"))
         out.append(
             {
                 "module": r["module"],
                 "name": name,
                 "level": level,
-                "analysed": r["module"] in rd.settings.modules,
+                "analysed": r["module"] in analysed,
                 "records": int(r["records"]),
                 "reads": int(r["reads"]),
                 "writes": int(r["writes"]),

@@ -29,7 +29,14 @@ def analyze_mpiio(
 
     ``ranks`` lists the run's ranks; ``file_rank`` has each rank's POSIX seconds per file.
     """
-    layer = rd.mpiio
+    return mpiio_of(rd.mpiio, rd.n_ranks, ranks, file_rank)
+
+
+def mpiio_of(
+    layer: MpiioLayer | None, n_ranks: int, ranks: pd.DataFrame, file_rank: pd.DataFrame
+) -> dict[str, Any] | None:
+    """:func:`analyze_mpiio` of the run's MPI-IO layer (its ranks' operations and records
+    put together, where it was read in parts)."""
     if layer is None or (layer.ops.empty and layer.records.empty):
         return None
     out: dict[str, Any] = {
@@ -37,7 +44,7 @@ def analyze_mpiio(
     }
     files = np.union1d(layer.ops["file"], layer.records["file"])
     for d, name in _DIRECTIONS:
-        times = _rank_times(layer, d, name, rd.n_ranks)
+        times = _rank_times(layer, d, name, n_ranks)
         posix = _posix_times(ranks, file_rank, files, name)
         out[name] = {
             "ops": _ops(layer, d, name),
@@ -55,7 +62,7 @@ def analyze_mpiio(
         out[name]["independent"] = max(ops - out[name]["collective"], 0)
     seen = np.union1d(layer.ops["rank"][layer.ops["rank"] >= 0], _ranked(layer)["actor"])
     # a reduced record is every rank's
-    out["ranks"] = rd.n_ranks if reduced(layer.records).any() else len(seen)
+    out["ranks"] = n_ranks if reduced(layer.records).any() else len(seen)
     return out
 
 

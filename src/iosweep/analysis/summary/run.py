@@ -57,7 +57,7 @@ class Trace(_Model):
     completeness: float | None
     excluded_ops: int
     excluded_records: int = 0  # counter records of analysed modules on excluded paths
-    excluded_paths: list[str] = Field(default_factory=list)  # up to 5 of them (e.g. <STDOUT>)
+    excluded_paths: list[str] = Field(default_factory=list)  # the first 5, by path (<STDOUT>)
     unsized_io_calls: int = 0  # DFTracer reads/writes without file or size (no metadata)
     unattributed: dict[str, int | float]
     # MPI files reduced by Darshan to one record: records, spread (to ranks), traced, ranks
