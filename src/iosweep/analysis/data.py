@@ -200,6 +200,7 @@ class RunData:
     lustre: pd.DataFrame = field(default_factory=pd.DataFrame)
     layers: pd.DataFrame = field(default_factory=pd.DataFrame)  # every module's totals, by source
     issues: list[Issue] = field(default_factory=list)  # found while loading
+    untimed: int = 0  # segments left out without start or end times (an issue of those)
     limitations: list[str] = field(default_factory=list)  # of the data read (a rank subset)
     cache: dict = field(default_factory=dict, repr=False)  # sorts and unions several steps reuse
 
@@ -245,6 +246,19 @@ class RunData:
     @property
     def run_time(self) -> float:
         return max(0.0, self.run_end - self.run_start)
+
+
+def untimed_issue(n: int) -> Issue:
+    """The issue of ``n`` segments left out for want of start or end times."""
+    return Issue(
+        "segments.parquet",
+        UNTIMED,
+        f"{n} segments without start/end times were left out",
+        "warning",
+    )
+
+
+UNTIMED = "corrupt"  # the kind of untimed_issue
 
 
 def class_names(settings: AnalysisSettings, meta: RunMeta, has_steps: bool) -> list[str]:
@@ -293,15 +307,9 @@ def load_run(
     n_total = len(op)
     keep = keep_module[module] & keep_path[path] & (op >= 0)
     bad_time = ~(np.isfinite(seg["start"]) & np.isfinite(seg["end"]))
-    if bad_time.any():
-        issues.append(
-            Issue(
-                "segments.parquet",
-                "corrupt",
-                f"{int(bad_time.sum())} segments without start/end times were left out",
-                "warning",
-            )
-        )
+    untimed = int(bad_time.sum())
+    if untimed:
+        issues.append(untimed_issue(untimed))
         keep &= ~bad_time
     # reads and writes left out: on excluded paths, and of modules not analysed (by name)
     io = op >= 0
@@ -383,6 +391,7 @@ def load_run(
         lustre=lustre,
         layers=layers,
         issues=issues,
+        untimed=untimed,
         limitations=[subset.limitation()] if subset is not None else [],
     )
 

@@ -48,6 +48,7 @@ from iosweep.analysis.pipeline.phases import use_annotated_steps
 from iosweep.analysis.pipeline.unoverlapped import analyze_unoverlapped
 from iosweep.analysis.pipeline.waits import analyze_pipeline, pipeline_context
 from iosweep.analysis.settings import AnalysisSettings
+from iosweep.analysis.shared import SharedRecords
 from iosweep.analysis.subset import select
 from iosweep.analysis.summary import SCHEMA, to_dict, validate, write_summary
 from iosweep.analysis.timeline import export as timeline_export
@@ -97,11 +98,33 @@ def analyze_run(
 
 def _status(rd: RunData, t) -> tuple[str, bool, list[dict[str, Any]], list[str]]:
     """(analysis status, incomplete, issues, limitations) of the run's trace."""
-    meta = rd.meta
-    issues = (
-        [asdict(i) for i in meta.issues] + [asdict(i) for i in rd.issues] + _coverage_issues(rd, t)
+    issues = [asdict(i) for i in rd.issues] + coverage_issues(rd.meta, rd.actor_kind, t.ranks)
+    return status_of(
+        rd.meta,
+        str(rd.store),
+        issues,
+        bool(len(rd.ops) or len(rd.counters)),
+        t.dxt_available,
+        bool(len(rd.counters)),
+        rd.shared_records,
+        list(rd.limitations),
     )
-    traced = bool(len(rd.ops) or len(rd.counters))
+
+
+def status_of(
+    meta: RunMeta,
+    store: str,
+    issues: list[dict[str, Any]],
+    traced: bool,
+    dxt_available: bool,
+    counted: bool,
+    shared: SharedRecords,
+    limitations: list[str],
+) -> tuple[str, bool, list[dict[str, Any]], list[str]]:
+    """(analysis status, incomplete, issues, limitations) of a run's trace from what was
+    found reading it (``issues`` beside the store's own, ``limitations`` of what was read),
+    whether it holds I/O (``traced``), DXT segments and counter records (``counted``)."""
+    issues = [asdict(i) for i in meta.issues] + issues
     incomplete = bool(meta.incomplete) or any(i["severity"] == "error" for i in issues)
     if meta.tracer == "none" and not traced:
         status = "untraced"
@@ -109,27 +132,23 @@ def _status(rd: RunData, t) -> tuple[str, bool, list[dict[str, Any]], list[str]]
         status = "empty"
         incomplete = True
         issues.append(
-            asdict(
-                Issue(str(rd.store), "empty", "the store holds no I/O: no segments and no counters")
-            )
+            asdict(Issue(store, "empty", "the store holds no I/O: no segments and no counters"))
         )
     else:
         status = "partial" if incomplete else "complete"
-    limitations = list(rd.limitations)
-    if not t.dxt_available and traced:
+    if not dxt_available and traced:
         limitations.append(
             "no per-operation trace (DXT): spatial and temporal patterns, offsets "
             "overlap and phases are not available; figures come from counters"
         )
-    if not len(rd.counters) and traced:
+    if not counted and traced:
         limitations.append("no Darshan counters: metadata from traced events only, if any")
-    sh = rd.shared_records
-    if sh.spread:
+    if shared.spread:
         limitations.append(
-            f"Darshan reduced {sh.spread} file(s) shared by all {sh.ranks} ranks to one record "
-            "each: per rank, figures on them are exact for the fastest and the slowest rank "
-            "(Darshan's FASTEST/SLOWEST_RANK counters) and an equal share of the rest for the "
-            "others"
+            f"Darshan reduced {shared.spread} file(s) shared by all {shared.ranks} ranks to one "
+            "record each: per rank, figures on them are exact for the fastest and the slowest "
+            "rank (Darshan's FASTEST/SLOWEST_RANK counters) and an equal share of the rest for "
+            "the others"
         )
     return status, incomplete, issues, limitations
 
@@ -223,42 +242,18 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         ),
     )
     pipe["unoverlapped"] = unov
-    pipe["dlio"] = dlio_beside(rd, pipe_table, pipe)
+    pipe["dlio"] = dlio_beside(rd.meta, pipe_table, pipe)
     checks = completeness_checks(
-        rd,
+        rd.meta,
+        bool(len(rd.ops) or len(rd.counters)),
         int(classes.get("dataset", {}).get("bytes_read", 0)),
         int(classes.get("dataset", {}).get("files", 0)),
         pipe,
         checkpoints,
     )
-    for c in checks:
-        issues.append(
-            asdict(
-                Issue(
-                    "trace",
-                    "trace-incomplete",
-                    c["message"] + (f": {c['why']}" if c["why"] else ""),
-                    "warning",
-                )
-            )
-        )
-    if checks and status == "complete":
-        status, incomplete = "partial", True
     sh = rd.shared_records
     summary: dict[str, Any] = {
-        "schema": SCHEMA,
-        "run_id": meta.run_id,
-        "params": meta.params,
-        "store": str(Path(rd.store).resolve()),
-        "tracer": meta.tracer,
-        "status": meta.status,
-        "analysis_status": status,
-        "empty": status in ("empty", "untraced"),
-        "incomplete": incomplete,
-        "trace_complete": not incomplete and status == "complete",
-        "completeness": checks,
-        "issues": issues,
-        "limitations": limitations,
+        **status_sections(meta, rd.store, (status, incomplete, issues, limitations), checks),
         "settings": s.to_dict(),
         "run": {"start": rd.run_start, "end": rd.run_end, "run_time": rd.run_time},
         "ranks": ranks_summary(rd.n_ranks, rd.actor_kind, rd.actor_host, ranks),
@@ -365,23 +360,51 @@ def _bounded_file_tables(
     return files, _file_ranks_table(rd, fr), info
 
 
-def _coverage_issues(rd: RunData, t) -> list[dict[str, Any]]:
-    """Ranks the run should have that left no trace."""
+def status_sections(
+    meta: RunMeta,
+    store: Path,
+    status: tuple[str, bool, list[dict[str, Any]], list[str]],
+    checks: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The summary's first keys: the run, its analysis status (:func:`status_of`) made
+    partial by the completeness ``checks`` that failed, each also an issue."""
+    state, incomplete, issues, limitations = status
+    for c in checks:
+        why = f": {c['why']}" if c["why"] else ""
+        issues.append(asdict(Issue("trace", "trace-incomplete", c["message"] + why, "warning")))
+    if checks and state == "complete":
+        state, incomplete = "partial", True
+    return {
+        "schema": SCHEMA,
+        "run_id": meta.run_id,
+        "params": meta.params,
+        "store": str(Path(store).resolve()),
+        "tracer": meta.tracer,
+        "status": meta.status,
+        "analysis_status": state,
+        "empty": state in ("empty", "untraced"),
+        "incomplete": incomplete,
+        "trace_complete": not incomplete and state == "complete",
+        "completeness": checks,
+        "issues": issues,
+        "limitations": limitations,
+    }
+
+
+def coverage_issues(meta: RunMeta, actor_kind: str, ranks: pd.DataFrame) -> list[dict[str, Any]]:
+    """Ranks the run should have that left no trace (``ranks``: the ranks table)."""
     out: list[dict[str, Any]] = []
-    meta = rd.meta
     if meta.tracer == "none":
         return out
     expected = {r.rank for r in meta.ranks}
     if not expected and isinstance(meta.params.get("ranks"), int):
         expected = set(range(meta.params["ranks"]))
-    if not expected or rd.actor_kind != "rank":
+    if not expected or actor_kind != "rank":
         return out
     traced = {p.rank for p in meta.processes if p.rank >= 0}
     if not meta.processes:
         traced = set(
-            t.ranks.loc[
-                (t.ranks["reads"] + t.ranks["writes"] + t.ranks["opens"]) > 0, "rank"
-            ].tolist()
+            ranks.loc[(ranks["reads"] + ranks["writes"] + ranks["opens"]) > 0, "rank"].tolist()
         )
     missing = sorted(expected - traced)
     already = {(i.source, i.kind) for i in meta.issues}

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +13,14 @@ import pandas as pd
 import pyarrow as pa
 
 from iosweep.analysis.classify import classify_paths
-from iosweep.analysis.data import MpiioLayer, StringCodes, class_names
+from iosweep.analysis.data import MpiioLayer, StringCodes, class_names, untimed_issue
 from iosweep.analysis.findings.run import (
+    coverage_issues,
     imbalance_summary,
     ranks_summary,
     run_meta_summary,
+    status_of,
+    status_sections,
     volume_summary,
 )
 from iosweep.analysis.parts import run as part
@@ -45,6 +48,8 @@ from iosweep.analysis.patterns.temporal import (
     temporal_summary,
 )
 from iosweep.analysis.patterns.volume import Tables, finish_tables
+from iosweep.analysis.pipeline.completeness import completeness_checks
+from iosweep.analysis.pipeline.dlio import dlio_beside
 from iosweep.analysis.pipeline.epochs import placement_of
 from iosweep.analysis.pipeline.overlap import COLUMNS as OVERLAP_COLUMNS
 from iosweep.analysis.pipeline.overlap import overlap_summary
@@ -151,6 +156,17 @@ def combine(store: Path, parts: list[Path], settings: AnalysisSettings) -> Combi
     )
     summary["temporal"] = temporal_summary(_signatures(ps, t), phases, windows)
     summary["checkpoints"] = _checkpoints(ps, t, windows)
+    pipeline[1]["dlio"] = dlio_beside(meta, *pipeline)
+    dataset = classes.get("dataset", {})
+    checks = completeness_checks(
+        meta,
+        tp.ops > 0 or ps.counted,
+        int(dataset.get("bytes_read", 0)),
+        int(dataset.get("files", 0)),
+        pipeline[1],
+        summary["checkpoints"],
+    )
+    summary = _status(ps, store, t, tp.ops > 0, checks) | summary
     summary |= {
         "trace": _trace([f["trace"] for f in facts], t),
         "run": {"start": ps.start, "end": ps.end, "run_time": ps.run_time},
@@ -301,6 +317,21 @@ def _checkpoints(ps: _Parts, t: Tables, windows: pd.DataFrame) -> dict[str, Any]
         return add_opened(ps.frames(part.OPENED))
 
     return with_records(traced, opened, ps.meta, s.phase_gap_s, windows)
+
+
+def _status(
+    ps: _Parts, store: Path, t: Tables, has_ops: bool, checks: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The summary's first keys: the run and its analysis status, from the issues the parts
+    found reading (their untimed segments added up into one) and the completeness checks."""
+    untimed = sum(int(f["untimed"]) for f in ps.facts)
+    issues = ([asdict(untimed_issue(untimed))] if untimed else []) + [
+        i for f in ps.facts for i in f["issues"]
+    ]
+    issues += coverage_issues(ps.meta, "rank", t.ranks)
+    status = status_of(ps.meta, str(store), issues, has_ops or ps.counted, t.dxt_available,
+                       ps.counted, SharedRecords(), [])  # fmt: skip
+    return status_sections(ps.meta, store, status, checks)
 
 
 def _mpiio(ps: _Parts) -> MpiioLayer | None:

@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from iosweep import memory
-from iosweep.analysis.data import READ, RunData, load_run, unsized_io_calls
+from iosweep.analysis.data import READ, RunData, load_run, unsized_io_calls, untimed_issue
 from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.plan import Part
 from iosweep.analysis.patterns.access import epoch_read_pairs
@@ -139,6 +139,9 @@ def analyze_part(
         "compute_sources": list(compute),
         "compute_events": has_compute_events(rd),
         "alignment": alignment_counts(rd),
+        # what reading found: the untimed segments counted apart (the run's issue adds them up)
+        "untimed": rd.untimed,
+        "issues": [asdict(i) for i in rd.issues if i != untimed_issue(rd.untimed)],
         "trace": {
             "segments": len(rd.ops),
             "counter_records": len(rd.counters),

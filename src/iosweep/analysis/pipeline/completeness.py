@@ -14,31 +14,31 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from iosweep.analysis.data import RunData
 from iosweep.trace.darshan.runtime import excluded_by_default
+from iosweep.trace.schema import RunMeta
 from iosweep.units import human_bytes
 
 _DATA_ARG = re.compile(r"--(?:data|data[-_]dir|dataset|train[-_]dir)[= ](\S+)")
 SEEN_MIN = 0.9  # the share of the expected bytes below which reads are missing
 
 
-def data_dirs(rd: RunData) -> list[str]:
+def data_dirs(meta: RunMeta) -> list[str]:
     """Where the run's data were: the manifest's (the staged copy first), else the ``--data``
     argument of the traced processes' command lines."""
-    man = rd.meta.manifest or {}
+    man = meta.manifest or {}
     out = [
         str((man.get("staging") or {}).get("dir") or ""),
         str((man.get("data") or {}).get("path") or ""),
     ]
-    for p in rd.meta.processes:
+    for p in meta.processes:
         out += _DATA_ARG.findall(p.exe or "")
-    out += _DATA_ARG.findall(" ".join(rd.meta.command))
+    out += _DATA_ARG.findall(" ".join(meta.command))
     return [d for d in dict.fromkeys(out) if d.startswith("/")]
 
 
-def _why_blind(rd: RunData) -> str:
-    tracer = rd.meta.tracer or (rd.meta.processes[0].tracer if rd.meta.processes else "")
-    dirs = data_dirs(rd)
+def _why_blind(meta: RunMeta) -> str:
+    tracer = meta.tracer or (meta.processes[0].tracer if meta.processes else "")
+    dirs = data_dirs(meta)
     if tracer == "darshan":
         for d in dirs:
             hidden = excluded_by_default(d)
@@ -56,14 +56,14 @@ def _why_blind(rd: RunData) -> str:
 
 
 def _dataset_check(
-    rd: RunData, seen: int, files_seen: int, pipeline: dict[str, Any]
+    meta: RunMeta, seen: int, files_seen: int, pipeline: dict[str, Any]
 ) -> dict | None:
-    man = rd.meta.manifest or {}
+    man = meta.manifest or {}
     data = man.get("data") or {}
     tot = pipeline.get("totals") or {}
     epochs = tot.get("epochs") or 0
     samples = tot.get("samples")
-    whole = rd.meta.params.get("steps") == 0 and data.get("workload") == "imagenet"
+    whole = meta.params.get("steps") == 0 and data.get("workload") == "imagenet"
     if whole and data.get("bytes") and epochs:
         expected = int(data["bytes"]) * epochs
         if seen >= SEEN_MIN * expected:
@@ -103,20 +103,22 @@ def _checkpoint_check(checkpoints: dict[str, Any]) -> dict | None:
 
 
 def completeness_checks(
-    rd: RunData,
+    meta: RunMeta,
+    traced: bool,
     dataset_bytes: int,
     dataset_files: int,
     pipeline: dict[str, Any],
     checkpoints: dict[str, Any],
 ) -> list[dict[str, Any]]:
-    """The checks that failed (nothing for an untraced run): kind, expected, seen, message,
-    and ``why`` where the cause is known."""
-    if rd.meta.tracer == "none" or (not len(rd.ops) and not len(rd.counters)):
+    """The checks that failed (nothing for an untraced run, or one whose trace holds no
+    segment and no counter record: not ``traced``): kind, expected, seen, message, and
+    ``why`` where the cause is known."""
+    if meta.tracer == "none" or not traced:
         return []
     out = []
-    check = _dataset_check(rd, dataset_bytes, dataset_files, pipeline)
+    check = _dataset_check(meta, dataset_bytes, dataset_files, pipeline)
     if check:
-        check["why"] = _why_blind(rd)
+        check["why"] = _why_blind(meta)
         out.append(check)
     check = _checkpoint_check(checkpoints)
     if check:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from iosweep.analysis.data import RunData
+from iosweep.trace.schema import RunMeta
 
 
 def _num(v: Any) -> float | None:
@@ -57,9 +57,10 @@ def _replay(d: dict[str, Any], pipe: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def dlio_beside(rd: RunData, table: pd.DataFrame, pipe: dict[str, Any]) -> dict | None:
-    """The DlioAu record (iosweep.analysis.summary), or None for a run that is not DLIO's."""
-    d = (rd.meta.manifest or {}).get("dlio")
+def dlio_beside(meta: RunMeta, table: pd.DataFrame, pipe: dict[str, Any]) -> dict | None:
+    """The DlioAu record (iosweep.analysis.summary), or None for a run that is not DLIO's;
+    ``table``, ``pipe``: the pipeline's (rank, epoch) table and summary."""
+    d = (meta.manifest or {}).get("dlio")
     if not isinstance(d, dict):
         return None
     totals = pipe.get("totals")
