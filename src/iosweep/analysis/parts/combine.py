@@ -14,8 +14,11 @@ import pyarrow as pa
 
 from iosweep.analysis.classify import classify_paths
 from iosweep.analysis.data import MpiioLayer, StringCodes, class_names, untimed_issue
-from iosweep.analysis.findings.run import (
+from iosweep.analysis.findings.rules import run_checks
+from iosweep.analysis.findings.sections import (
     coverage_issues,
+    file_tables,
+    headline,
     imbalance_summary,
     ranks_summary,
     run_meta_summary,
@@ -77,6 +80,8 @@ class Combined:
     overlap: tuple[pd.DataFrame, dict[str, Any]]  # the (rank, epoch) table and summary
     unoverlapped: pd.DataFrame  # per process (its summary is the pipeline's)
     phases: pd.DataFrame
+    files: pd.DataFrame  # the files and (rank, file) tables as written (the busiest files)
+    file_ranks: pd.DataFrame
     summary: dict[str, Any]  # the summary's sections built in parts so far
 
 
@@ -107,11 +112,17 @@ class _Parts:
         return [tables.read_frame(f, self.paths) if coded else pd.read_parquet(f) for f in found]
 
 
-def combine(store: Path, parts: list[Path], settings: AnalysisSettings) -> Combined:
-    """The run's results from its parts' (folders of :func:`analyze_part`)."""
+def combine(
+    store: Path,
+    parts: list[Path],
+    settings: AnalysisSettings,
+    phases: dict[str, list] | None = None,
+) -> Combined:
+    """The run's results from its parts' (folders of :func:`analyze_part`, analysed with the
+    same ``settings`` and ``phases``)."""
     meta = open_store(store).meta
-    if meta.phases:
-        settings = replace(settings, phases={**settings.phases, **meta.phases})
+    if meta.phases or phases:
+        settings = replace(settings, phases={**settings.phases, **meta.phases, **(phases or {})})
     paths = StringCodes()
     tp = tables.combine(parts, paths)
     facts = [tables.facts(p) for p in parts]
@@ -182,9 +193,21 @@ def combine(store: Path, parts: list[Path], settings: AnalysisSettings) -> Combi
         ),
         "mpiio": mpiio_of(_mpiio(ps), len(meta.ranks), t.ranks, t.file_rank),
     }
-    return Combined(
-        run, ps.start, ps.end, t, sizes, pipeline, overlap, unoverlapped, phases, summary
+    summary |= {"settings": settings.to_dict(), "sizes": sizes[1], "overlap": overlap[1],
+                "pipeline": pipeline[1]}  # fmt: skip
+    summary["headline"] = headline(len(meta.ranks), ps.run_time, summary, t, t.ranks)
+    summary["insights"], summary["checks"] = run_checks(
+        summary, t.files, t.ranks, settings, t.file_rank
     )
+    summary["headline"]["insights"] = len(summary["insights"])
+    files, file_ranks, summary["file_tables"] = file_tables(t, run, settings.table_max_files)
+    summary["artefacts"] = sorted(
+        (a for f in facts for a in f["artefacts"]), key=lambda a: a["path"]
+    )
+    return Combined(
+        run, ps.start, ps.end, t, sizes, pipeline, overlap, unoverlapped, phases, files,
+        file_ranks, summary
+    )  # fmt: skip
 
 
 def _with_part(frames: list[pd.DataFrame]) -> pd.DataFrame:

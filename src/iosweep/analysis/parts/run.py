@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -67,16 +68,17 @@ MPIIO_OPS, MPIIO_RECORDS = "mpiio_ops.parquet", "mpiio_records.parquet"
 
 def part_data(
     store: Path, part: Part, settings: AnalysisSettings, phases: dict[str, list] | None = None
-) -> RunData:
-    """The part's data, as the whole run's is analysed: tracer artefacts out; annotated
-    steps in where the run records no steps (any rank's steps: a part's ranks may have none
-    of their own)."""
+) -> tuple[RunData, list[dict[str, Any]]]:
+    """The part's data, as the whole run's is analysed: tracer artefacts out (and the
+    records of them), annotated steps in where the run records no steps (any rank's steps: a
+    part's ranks may have none of their own)."""
     subset = select(open_store(store), part.ranks, unranked=part.unranked)
     rd = load_run(store, settings, phases, subset)
-    remove(rd, *fd_reuse(rd))
+    mask, artefacts = fd_reuse(rd)
+    remove(rd, mask, artefacts)
     if not _records_steps(store):
         use_annotated_steps(rd)
-    return rd
+    return rd, artefacts
 
 
 def _records_steps(store: Path) -> bool:
@@ -95,7 +97,7 @@ def analyze_part(
 ) -> None:
     """The part's results under ``out`` (one folder per part)."""
     memory.map_large_arrays()
-    rd = part_data(store, part, settings, phases)
+    rd, artefacts = part_data(store, part, settings, phases)
     if "timing" in rd.cache:
         raise PartsError(
             f"{store}: the run's steps come from its trace's annotations, which a part of its "
@@ -142,6 +144,7 @@ def analyze_part(
         # what reading found: the untimed segments counted apart (the run's issue adds them up)
         "untimed": rd.untimed,
         "issues": [asdict(i) for i in rd.issues if i != untimed_issue(rd.untimed)],
+        "artefacts": artefacts,
         "trace": {
             "segments": len(rd.ops),
             "counter_records": len(rd.counters),

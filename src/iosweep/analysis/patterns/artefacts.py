@@ -58,7 +58,8 @@ def fd_reuse(rd: RunData) -> tuple[np.ndarray, list[dict[str, Any]]]:
     if not late.any():
         return none, []
     records = []
-    for f in np.unique(ops.file[late]):
+    # in path order: the same records however the run's rows are read (whole or in parts)
+    for f in sorted(np.unique(ops.file[late]), key=lambda f: rd.paths[int(f)]):
         m = late & (ops.file == f)
         r = m & (ops.op == READ)
         records.append(
