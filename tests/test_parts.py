@@ -79,9 +79,11 @@ def _sorted(df: pd.DataFrame, paths: list[str], keys: list[str]) -> pd.DataFrame
     return df.sort_values(keys).reset_index(drop=True)
 
 
-def _assert_same_results(store: Path, parts: list[list[int]], tmp_path: Path) -> None:
-    settings = AnalysisSettings()
-    summary = analyze_run(store, tmp_path / "whole")  # the whole run's, as written
+def _assert_same_results(
+    store: Path, parts: list[list[int]], tmp_path: Path, settings: AnalysisSettings | None = None
+) -> None:
+    settings = settings or AnalysisSettings()
+    summary = analyze_run(store, tmp_path / "whole", settings)  # the whole run's, as written
     outs = []
     for i, ranks in enumerate(parts):
         outs.append(tmp_path / f"part-{i}")
@@ -115,9 +117,12 @@ def _assert_same_results(store: Path, parts: list[list[int]], tmp_path: Path) ->
         ("phases", combined.phases, ["phase"]),
         ("files", combined.files.drop(columns="file"), ["path"]),
         ("file_ranks", combined.file_ranks.drop(columns="file"), ["path", "rank"]),
+        ("heatmap", combined.heatmap, ["rank", "bin"]),
+        ("ops_sample", _strings(combined.ops_sample), ["rank", "start", "path", "offset"]),
     ):
         written = pd.read_parquet(tmp_path / "whole" / f"{name}.parquet")
         written = written.drop(columns="file") if name in ("files", "file_ranks") else written
+        written = _strings(written) if name == "ops_sample" else written
         pd.testing.assert_frame_equal(
             table.sort_values(keys, ignore_index=True),
             written.sort_values(keys, ignore_index=True),
@@ -128,6 +133,12 @@ def _assert_same_results(store: Path, parts: list[list[int]], tmp_path: Path) ->
     sections = combined.summary
     for name, section in sections.items():
         _assert_close(_as_written(name, section), summary[name], name)
+
+
+def _strings(sample: pd.DataFrame) -> pd.DataFrame:
+    """The sample with its paths and classes as text (their categories' order is the order
+    the analysis coded them)."""
+    return sample.astype({"path": str, "class": str})
 
 
 def _as_written(name: str, section: Any) -> Any:
@@ -233,3 +244,12 @@ def test_what_parts_cannot_do_yet_is_refused_with_the_reason(tmp_path):
     with pytest.raises(PartsError, match="trace's annotations"):
         analyze_part(store, Part(0, [0], True, budget.Need(0, 0, 0)), tmp_path / "a-0",
                      AnalysisSettings())  # fmt: skip
+
+
+def test_a_sample_of_operations_drawn_over_every_part(imagenet_store, tmp_path):
+    # 1,000 of the run's 102,622 operations, each stratum's evenly spaced in (rank, time)
+    # order over the whole run: each part takes those that fall among its own
+    settings = AnalysisSettings(plot_sample_ops=1000)
+    _assert_same_results(imagenet_store, [[0, 1, 2], [3, 4, 5], [6, 7]], tmp_path, settings)
+    sample = pd.read_parquet(tmp_path / "whole" / "ops_sample.parquet")
+    assert 900 < len(sample) <= 1000 and sample["write"].sum() > 0  # checkpoint writes kept

@@ -9,6 +9,7 @@ The result is the analysis table ``ops_sample.parquet``; the report only draws i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,25 +46,39 @@ def sample_ops(
     to at most ``max_points`` rows; ``classes``: those of the files table, in legend order."""
     names = class_order(classes)
     ops = rd.ops
+    strata = op_strata(rd.file_class[ops.file], ops.op, rd.class_names, names)
+    idx = pick(ops.actor, ops.start, strata, max_points)
+    df = sample_frame(ops, idx, strata, rd.paths, names)
+    return df, OpsSampleInfo(len(ops), len(idx), rd.excluded_io_ops, names, rd.other_layer_ops)
+
+
+def op_strata(
+    file_class: np.ndarray, op: np.ndarray, class_names: list[str], names: list[str]
+) -> np.ndarray:
+    """Each operation's stratum: its file's class in plotting order (``names``) x 2 + write."""
     cidx = {c: i for i, c in enumerate(names)}
-    # class code per path: the analysis's class, renumbered in plotting order
-    path_cls = np.array([cidx.get(c, -1) for c in rd.class_names], np.int64)[rd.file_class]
-    cls = path_cls[ops.file] if len(ops) else np.empty(0, np.int64)
-    is_write = ops.op == WRITE
-    idx = pick(ops.actor, ops.start, cls * 2 + is_write, max_points)
-    used, file = np.unique(ops.file[idx], return_inverse=True)
-    df = pd.DataFrame(
+    # class code per class of the analysis, renumbered in plotting order
+    lut = np.array([cidx.get(c, -1) for c in class_names], np.int64)
+    return lut[file_class] * 2 + (op == WRITE)
+
+
+def sample_frame(
+    ops: Any, idx: np.ndarray, strata: np.ndarray, paths: list[str], names: list[str]
+) -> pd.DataFrame:
+    """``ops_sample.parquet``'s rows: the operations ``idx`` of ``ops`` (columns actor, file,
+    op, offset, length, start, end), files as codes into ``paths``."""
+    used, file = np.unique(np.asarray(ops.file)[idx], return_inverse=True)
+    return pd.DataFrame(
         {
-            "rank": ops.actor[idx].astype(np.int32),
+            "rank": np.asarray(ops.actor)[idx].astype(np.int32),
             "path": pd.Categorical.from_codes(
-                file.astype(np.int32), categories=np.asarray(rd.paths, dtype=object)[used]
+                file.astype(np.int32), categories=np.asarray(paths, dtype=object)[used]
             ),
-            "class": pd.Categorical.from_codes(cls[idx], categories=names),
-            "write": is_write[idx],
-            "offset": ops.offset[idx],
-            "length": ops.length[idx],
-            "start": ops.start[idx],
-            "end": ops.end[idx],
+            "class": pd.Categorical.from_codes(strata[idx] // 2, categories=names),
+            "write": (strata[idx] % 2).astype(bool),
+            "offset": np.asarray(ops.offset)[idx],
+            "length": np.asarray(ops.length)[idx],
+            "start": np.asarray(ops.start)[idx],
+            "end": np.asarray(ops.end)[idx],
         }
     )
-    return df, OpsSampleInfo(len(ops), len(idx), rd.excluded_io_ops, names, rd.other_layer_ops)

@@ -15,6 +15,7 @@ import pyarrow as pa
 from iosweep.analysis.classify import classify_paths
 from iosweep.analysis.data import MpiioLayer, StringCodes, class_names, untimed_issue
 from iosweep.analysis.findings.rules import run_checks
+from iosweep.analysis.findings.sample import OpsSampleInfo, class_order, op_strata, sample_frame
 from iosweep.analysis.findings.sections import (
     coverage_issues,
     file_tables,
@@ -45,7 +46,12 @@ from iosweep.analysis.patterns.shapes import shapes_of
 from iosweep.analysis.patterns.sizes import add_size_counts, sizes_of
 from iosweep.analysis.patterns.spatial import add_counter_sums, spatial_summary
 from iosweep.analysis.patterns.temporal import (
+    HEATMAP_BINS,
+    HEATMAP_COLUMNS,
     epoch_windows_of,
+    heatmap_bins,
+    heatmap_edges,
+    heatmap_frame,
     phases_of,
     signature_groups,
     temporal_summary,
@@ -63,6 +69,7 @@ from iosweep.analysis.pipeline.unoverlapped import unoverlapped_summary
 from iosweep.analysis.pipeline.waits import PipelineFacts, pipeline_context, pipeline_summary
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.shared import SharedRecords
+from iosweep.sampling import allocate
 from iosweep.trace.schema import RunMeta
 from iosweep.trace.store import open_store
 
@@ -82,6 +89,8 @@ class Combined:
     phases: pd.DataFrame
     files: pd.DataFrame  # the files and (rank, file) tables as written (the busiest files)
     file_ranks: pd.DataFrame
+    ops_sample: pd.DataFrame
+    heatmap: pd.DataFrame
     summary: dict[str, Any]  # the summary's sections built in parts so far
 
 
@@ -204,9 +213,11 @@ def combine(
     summary["artefacts"] = sorted(
         (a for f in facts for a in f["artefacts"]), key=lambda a: a["path"]
     )
+    sample, heat, info = _ops_pass(ps, set(t.files["class"].astype(str)), t)
+    summary["ops_sample"] = asdict(info)
     return Combined(
         run, ps.start, ps.end, t, sizes, pipeline, overlap, unoverlapped, phases, files,
-        file_ranks, summary
+        file_ranks, sample, heat, summary
     )  # fmt: skip
 
 
@@ -355,6 +366,84 @@ def _status(
     status = status_of(ps.meta, str(store), issues, has_ops or ps.counted, t.dxt_available,
                        ps.counted, SharedRecords(), [])  # fmt: skip
     return status_sections(ps.meta, store, status, checks)
+
+
+def _ops_pass(
+    ps: _Parts, classes: set[str], t: Tables
+) -> tuple[pd.DataFrame, pd.DataFrame, OpsSampleInfo]:
+    """The sample of operations the report plots and the heatmap, from each part's operations
+    in turn (a second pass: the sample's share of each stratum and the heatmap's bins are
+    the run's). A stratum's sample is taken evenly spaced in (rank, time) order over the whole
+    run, as :func:`iosweep.sampling.pick` does: parts hold consecutive ranks (the unranked
+    first), so each takes the positions that fall among its own."""
+    names = class_order(classes)
+    s = ps.run.settings
+    counts: dict[int, int] = {}
+    for f in ps.facts:
+        for key, n in f["op_classes"].items():
+            ci, w = map(int, key.split())
+            stratum = int(op_strata(np.array([ci]), np.array([w]), ps.run.class_names, names)[0])
+            counts[stratum] = counts.get(stratum, 0) + n
+    total = sum(counts.values())
+    strata = np.array(sorted(counts), np.int64)
+    wanted = allocate(np.array([counts[k] for k in strata], np.int64), s.plot_sample_ops)
+    at = {int(k): np.linspace(0, counts[int(k)] - 1, q).round().astype(np.int64)
+          for k, q in zip(strata, wanted, strict=True) if q > 0}  # fmt: skip
+    spans = [f["ranked_span"] for f in ps.facts if f["ranked_span"]]
+    edges = (
+        heatmap_edges(ps.start, ps.end, min(x[0] for x in spans), max(x[1] for x in spans))
+        if spans
+        else None
+    )
+    actors = t.ranks["rank"].to_numpy(np.int64)  # every rank with operations is a row
+    bins = np.zeros((3, len(actors), HEATMAP_BINS))
+    seen = dict.fromkeys(counts, 0)
+    rows = []
+    for d in ps.dirs:
+        ops = tables.read_frame(d / part.OPS, ps.paths)
+        st = op_strata(ops["class"].to_numpy(), ops["op"].to_numpy(), ps.run.class_names, names)
+        idx = np.arange(len(ops)) if total <= s.plot_sample_ops else _picked(ops, st, at, seen)
+        rows.append(sample_frame(ops, idx, st, ps.paths.values, names))
+        m = ops["actor"].to_numpy() >= 0
+        if edges is not None and m.any():
+            o = ops[m]
+            bins += heatmap_bins(o["actor"].to_numpy(), o["op"].to_numpy(),
+                                 o["length"].to_numpy(), o["start"].to_numpy(), actors, edges)  # fmt: skip
+    sample = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+    heat = (
+        heatmap_frame(bins, actors, edges)
+        if edges is not None
+        else pd.DataFrame(columns=HEATMAP_COLUMNS)
+    )
+    info = OpsSampleInfo(total, len(sample), sum(f["trace"]["excluded_io_ops"] for f in ps.facts),
+                         names, _added([f["other_layer_ops"] for f in ps.facts]))  # fmt: skip
+    return sample, heat, info
+
+
+def _picked(
+    ops: pd.DataFrame, strata: np.ndarray, at: dict[int, np.ndarray], seen: dict[int, int]
+) -> np.ndarray:
+    """A part's rows that hold the run's sample positions ``at`` of each stratum, in (rank,
+    time) order; ``seen``: the operations of each stratum in the parts before (updated)."""
+    order = np.lexsort((ops["start"].to_numpy(), ops["actor"].to_numpy()))
+    s = strata[order]
+    picked = []
+    for k in np.unique(s):
+        members = order[s == k]
+        first = seen[int(k)]
+        pos = at.get(int(k), np.empty(0, np.int64))
+        mine = pos[(pos >= first) & (pos < first + len(members))] - first
+        picked.append(members[mine])
+        seen[int(k)] = first + len(members)
+    return np.sort(np.concatenate(picked)) if picked else np.empty(0, np.int64)
+
+
+def _added(counts: list[dict[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in counts:
+        for k, v in c.items():
+            out[k] = out.get(k, 0) + v
+    return out
 
 
 def _mpiio(ps: _Parts) -> MpiioLayer | None:

@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from iosweep import memory
-from iosweep.analysis.data import READ, RunData, load_run, unsized_io_calls, untimed_issue
+from iosweep.analysis.data import READ, WRITE, RunData, load_run, unsized_io_calls, untimed_issue
 from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.plan import Part
 from iosweep.analysis.patterns.access import epoch_read_pairs
@@ -63,6 +63,7 @@ SIGNATURES, EOF_READS = "signatures.json", "eof_reads.parquet"
 # checkpoint files: write windows from segments and from counters, opens and closes
 WRITTEN, COUNTED, OPENED = "written.parquet", "counted.parquet", "opened.parquet"
 LAYERS, LUSTRE = "layers.parquet", "lustre.parquet"
+OPS = "ops.parquet"  # the part's analysed operations (its sample and heatmap: second pass)
 MPIIO_OPS, MPIIO_RECORDS = "mpiio_ops.parquet", "mpiio_records.parquet"
 
 
@@ -125,6 +126,7 @@ def analyze_part(
     _write_signatures(rd, sp, tp, out)
     _write_checkpoints(rd, out)
     _write_layers(rd, out)
+    _write_ops(rd, out)
     found, ranks = phase_parts(rd)
     found.to_parquet(out / PHASES, index=False)
     ranks.to_parquet(out / PHASE_RANKS, index=False)
@@ -145,12 +147,16 @@ def analyze_part(
         "untimed": rd.untimed,
         "issues": [asdict(i) for i in rd.issues if i != untimed_issue(rd.untimed)],
         "artefacts": artefacts,
+        "op_classes": _op_classes(rd),
+        "ranked_span": _ranked_span(rd),
+        "other_layer_ops": rd.other_layer_ops,
         "trace": {
             "segments": len(rd.ops),
             "counter_records": len(rd.counters),
             "excluded_ops": rd.excluded_ops,
             "excluded_records": rd.excluded_records,
             "excluded_paths": rd.excluded_paths,
+            "excluded_io_ops": rd.excluded_io_ops,
             "unsized_io_calls": unsized_io_calls(rd.app_events),
             "unattributed": rd.unattributed,
         },
@@ -215,6 +221,29 @@ def _write_layers(rd: RunData, out: Path) -> None:
         tables.write_frame(rd.mpiio.ops, rd.paths, out / MPIIO_OPS)
         records = rd.mpiio.records.drop(columns=["host", "module"])
         tables.write_frame(records, rd.paths, out / MPIIO_RECORDS)
+
+
+def _write_ops(rd: RunData, out: Path) -> None:
+    """The operations, for what needs the run's figures before it can take its share of
+    them (the sample of operations the report plots, the heatmap's bins)."""
+    ops = rd.ops
+    frame = pd.DataFrame({k: getattr(ops, k) for k in ("actor", "file", "op", "offset", "length",
+                                                       "start", "end")})  # fmt: skip
+    frame["class"] = rd.file_class[ops.file] if len(ops) else np.empty(0, np.int8)
+    tables.write_frame(frame, rd.paths, out / OPS)
+
+
+def _op_classes(rd: RunData) -> dict[str, int]:
+    """Operations per (file class, write): ``"<class index> <0|1>"``."""
+    key = rd.file_class[rd.ops.file].astype(np.int64) * 2 + (rd.ops.op == WRITE)
+    values, counts = np.unique(key, return_counts=True)
+    return {f"{v // 2} {v % 2}": int(n) for v, n in zip(values, counts, strict=True)}
+
+
+def _ranked_span(rd: RunData) -> list[float] | None:
+    """The ranks' first operation's start and last one's end."""
+    m = rd.ops.actor >= 0
+    return [float(rd.ops.start[m].min()), float(rd.ops.end[m].max())] if m.any() else None
 
 
 class PartsError(ValueError):

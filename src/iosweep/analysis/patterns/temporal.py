@@ -408,37 +408,69 @@ def epoch_windows_of(st: pd.DataFrame) -> pd.DataFrame:
 HEATMAP_BINS = 120
 
 
+HEATMAP_COLUMNS = ["rank", "bin", "t0", "t1", "bytes_read", "bytes_written", "ops"]
+
+
 def heatmap(rd: RunData, nbins: int = HEATMAP_BINS) -> pd.DataFrame:
     """Bytes read and written per rank and time bin over the run (every operation counted in
     the bin where it starts), as PyDarshan's job summary draws them; ``heatmap.parquet``."""
-    cols = ["rank", "bin", "t0", "t1", "bytes_read", "bytes_written", "ops"]
     ops = rd.ops
     m = ops.actor >= 0
     if not m.any():
-        return pd.DataFrame(columns=cols)
-    lo = min(rd.run_start, float(ops.start[m].min()))
-    hi = max(rd.run_end, float(ops.end[m].max()), lo + 1e-9)
-    edges = np.linspace(lo, hi, nbins + 1)
-    b = np.clip(np.searchsorted(edges, ops.start[m], side="right") - 1, 0, nbins - 1)
+        return pd.DataFrame(columns=HEATMAP_COLUMNS)
+    edges = heatmap_edges(
+        rd.run_start, rd.run_end, float(ops.start[m].min()), float(ops.end[m].max()), nbins
+    )
     actors = np.unique(ops.actor[m])
-    ai = np.searchsorted(actors, ops.actor[m])
-    key = ai * nbins + b
+    bins = heatmap_bins(ops.actor[m], ops.op[m], ops.length[m], ops.start[m], actors, edges)
+    return heatmap_frame(bins, actors, edges)
+
+
+def heatmap_edges(
+    run_start: float, run_end: float, first: float, last: float, nbins: int = HEATMAP_BINS
+) -> np.ndarray:
+    """The bins' edges: the run, widened to its ranks' first and last operation."""
+    lo = min(run_start, first)
+    hi = max(run_end, last, lo + 1e-9)
+    return np.linspace(lo, hi, nbins + 1)
+
+
+def heatmap_bins(
+    actor: np.ndarray,
+    op: np.ndarray,
+    length: np.ndarray,
+    start: np.ndarray,
+    actors: np.ndarray,
+    edges: np.ndarray,
+) -> np.ndarray:
+    """Bytes read, bytes written and operations (3 x ranks x bins) of ranks' operations, by
+    rank (its index in ``actors``, sorted) and the bin it starts in: sums, so the bins of
+    some ranks' operations add up to the run's."""
+    nbins = len(edges) - 1
+    b = np.clip(np.searchsorted(edges, start, side="right") - 1, 0, nbins - 1)
+    key = np.searchsorted(actors, actor) * nbins + b
     size = len(actors) * nbins
-    is_r = ops.op[m] == READ
-    ln = ops.length[m]
+    is_r = op == READ
+    out = [
+        np.bincount(key, weights=np.where(is_r, length, 0), minlength=size),
+        np.bincount(key, weights=np.where(is_r, 0, length), minlength=size),
+        np.bincount(key, minlength=size),
+    ]
+    return np.stack(out).reshape(3, len(actors), nbins)
+
+
+def heatmap_frame(bins: np.ndarray, actors: np.ndarray, edges: np.ndarray) -> pd.DataFrame:
+    """``heatmap.parquet`` from :func:`heatmap_bins` (of every rank)."""
+    nbins = len(edges) - 1
     out = pd.DataFrame(
         {
             "rank": np.repeat(actors, nbins).astype(np.int32),
             "bin": np.tile(np.arange(nbins), len(actors)).astype(np.int32),
             "t0": np.tile(edges[:-1], len(actors)),
             "t1": np.tile(edges[1:], len(actors)),
-            "bytes_read": np.bincount(key, weights=np.where(is_r, ln, 0), minlength=size).astype(
-                np.int64
-            ),
-            "bytes_written": np.bincount(key, weights=np.where(is_r, 0, ln), minlength=size).astype(
-                np.int64
-            ),
-            "ops": np.bincount(key, minlength=size).astype(np.int64),
+            "bytes_read": bins[0].ravel().astype(np.int64),
+            "bytes_written": bins[1].ravel().astype(np.int64),
+            "ops": bins[2].ravel().astype(np.int64),
         }
     )
-    return out[out["ops"] > 0].reset_index(drop=True)[cols]
+    return out[out["ops"] > 0].reset_index(drop=True)[HEATMAP_COLUMNS]
