@@ -19,6 +19,7 @@ from factories import make_store
 from pydantic import TypeAdapter
 
 from iosweep.analysis import analyze_run, budget
+from iosweep.analysis.parts.analyze import NO_TIMELINE
 from iosweep.analysis.parts.combine import combine
 from iosweep.analysis.parts.plan import Part, plan
 from iosweep.analysis.parts.run import PartsError, analyze_part, part_data
@@ -26,6 +27,7 @@ from iosweep.analysis.patterns.spatial import classify_ops
 from iosweep.analysis.patterns.volume import build_tables, widen
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.summary.run import RunSummary
+from iosweep.cli import main as iosweep_main
 from iosweep.files import json_safe
 from iosweep.testing.imagenet_trace import write_imagenet_store
 from iosweep.trace.ingest import ingest
@@ -253,3 +255,23 @@ def test_a_sample_of_operations_drawn_over_every_part(imagenet_store, tmp_path):
     _assert_same_results(imagenet_store, [[0, 1, 2], [3, 4, 5], [6, 7]], tmp_path, settings)
     sample = pd.read_parquet(tmp_path / "whole" / "ops_sample.parquet")
     assert 900 < len(sample) <= 1000 and sample["write"].sum() > 0  # checkpoint writes kept
+
+
+def test_iosweep_analyze_in_parts_writes_the_whole_runs_analysis(imagenet_store, tmp_path, capsys):
+    # a budget that holds three ranks (tests above): the run is analysed in three parts and
+    # written as analyze_run writes it, the timeline said to be left out
+    gb = _gib(budget.Need(3 * RANK_SEGMENTS + 95 * EPOCHS, 3 * RANK_RECORDS, 0))
+    out = tmp_path / "parts"
+    args = ["analyze", str(imagenet_store), "-o", str(out), "--in-parts", "--memory-gb", str(gb)]
+    assert iosweep_main(args) == 0
+    assert "part 3/3: ranks 6-7" in capsys.readouterr().err
+    parted = json.loads((out / "summary.json").read_text())
+    whole = analyze_run(imagenet_store, tmp_path / "whole")
+    assert (parted["timeline"]["file"], parted["timeline"]["cut"]) == ("", NO_TIMELINE)
+    assert parted["settings"]["memory_gb"] == pytest.approx(gb)
+    parted["settings"]["memory_gb"] = None  # (the whole run's analysis needed no budget)
+    assert not (out / ".parts").exists()
+    for key in whole.keys() - {"timeline", "store_relative"}:
+        _assert_close(parted[key], whole[key], key)
+    for name in whole["tables"]:
+        assert (out / f"{name}.parquet").is_file()

@@ -23,6 +23,8 @@ import yaml
 from iosweep.analysis.budget import MemoryBudgetError
 from iosweep.analysis.findings.run import analyze_run
 from iosweep.analysis.findings.sweep import analyze_sweep, load_summary
+from iosweep.analysis.parts.analyze import analyze_in_parts
+from iosweep.analysis.parts.run import PartsError
 from iosweep.analysis.settings import PHASE_HELP, AnalysisSettings, parse_phases
 from iosweep.analysis.subset import RankSubsetError, parse_ranks
 from iosweep.cli.show import show
@@ -56,6 +58,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="GIB",
         help="memory a run's analysis may take (analysis.memory_gb; default: 90%% of the "
         "machine's or cgroup's); a run that needs more is refused with the figures",
+    )
+    p.add_argument(
+        "--in-parts",
+        action="store_true",
+        help="analyse one store in parts of whole ranks whose need fits --memory-gb, put "
+        "together as the whole run's (a run too large to analyse whole; no timeline)",
     )
     p.add_argument(
         "--ranks",
@@ -171,14 +179,21 @@ def run(args: argparse.Namespace) -> int:
             )
             failed += 1
 
-    if args.ranks is not None and (len(stores) != 1 or analyses or args.sweep):
-        raise SystemExit("iosweep analyze: --ranks analyses one trace store, not a sweep")
+    one = "--ranks" if args.ranks is not None else "--in-parts" if args.in_parts else None
+    if one and (len(stores) != 1 or analyses or args.sweep):
+        raise SystemExit(f"iosweep analyze: {one} analyses one trace store, not a sweep")
+    if args.ranks is not None and args.in_parts:
+        raise SystemExit("iosweep analyze: --ranks or --in-parts, not both")
     if len(stores) == 1 and not analyses and not args.sweep:
         try:
-            sm = analyze_run(stores[0], out, settings, given, args.ranks)
+            if args.in_parts:
+                sm = analyze_in_parts(stores[0], out, settings, given)
+            else:
+                sm = analyze_run(stores[0], out, settings, given, args.ranks)
         except Exception as e:  # report the culprit store and fail
             print(f"iosweep analyze: {stores[0]}: {e}", file=sys.stderr)
-            if not isinstance(e, NoSpaceError | MemoryBudgetError | RankSubsetError):  # not bugs
+            expected = NoSpaceError | MemoryBudgetError | RankSubsetError | PartsError
+            if not isinstance(e, expected):  # not bugs
                 traceback.print_exc(file=sys.stderr)
             return 1
         _said(out, answers, args.json)

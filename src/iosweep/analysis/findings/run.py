@@ -95,7 +95,7 @@ def analyze_run(
     summary["artefacts"] = artefacts
     summary["store_relative"] = os.path.relpath(Path(store_path).resolve(), out_dir.resolve())
     for name, df in tables.items():
-        _write_parquet(df, out_dir / f"{name}.parquet")
+        write_parquet(df, out_dir / f"{name}.parquet")
     summary["tables"] = {name: f"{name}.parquet" for name in tables}
     model = validate(json_safe(summary), str(out_dir))
     if timeline:
@@ -269,7 +269,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     return summary, tables
 
 
-def _write_parquet(df: pd.DataFrame, path: Path) -> None:
+def write_parquet(df: pd.DataFrame, path: Path) -> None:
     table = df.reset_index(drop=True)
     atomic_write(
         path,
