@@ -548,9 +548,9 @@ def test_missed_dataset_reads_boundary(seen, blind):
     from iosweep.analysis.pipeline.completeness import _dataset_check
 
     data = {"workload": "imagenet", "bytes": 1000, "files": 10}
-    rd = SimpleNamespace(meta=SimpleNamespace(manifest={"data": data}, params={"steps": 0}))
+    meta = SimpleNamespace(manifest={"data": data}, params={"steps": 0})
     pipeline = {"totals": {"epochs": 2, "samples": 20}}
-    got = _dataset_check(rd, seen, 10, pipeline)
+    got = _dataset_check(meta, seen, 10, pipeline)
     assert (got is not None) == blind
     if blind:
         assert got == {
@@ -559,9 +559,9 @@ def test_missed_dataset_reads_boundary(seen, blind):
             "epoch(s) over 10 files must have made",
         }  # fmt: skip
     # a run cut to some steps reads part of the data: only "none at all" is a sure miss
-    rd.meta.params["steps"] = 5
-    assert _dataset_check(rd, seen, 10, pipeline) is None
-    assert _dataset_check(rd, 0, 0, pipeline) == {
+    meta.params["steps"] = 5
+    assert _dataset_check(meta, seen, 10, pipeline) is None
+    assert _dataset_check(meta, 0, 0, pipeline) == {
         "kind": "dataset-reads", "expected": None, "seen": 0,
         "message": "the tracer saw no dataset reads at all, while the run consumed 20 samples",
     }  # fmt: skip
