@@ -26,6 +26,7 @@ from iosweep.analysis.parts.run import PartsError, analyze_part, part_data
 from iosweep.analysis.patterns.spatial import classify_ops
 from iosweep.analysis.patterns.volume import build_tables, widen
 from iosweep.analysis.settings import AnalysisSettings
+from iosweep.analysis.subset import RankSubsetError
 from iosweep.analysis.summary.run import RunSummary
 from iosweep.cli import main as iosweep_main
 from iosweep.files import json_safe
@@ -275,3 +276,13 @@ def test_iosweep_analyze_in_parts_writes_the_whole_runs_analysis(imagenet_store,
         _assert_close(parted[key], whole[key], key)
     for name in whole["tables"]:
         assert (out / f"{name}.parquet").is_file()
+
+
+def test_rows_of_a_rank_the_run_does_not_name_are_not_lost_in_parts(tmp_path):
+    segs = [(r, "/data/a", "read", 0, 10, 1.0, 2.0) for r in range(3)]
+    store = make_store(tmp_path / "store", segs=segs, n_ranks=3)
+    run = json.loads((store / "run.json").read_text())
+    run["ranks"] = [r for r in run["ranks"] if r["rank"] != 1]
+    (store / "run.json").write_text(json.dumps(run))
+    with pytest.raises(RankSubsetError, match=r"rows of rank 1, which run\.json does not name"):
+        plan(store, 64.0)

@@ -60,6 +60,13 @@ def plan(store_path: Path | str, memory_gb: float | None) -> list[Part]:
         raise RankSubsetError("the store names no ranks (run.json has none): it has no parts")
     n = ranks[-1] + 1
     rows = np.stack([rows_per_rank(store, t, n) for t in TABLES])  # (table, rank + 1)
+    # rows of a rank run.json does not name would be in no part: lost without a word
+    unnamed = sorted(set(np.flatnonzero(rows[:, 1:].sum(axis=0)).tolist()) - set(ranks))
+    if unnamed:
+        raise RankSubsetError(
+            f"{store_path}: rows of rank {ranks_text(unnamed)}, which run.json does not name "
+            "among the run's ranks: it cannot be cut into parts; analyse it whole"
+        )
     allowed = budget.budget_bytes(memory_gb)
     parts: list[Part] = []
     taken = rows[:, 0].copy()  # the unranked rows ride with the first part
