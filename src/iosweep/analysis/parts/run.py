@@ -1,4 +1,5 @@
-"""A part analysed on its own, and the parts' results put together into the run's."""
+"""A part of a run analysed on its own: what each section takes from its ranks, written as
+files for :mod:`.combine` to put together."""
 
 from __future__ import annotations
 
