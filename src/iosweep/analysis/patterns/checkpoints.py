@@ -62,13 +62,14 @@ def write_windows(rd: RunData, ci: int) -> pd.DataFrame:
     return _windows(seg)
 
 
-def _windows(rows: pd.DataFrame) -> pd.DataFrame:
+def _windows(rows: pd.DataFrame, ranks: tuple[str, str] = ("actor", "nunique")) -> pd.DataFrame:
+    """Per file: first start, last end, bytes, and its writers (``ranks``: how to count them
+    from ``rows``)."""
     return (
         rows.groupby("file")
-        .agg(start=("start", "min"), end=("end", "max"), bytes=("bytes", "sum"),
-             ranks=("actor", "nunique"))
+        .agg(start=("start", "min"), end=("end", "max"), bytes=("bytes", "sum"), ranks=ranks)
         .reset_index()
-    )  # fmt: skip
+    )
 
 
 def counted_windows(rd: RunData, ci: int) -> pd.DataFrame:
@@ -171,12 +172,7 @@ def add_windows(windows: list[pd.DataFrame]) -> pd.DataFrame:
     """Windows of some parts of a run's ranks (:func:`write_windows`, :func:`counted_windows`)
     as the run's: writers and bytes added, windows widened."""
     all_ = pd.concat([w for w in windows if len(w)] or windows[:1], ignore_index=True)
-    return (
-        all_.groupby("file")
-        .agg(start=("start", "min"), end=("end", "max"), bytes=("bytes", "sum"),
-             ranks=("ranks", "sum"))
-        .reset_index()
-    )  # fmt: skip
+    return _windows(all_, ranks=("ranks", "sum"))  # (ranks disjoint: writers add up)
 
 
 def _after_epoch(t: float, ep: pd.DataFrame) -> int | None:
