@@ -1,6 +1,6 @@
 """A run analysed in parts of whole ranks (iosweep.analysis.parts) gives the results the run
-analysed whole gives (so far: the volume tables and the request sizes); parts are cut where
-the budget says."""
+analysed whole gives, its (rank, file) rows put together a few files at a time; parts are cut
+where the budget says."""
 
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ from factories import make_store
 from pydantic import TypeAdapter
 
 from iosweep.analysis import analyze_run, budget
+from iosweep.analysis.parts import combine as combine_module
 from iosweep.analysis.parts.analyze import NO_TIMELINE
 from iosweep.analysis.parts.combine import combine
 from iosweep.analysis.parts.plan import Part, plan
 from iosweep.analysis.parts.run import PartsError, analyze_part, part_data
+from iosweep.analysis.patterns.file_ranks import ValueCounts
 from iosweep.analysis.patterns.spatial import classify_ops
 from iosweep.analysis.patterns.volume import build_tables, widen
 from iosweep.analysis.settings import AnalysisSettings
@@ -83,25 +85,34 @@ def _sorted(df: pd.DataFrame, paths: list[str], keys: list[str]) -> pd.DataFrame
 
 
 def _assert_same_results(
-    store: Path, parts: list[list[int]], tmp_path: Path, settings: AnalysisSettings | None = None
+    store: Path,
+    parts: list[list[int]],
+    tmp_path: Path,
+    settings: AnalysisSettings | None = None,
+    passes: tuple[pytest.MonkeyPatch, int] | None = None,
 ) -> None:
+    """``passes``: the (rank, file) rows put together at most this many at a time."""
     settings = settings or AnalysisSettings()
+    if passes:
+        passes[0].setattr(combine_module, "pass_rows", lambda s: passes[1])
     summary = analyze_run(store, tmp_path / "whole", settings)  # the whole run's, as written
     outs = []
     for i, ranks in enumerate(parts):
         outs.append(tmp_path / f"part-{i}")
         analyze_part(store, Part(i, ranks, i == 0, budget.Need(0, 0, 0)), outs[-1], settings)
     combined = combine(store, outs, settings)
+    if passes:  # the rows were put together in several passes
+        assert len(combine_module.tables.passes(outs, passes[1])) > 1
     t = combined.tables
-    # the (rank, file) and per-file tables whole (those written hold the busiest files only)
+    # the per-file table whole (the one written holds the busiest files only); the (rank,
+    # file) rows are never put together: the figures taken from them are in the summary
     every_rank = sorted(r.rank for r in open_store(store).meta.ranks)
     rd, _ = part_data(store, Part(0, every_rank, True, budget.Need(0, 0, 0)), settings)
     whole = build_tables(rd, classify_ops(rd))
-    for name, keys in (("file_rank", ["actor", "file"]), ("files", ["file"])):
-        a = _sorted(getattr(whole, name), rd.paths, keys)
-        b = _sorted(getattr(t, name), combined.run.paths, keys)
-        # sums of seconds may add up in another order: equal to the last bits
-        pd.testing.assert_frame_equal(a, b, check_dtype=False, rtol=1e-12, obj=name)
+    a = _sorted(whole.files, rd.paths, ["file"])
+    b = _sorted(t.files, combined.run.paths, ["file"])
+    # sums of seconds may add up in another order: equal to the last bits
+    pd.testing.assert_frame_equal(a, b, check_dtype=False, rtol=1e-12, obj="files")
     assert (t.dxt_available, t.completeness) == (
         summary["trace"]["dxt_available"],
         summary["trace"]["completeness"],
@@ -179,18 +190,23 @@ def _assert_close(a: Any, b: Any, where: str = "") -> None:
         "darshan-logs/mpi_io_test_with_dxt",
     ],
 )
-def test_results_in_parts_of_one_rank_are_the_whole_runs(fixture, tmp_path):
+def test_results_in_parts_of_one_rank_are_the_whole_runs(fixture, tmp_path, monkeypatch):
     store = tmp_path / "store"
     ingest([shared_fixture(fixture)], store)
     ranks = sorted(r.rank for r in open_store(store).meta.ranks)
     _assert_same_results(store, [[r] for r in ranks], tmp_path)
+    # again with the (rank, file) rows put together a few files at a time
+    shutil.rmtree(tmp_path / "whole")
+    _assert_same_results(store, [[r] for r in ranks], tmp_path, passes=(monkeypatch, 5))
 
 
-def test_imagenet_results_in_parts_are_the_whole_runs(imagenet_store, tmp_path):
+def test_imagenet_results_in_parts_are_the_whole_runs(imagenet_store, tmp_path, monkeypatch):
     # files read by several ranks (one an epoch, each in another part): the sharing between
     # ranks and a node's unique bytes need rows of every part (a file shared by ranks that
-    # write parts of it, whose size no part knows alone: the MPI-IO and DLIO fixtures above)
-    _assert_same_results(imagenet_store, [[0, 1, 2], [3, 4, 5], [6, 7]], tmp_path)
+    # write parts of it, whose size no part knows alone: the MPI-IO and DLIO fixtures above);
+    # about 25,000 (rank, file) rows, put together some 3,000 at a time
+    parts = [[0, 1, 2], [3, 4, 5], [6, 7]]
+    _assert_same_results(imagenet_store, parts, tmp_path, passes=(monkeypatch, 3_000))
 
 
 def test_ranks_without_steps_read_in_the_runs_epochs(imagenet_store, tmp_path):
@@ -286,3 +302,18 @@ def test_rows_of_a_rank_the_run_does_not_name_are_not_lost_in_parts(tmp_path):
     (store / "run.json").write_text(json.dumps(run))
     with pytest.raises(RankSubsetError, match=r"rows of rank 1, which run\.json does not name"):
         plan(store, 64.0)
+
+
+def test_value_counts_give_np_medians_over_any_split():
+    # a median of counts kept apart (odd and even counts, repeats) is np.median of all values
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 5, 6, 101, 1000):
+        values = rng.integers(0, 40, n).astype(np.float64) * 0.5
+        halves = ValueCounts.of(values[: n // 3]) + ValueCounts.of(values[n // 3 :])
+        assert halves.median() == np.median(values)
+        assert halves.stats() == {"min": values.min(), "median": np.median(values),
+                                  "max": values.max()}  # fmt: skip
+    assert ValueCounts.of([]).median() is None and ValueCounts.of([]).stats() is None
+    # hand-computed: 1, 2, 2, 9 -> (2 + 2) / 2; 1, 2, 9, 10 -> (2 + 9) / 2
+    assert (ValueCounts.of([2, 9]) + ValueCounts.of([1, 2])).median() == 2.0
+    assert (ValueCounts.of([9, 1]) + ValueCounts.of([10, 2])).median() == 5.5

@@ -31,10 +31,11 @@ from iosweep.analysis.patterns.access import access_summary, classes_summary, pe
 from iosweep.analysis.patterns.alignment import analyze_alignment
 from iosweep.analysis.patterns.artefacts import fd_reuse, remove
 from iosweep.analysis.patterns.checkpoints import checkpoint_summary
+from iosweep.analysis.patterns.file_ranks import facts_of
 from iosweep.analysis.patterns.files import RunFiles
 from iosweep.analysis.patterns.layers import analyze_layers
 from iosweep.analysis.patterns.metadata import analyze_metadata
-from iosweep.analysis.patterns.mpiio import analyze_mpiio
+from iosweep.analysis.patterns.mpiio import aggregator_ranks, analyze_mpiio
 from iosweep.analysis.patterns.shapes import file_shapes
 from iosweep.analysis.patterns.sizes import analyze_sizes
 from iosweep.analysis.patterns.spatial import (
@@ -169,8 +170,13 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
 
     ranks = t.ranks
     md = analyze_metadata(rd, ranks)
-    size_table, size_summary = analyze_sizes(rd, t.file_rank)
     windows = epoch_windows(rd)
+    # what the summary takes from the (rank, file) rows, as a run analysed in parts does
+    mpiio = analyze_mpiio(rd, ranks, t.file_rank)
+    checkpoints = checkpoint_summary(rd, t.file_rank, windows)
+    facts = facts_of(t.file_rank, t.files, len(rd.class_names), aggregator_ranks(mpiio, ranks), s)
+    t.file_rank = None
+    size_table, size_summary = analyze_sizes(rd, facts)
     ph = phases(rd, windows)
     ov_table, ov_summary = analyze_overlap(rd)
     rd.cache.pop("io_spans", None)  # the ranks table and the overlap were its readers
@@ -181,10 +187,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     )
     del sp
     memory.release()
-    classes = classes_summary(
-        rd.class_names, rd.n_ranks, rd.settings, t.files, t.file_rank, ef.per_epoch
-    )
-    checkpoints = checkpoint_summary(rd, t.file_rank, windows)
+    classes = classes_summary(rd.class_names, rd.n_ranks, rd.settings, t.files, facts, ef.per_epoch)
     pipe_table, pipe = analyze_pipeline(
         rd,
         ef.op_epoch,
@@ -223,7 +226,7 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
         },
         "classes": classes,
         "access": access_summary(classes),
-        "spatial": spatial_summary(counter_sums(rd), t.file_rank),
+        "spatial": spatial_summary(counter_sums(rd), facts.ops_by_category, facts.patterns),
         "sizes": size_summary,
         "metadata": md,
         "temporal": temporal_summary(sig, ph, windows),
@@ -237,17 +240,20 @@ def _analyze(rd: RunData) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     summary["run_meta"] = run_meta_summary(meta)
     summary["volume"] = volume_summary(ranks)
     summary["imbalance"] = imbalance_summary(ranks)
-    summary["mpiio"] = analyze_mpiio(rd, ranks, t.file_rank)
+    summary["mpiio"] = mpiio
     summary["layers"] = analyze_layers(rd)
     summary["alignment"] = analyze_alignment(rd)
-    summary["headline"] = headline(rd.n_ranks, rd.run_time, summary, t, ranks)
-    summary["insights"], summary["checks"] = run_checks(summary, t.files, ranks, s, t.file_rank)
+    summary["headline"] = headline(rd.n_ranks, rd.run_time, summary, t, facts)
+    summary["insights"], summary["checks"] = run_checks(
+        summary, t.files, ranks, s, facts.spreads if facts.rows else None
+    )
     summary["headline"]["insights"] = len(summary["insights"])
     present = set(t.files["class"].astype(str))
-    files, file_ranks, bounded = file_tables(t, RunFiles.of(rd), s.table_max_files)
-    # the full per-file tables (half a GB at a million files) are done with: not held
-    # through the temporaries of the sample and the heatmap
-    t.files = t.file_rank = pd.DataFrame()
+    files, file_ranks, bounded = file_tables(t.files, facts, RunFiles.of(rd), s.table_max_files)
+    # the full files table (half a GB at a million files) is done with: not held through
+    # the temporaries of the sample and the heatmap
+    t.files = pd.DataFrame()
+    del facts
     memory.release()
     sample, info = sample_ops(rd, present, s.plot_sample_ops)
     summary["ops_sample"] = asdict(info)

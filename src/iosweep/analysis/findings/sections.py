@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from iosweep.analysis.patterns.file_ranks import FileRankFacts, busiest_files
 from iosweep.analysis.patterns.files import RunFiles
 from iosweep.analysis.patterns.volume import Tables, widen, with_shares
 from iosweep.analysis.shared import SharedRecords
@@ -86,30 +87,23 @@ def _file_ranks_table(run: RunFiles, file_rank: pd.DataFrame) -> pd.DataFrame:
 
 
 def file_tables(
-    t: Tables, run: RunFiles, max_files: int
+    files: pd.DataFrame, facts: FileRankFacts, run: RunFiles, max_files: int
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """The files and (rank, file) tables as written: cut to the ``max_files`` files that moved
     the most bytes (ties by path) and at most ``max_files`` of their (rank, file) rows (most
     bytes first), so that they stay bounded at a million files; and what they stand for,
     counted over every file (the report states it without reading the tables)."""
-    files, fr = t.files, t.file_rank
     moved = files["bytes_read"] + files["bytes_written"]
     info = {
         "files": len(files),
         "zero_byte_files": int((moved == 0).sum()),
-        "file_rank_rows": len(fr),
-        # operations Darshan counted for which DXT holds no segment (e.g. STDIO)
-        "counter_only_ops": int((fr["ctr_ops"] - fr["seg_ops"]).clip(lower=0).sum()),
+        "file_rank_rows": facts.rows,
+        "counter_only_ops": facts.counter_only_ops,
         "max_files": max_files,
     }
-    if len(files) > max_files:
-        # Arrow's top-k, not a sort of a million paths as Python strings (paths are unique,
-        # so the order is total and the choice exact)
-        order = pa.table({"m": -moved.to_numpy(), "p": pa.array(files["path"], pa.string())})
-        keys = [("m", "ascending"), ("p", "ascending")]
-        keep = pc.select_k_unstable(order, k=max_files, sort_keys=keys).to_numpy()
-        files = files.iloc[np.sort(keep)]
-        fr = fr[fr["file"].isin(files["file"])]
+    files = busiest_files(files, max_files)
+    fr = facts.busiest  # the rows of each part's busiest files: the run's are among them
+    fr = fr[fr["file"].isin(files["file"])]
     if len(fr) > max_files:  # the same bound on (rank, file) rows
         moved_fr = (fr["bytes_read"] + fr["bytes_written"]).to_numpy()
         # ties by rank, then path (not by path code: codes depend on how rows were read)
@@ -248,20 +242,18 @@ def imbalance_summary(ranks: pd.DataFrame) -> dict[str, Any]:
 
 
 def headline(
-    n_ranks: int, run_time: float, sm: dict[str, Any], t: Tables, ranks: pd.DataFrame
+    n_ranks: int, run_time: float, sm: dict[str, Any], t: Tables, facts: FileRankFacts
 ) -> dict[str, Any]:
-    """The run's figures at a glance (the sweep table's columns), from the summary ``sm``."""
-    fr = t.file_rank
+    """The run's figures at a glance (the sweep table's columns), from the summary ``sm``,
+    the tables and what the (rank, file) rows give."""
+    ranks = t.ranks
     n = max(n_ranks, 1)
     h: dict[str, Any] = {
         "ranks": n_ranks,
         "nodes": sm["ranks"]["nodes"],
         "run_time": run_time,
         "files": len(t.files),
-        "bytes_read": int(fr["bytes_read"].sum()),
-        "bytes_written": int(fr["bytes_written"].sum()),
-        "reads": int(fr["reads"].sum()),
-        "writes": int(fr["writes"].sum()),
+        **{k: facts.totals[k] for k in ("bytes_read", "bytes_written", "reads", "writes")},
     }
     h["bytes_read_per_rank"] = h["bytes_read"] / n
     h["bytes_written_per_rank"] = h["bytes_written"] / n

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from iosweep.analysis import budget
 from iosweep.analysis.classify import classify_paths
 from iosweep.analysis.data import MpiioLayer, StringCodes, class_names, untimed_issue
 from iosweep.analysis.findings.rules import run_checks
@@ -38,10 +39,11 @@ from iosweep.analysis.patterns.checkpoints import (
     checkpoints_of,
     with_records,
 )
-from iosweep.analysis.patterns.files import RunFiles
+from iosweep.analysis.patterns.file_ranks import FileRankFacts, add_facts, facts_of
+from iosweep.analysis.patterns.files import RunFiles, hosts_of, nodes_table
 from iosweep.analysis.patterns.layers import layers_of
 from iosweep.analysis.patterns.metadata import metadata_summary
-from iosweep.analysis.patterns.mpiio import mpiio_of
+from iosweep.analysis.patterns.mpiio import aggregator_ranks, mpiio_of
 from iosweep.analysis.patterns.shapes import shapes_of
 from iosweep.analysis.patterns.sizes import add_size_counts, sizes_of
 from iosweep.analysis.patterns.spatial import add_counter_sums, spatial_summary
@@ -56,7 +58,12 @@ from iosweep.analysis.patterns.temporal import (
     signature_groups,
     temporal_summary,
 )
-from iosweep.analysis.patterns.volume import Tables, finish_tables
+from iosweep.analysis.patterns.volume import (
+    Tables,
+    completeness_of,
+    finish_files,
+    finish_ranks,
+)
 from iosweep.analysis.pipeline.completeness import completeness_checks
 from iosweep.analysis.pipeline.dlio import dlio_beside
 from iosweep.analysis.pipeline.epochs import placement_of
@@ -72,6 +79,12 @@ from iosweep.analysis.shared import SharedRecords
 from iosweep.sampling import allocate
 from iosweep.trace.schema import RunMeta
 from iosweep.trace.store import open_store
+
+# A pass over the run's (rank, file) rows holds at most this share of the budget, at this
+# much a row (the row, its byte ranges and the files table's temporaries; measured: docs/
+# analysis.md, "Memory")
+PASS_SHARE = 0.5
+PASS_ROW_BYTES = 1000
 
 
 @dataclass
@@ -133,7 +146,7 @@ def combine(
     if meta.phases or phases:
         settings = replace(settings, phases={**settings.phases, **meta.phases, **(phases or {})})
     paths = StringCodes()
-    tp = tables.combine(parts, paths)
+    tables.code_paths(parts, paths)
     facts = [tables.facts(p) for p in parts]
     actor_host = {int(a): h for f in facts for a, h in f["actor_host"].items()}
     run = RunFiles(
@@ -145,19 +158,21 @@ def combine(
     )
     ps = _Parts(parts, facts, paths, meta, run, min(f["run_start"] for f in facts),
                 max(f["run_end"] for f in facts))  # fmt: skip
-    t = finish_tables(tp, run, ps.run_time)
+    t, rows, mpiio, checkpoint_rows = _tables(ps)
     summary: dict[str, Any] = {
         "spatial": spatial_summary(
-            add_counter_sums([f["counter_sums"] for f in facts]), t.file_rank
+            add_counter_sums([f["counter_sums"] for f in facts]),
+            rows.ops_by_category,
+            rows.patterns,
         ),
         "metadata": _metadata(ps, t.ranks),
     }
-    sizes = sizes_of(add_size_counts(ps.frames(part.SIZES)), t.file_rank, run.class_names, settings)
+    sizes = sizes_of(add_size_counts(ps.frames(part.SIZES)), rows, run.class_names, settings)
     pipeline = _pipeline(ps, t.files, sizes[1])
-    classes = _classes(ps, t)
+    classes = _classes(ps, t, rows)
     summary |= {"classes": classes, "access": access_summary(classes)}
     summary["file_shapes"] = _shapes(ps)
-    overlap = _overlap(ps, tp.ops > 0)
+    overlap = _overlap(ps, t.dxt_available)
     unoverlapped, pipeline[1]["unoverlapped"] = _unoverlapped(ps)
     summary["placement"] = placement_of(
         sum(ps.frames(part.PLACE_COUNTS)),
@@ -175,18 +190,18 @@ def combine(
         windows,
     )
     summary["temporal"] = temporal_summary(_signatures(ps, t), phases, windows)
-    summary["checkpoints"] = _checkpoints(ps, t, windows)
+    summary["checkpoints"] = _checkpoints(ps, checkpoint_rows, windows)
     pipeline[1]["dlio"] = dlio_beside(meta, *pipeline)
     dataset = classes.get("dataset", {})
     checks = completeness_checks(
         meta,
-        tp.ops > 0 or ps.counted,
+        t.dxt_available or ps.counted,
         int(dataset.get("bytes_read", 0)),
         int(dataset.get("files", 0)),
         pipeline[1],
         summary["checkpoints"],
     )
-    summary = _status(ps, store, t, tp.ops > 0, checks) | summary
+    summary = _status(ps, store, t, t.dxt_available, checks) | summary
     summary |= {
         "trace": _trace([f["trace"] for f in facts], t),
         "run": {"start": ps.start, "end": ps.end, "run_time": ps.run_time},
@@ -200,16 +215,18 @@ def combine(
             add_alignment_counts([f["alignment"] for f in facts]),
             pd.concat(ps.frames(part.LUSTRE, coded=True)).drop_duplicates("file"),
         ),
-        "mpiio": mpiio_of(_mpiio(ps), len(meta.ranks), t.ranks, t.file_rank),
+        "mpiio": mpiio,
     }
     summary |= {"settings": settings.to_dict(), "sizes": sizes[1], "overlap": overlap[1],
                 "pipeline": pipeline[1]}  # fmt: skip
-    summary["headline"] = headline(len(meta.ranks), ps.run_time, summary, t, t.ranks)
+    summary["headline"] = headline(len(meta.ranks), ps.run_time, summary, t, rows)
     summary["insights"], summary["checks"] = run_checks(
-        summary, t.files, t.ranks, settings, t.file_rank
+        summary, t.files, t.ranks, settings, rows.spreads if rows.rows else None
     )
     summary["headline"]["insights"] = len(summary["insights"])
-    files, file_ranks, summary["file_tables"] = file_tables(t, run, settings.table_max_files)
+    files, file_ranks, summary["file_tables"] = file_tables(
+        t.files, rows, run, settings.table_max_files
+    )
     summary["artefacts"] = sorted(
         (a for f in facts for a in f["artefacts"]), key=lambda a: a["path"]
     )
@@ -219,6 +236,49 @@ def combine(
         run, ps.start, ps.end, t, sizes, pipeline, overlap, unoverlapped, phases, files,
         file_ranks, sample, heat, summary
     )  # fmt: skip
+
+
+def _tables(ps: _Parts) -> tuple[Tables, FileRankFacts, dict[str, Any] | None, pd.DataFrame]:
+    """The run's files, ranks and nodes tables and what the summary takes from its (rank,
+    file) rows, taking the rows a few files at a time (:func:`tables.passes`); its MPI-IO
+    summary (the shared-file spreads are among MPI-IO's aggregators), and the rows of its
+    checkpoint files."""
+    s, run = ps.run.settings, ps.run
+    rank_rows, counts = tables.ranks_and_counts(ps.dirs)
+    ranks = finish_ranks(rank_rows, ps.run_time, s)
+    layer = _mpiio(ps)
+    mpiio_files = (
+        np.union1d(layer.ops["file"], layer.records["file"]) if layer else np.empty(0, np.int64)
+    )
+    mpiio = mpiio_of(layer, len(ps.meta.ranks), ranks,
+                     tables.rows_of(ps.dirs, ps.paths, [ps.paths.values[f] for f in mpiio_files]))  # fmt: skip
+    agg = aggregator_ranks(mpiio, ranks)
+    ci = run.class_names.index(CLASS) if CLASS in run.class_names else -1
+    hosts, files, facts, kept = hosts_of(ranks), [], [], []
+    reads = np.zeros((2, len(hosts)))
+    for buckets in tables.passes(ps.dirs, pass_rows(s)):
+        fr, spans = tables.pass_rows(ps.dirs, ps.paths, buckets)
+        fr, f, r = finish_files(fr, spans, run, hosts)
+        del spans
+        files.append(f)
+        reads += r
+        facts.append(facts_of(fr, f, len(run.class_names), agg, s))
+        kept.append(fr[fr["class"].to_numpy() == ci])
+        del fr
+    t = Tables(
+        None,
+        pd.concat(files, ignore_index=True).sort_values("file", ignore_index=True),
+        ranks,
+        nodes_table(ranks, reads),
+        counts["ops"] > 0,
+        completeness_of(**counts),
+    )
+    return t, add_facts(facts), mpiio, pd.concat(kept, ignore_index=True)
+
+
+def pass_rows(s: AnalysisSettings) -> int:
+    """The most (rank, file) rows a pass over the run's may hold."""
+    return max(1, int(budget.budget_bytes(s.memory_gb) * PASS_SHARE) // PASS_ROW_BYTES)
 
 
 def _with_part(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -258,7 +318,7 @@ def _pipeline(
     return t, pipeline_summary(t, combined, context, ps.run.settings)
 
 
-def _classes(ps: _Parts, t: Tables) -> dict[str, Any]:
+def _classes(ps: _Parts, t: Tables, rows: FileRankFacts) -> dict[str, Any]:
     """The classes, with the sharing of their files within epochs from the parts' read
     pairs."""
     pairs = pd.concat(ps.frames(part.EPOCH_PAIRS, coded=True))
@@ -268,7 +328,7 @@ def _classes(ps: _Parts, t: Tables) -> dict[str, Any]:
         if pe:
             per_epoch[name] = pe
     return classes_summary(
-        ps.run.class_names, len(ps.meta.ranks), ps.run.settings, t.files, t.file_rank, per_epoch
+        ps.run.class_names, len(ps.meta.ranks), ps.run.settings, t.files, rows, per_epoch
     )
 
 
@@ -330,8 +390,9 @@ def _signatures(ps: _Parts, t: Tables) -> dict[str, Any]:
     return signature_groups(per_rank, shapes)
 
 
-def _checkpoints(ps: _Parts, t: Tables, windows: pd.DataFrame) -> dict[str, Any]:
-    """The checkpoints from the parts' write windows and opens of checkpoint files."""
+def _checkpoints(ps: _Parts, rows: pd.DataFrame, windows: pd.DataFrame) -> dict[str, Any]:
+    """The checkpoints from the (rank, file) rows of checkpoint files, the parts' write
+    windows and opens of checkpoint files."""
     s = ps.run.settings
     if CLASS not in ps.run.class_names:
         traced: dict[str, Any] = {
@@ -343,7 +404,7 @@ def _checkpoints(ps: _Parts, t: Tables, windows: pd.DataFrame) -> dict[str, Any]
         counted = add_windows(ps.frames(part.COUNTED, coded=True))
         ci = ps.run.class_names.index(CLASS)
         traced = checkpoints_of(
-            t.file_rank, written, counted, ci, len(ps.meta.ranks), s.phase_gap_s, windows,
+            rows, written, counted, ci, len(ps.meta.ranks), s.phase_gap_s, windows,
             ps.run_time,
         )  # fmt: skip
 

@@ -30,6 +30,13 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.data import WHO
+from iosweep.analysis.patterns.file_ranks import (
+    ClassRows,
+    FileRankFacts,
+    StrategyRows,
+    ValueCounts,
+    class_stats,
+)
 from iosweep.analysis.patterns.spatial import CATEGORIES
 from iosweep.analysis.settings import AnalysisSettings
 
@@ -51,13 +58,14 @@ def _stats(v: pd.Series | np.ndarray) -> dict[str, float] | None:
 
 def class_strategy(
     files: pd.DataFrame,
-    file_rank: pd.DataFrame,
+    rows: StrategyRows | None,
     cls: str,
     direction: str,
     n_ranks: int,
     s: AnalysisSettings,
 ) -> dict[str, Any] | None:
-    """Strategy and evidence for the files of class ``cls`` in ``direction`` (read|write)."""
+    """Strategy and evidence for the files of class ``cls`` in ``direction`` (read|write);
+    ``rows``: the class's (rank, file) rows that way (:mod:`.file_ranks`)."""
     col_ops = "reads" if direction == "read" else "writes"
     col_bytes = f"bytes_{'read' if direction == 'read' else 'written'}"
     who = WHO[direction]
@@ -69,21 +77,14 @@ def class_strategy(
             f"{direction}_shared", f"{direction}_overlap",
         ],
     ]  # fmt: skip
-    if f.empty:
+    if f.empty or rows is None:
         return None
-    fr = file_rank.loc[
-        (file_rank["actor"] >= 0) & file_rank["file"].isin(f["file"]) & (file_rank[col_ops] > 0),
-        ["actor", "file", col_ops, col_bytes, f"{direction}_whole"],
-    ]
-    actors = np.sort(fr["actor"].unique())
+    per_rank = class_stats(rows)
     weights = f[col_bytes].to_numpy(np.float64)
     if weights.sum() == 0:
         weights = np.ones(len(f))  # zero-byte accesses: weigh files equally
     by_cat = pd.Series(weights).groupby(f[f"{direction}_strategy"].to_numpy()).sum() / weights.sum()
-    files_per_rank = fr.groupby("actor")["file"].nunique()
     ranks_per_file = f[f"n_{WHO[direction]}"]
-    bytes_per_rank_file = fr[col_bytes]
-    whole = fr[f"{direction}_whole"]
     union = f[f"{direction}_union"].sum()
     shared = f[f"{direction}_shared"].sum()
     n_all = int(
@@ -94,16 +95,16 @@ def class_strategy(
     )
     evidence: dict[str, Any] = {
         "files": len(f),
-        "ranks": len(actors),
+        "ranks": per_rank["ranks"],
         "ranks_of_run": n_ranks,
-        "rank_list": actors.tolist() if len(actors) <= 64 else None,
+        "rank_list": per_rank["rank_list"],
         "bytes": int(f[col_bytes].sum()),
         "ops": int(f[col_ops].sum()),
         "ranks_per_file": _stats(ranks_per_file),
-        "files_per_rank": _stats(files_per_rank),
-        "bytes_per_rank_per_file": _stats(bytes_per_rank_file),
-        "bytes_per_rank": _stats(fr.groupby("actor")[col_bytes].sum()),
-        "whole_file_share": float(whole.mean()) if len(whole) else None,
+        "files_per_rank": per_rank["files_per_rank"],
+        "bytes_per_rank_per_file": per_rank["bytes_per_rank_per_file"],
+        "bytes_per_rank": per_rank["bytes_per_rank"],
+        "whole_file_share": per_rank["whole_file_share"],
         "files_whole_by_every_rank": n_all,
         "offset_union_bytes": int(union),
         "offset_shared_bytes": int(shared),
@@ -123,18 +124,15 @@ def class_strategy(
             for r in f.nlargest(5, col_bytes).itertuples()
         ],
     }
-    if len(actors) == 1:
+    if per_rank["ranks"] == 1:
         strategy = "single-rank"
     else:
         top = str(by_cat.idxmax())
         if by_cat[top] < s.strategy_dominance:
             strategy = "mixed"
         elif top == "exclusive":
-            ex = fr[fr["file"].isin(f.loc[f[f"{direction}_strategy"] == "exclusive", "file"])]
-            per_rank = ex.groupby("actor")["file"].nunique()
-            strategy = (
-                "file-per-process" if per_rank.max() <= s.fpp_max_files_per_rank else "partitioned"
-            )
+            most = rows.exclusive_per_rank.max()
+            strategy = "file-per-process" if most <= s.fpp_max_files_per_rank else "partitioned"
         else:
             strategy = _NAMES[top]
     return {"strategy": strategy, "evidence": evidence}
@@ -236,24 +234,20 @@ def classes_summary(
     n_ranks: int,
     s: AnalysisSettings,
     files: pd.DataFrame,
-    fr: pd.DataFrame,
+    facts: FileRankFacts,
     per_epoch: dict[str, dict[str, Any]],
 ) -> dict[str, Any]:
     """Per file class: its files, volume, ranks, access strategy (with the sharing within
-    epochs, ``per_epoch``: :func:`per_epoch_of` per class) and spatial patterns."""
+    epochs, ``per_epoch``: :func:`per_epoch_of` per class) and spatial patterns; ``facts``:
+    what its (rank, file) rows give (:mod:`.file_ranks`)."""
     out = {}
     for ci, cname in enumerate(class_names):
         f = files[files["class"] == cname]
         if f.empty:
             continue
         sz = f["size"].to_numpy()
-        ops_cols = [f"ops_{c}" for c in CATEGORIES]
-        # only the columns used: the (rank, file) table is gigabytes at a million files
-        frc = fr.loc[
-            (fr["class"] == ci) & (fr["actor"] >= 0),
-            ["actor", "reads", "writes", "pattern", "read_whole", "read_coverage_frac", *ops_cols],
-        ]
-        cat = frc[ops_cols].sum()
+        c = facts.classes.get(ci) or _no_rows()
+        cat = c.ops_by_category
         out[cname] = {
             "files": len(f),
             "size_total": int(sz.sum()),
@@ -264,34 +258,39 @@ def classes_summary(
             "bytes_written": int(f["bytes_written"].sum()),
             "reads": int(f["reads"].sum()),
             "writes": int(f["writes"].sum()),
-            "ranks": int(frc["actor"].nunique()),
-            "readers": sorted(int(a) for a in frc.loc[frc["reads"] > 0, "actor"].unique())[:1024],
-            "writers": sorted(int(a) for a in frc.loc[frc["writes"] > 0, "actor"].unique())[:1024],
-            "access": _access(files, fr, cname, n_ranks, s, per_epoch.get(cname)),
+            "ranks": len(c.ranks),
+            "readers": sorted(c.readers)[:1024],
+            "writers": sorted(c.writers)[:1024],
+            "access": _access(files, c, cname, n_ranks, s, per_epoch.get(cname)),
             "per_epoch": per_epoch.get(cname),
             "spatial": {
                 "share_by_category": {
-                    c: (float(cat[f"ops_{c}"] / cat.sum()) if cat.sum() else None)
-                    for c in CATEGORIES
+                    k: (float(cat[i] / cat.sum()) if cat.sum() else None)
+                    for i, k in enumerate(CATEGORIES)
                 },
-                "patterns": {k: int(v) for k, v in frc["pattern"].value_counts().items()},
-                "whole_file_read_pairs": int(frc["read_whole"].sum()),
-                "read_pairs": int((frc["reads"] > 0).sum()),
-                "read_coverage_frac_median": float(
-                    frc.loc[frc["reads"] > 0, "read_coverage_frac"].median()
-                )
-                if (frc["reads"] > 0).any()
-                else None,
+                "patterns": {k: int(v) for k, v in c.patterns.items()},
+                "whole_file_read_pairs": c.whole_read_pairs,
+                "read_pairs": c.read_pairs,
+                "read_coverage_frac_median": c.read_coverage_frac.median(),
             },
         }
     return out
 
 
+def _no_rows() -> ClassRows:
+    """A class no rank's row has (its files moved by unattributed processes only)."""
+    empty = pd.Series(dtype=np.int64)
+    return ClassRows(set(), set(), set(), np.zeros(len(CATEGORIES), np.int64), empty, 0, 0,
+                     ValueCounts(), {})  # fmt: skip
+
+
 def _access(
-    files, fr, cname: str, n_ranks: int, s: AnalysisSettings, pe: dict[str, Any] | None
+    files, c: ClassRows, cname: str, n_ranks: int, s: AnalysisSettings, pe: dict[str, Any] | None
 ) -> dict[str, Any]:
     """The class's strategy per direction; reads judged within epochs where they can be."""
-    out = {d: class_strategy(files, fr, cname, d, n_ranks, s) for d in ("read", "write")}
+    out = {
+        d: class_strategy(files, c.strategy.get(d), cname, d, n_ranks, s) for d in ("read", "write")
+    }
     read = out["read"]
     if read is not None:
         read["run_strategy"] = read["strategy"]

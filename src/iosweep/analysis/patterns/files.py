@@ -181,11 +181,48 @@ _STRATEGIES = (
 )
 
 
-def nodes_table(
-    fr: pd.DataFrame, ranks: pd.DataFrame, spans: tuple[np.ndarray, ...], run: RunFiles
-) -> pd.DataFrame:
+def hosts_of(ranks: pd.DataFrame) -> list[str]:
+    """The hosts of the nodes table, in its order."""
+    return sorted(set(ranks["host"])) if len(ranks) else []
+
+
+def node_reads(
+    fr: pd.DataFrame, spans: tuple[np.ndarray, ...], run: RunFiles, hosts: list[str]
+) -> np.ndarray:
+    """Per host (rows: ``hosts``' order): the distinct bytes its ranks read per file, summed
+    ([0]; the union of their read ranges, and for counter-only rows the largest coverage on
+    the node, a lower bound) and its ranks' read coverage summed ([1]). Both add up over
+    disjoint sets of files (``fr`` and ``spans``: all the rows of some files)."""
+    out = np.zeros((2, len(hosts)))
+    if not hosts:
+        return out
+    host_code = {h: i for i, h in enumerate(hosts)}
+    nf = run.nf
+    mk, mlo, mhi = spans
+    m_actor = (mk >> 1) // nf - 1
+    m = (m_actor >= 0) & ((mk & 1) == READ)
+    act_host = np.full(max(run.actor_host, default=-1) + 2, -1, np.int64)
+    for a, h in run.actor_host.items():
+        act_host[a] = host_code.get(h, -1)
+    hcode = act_host[np.minimum(m_actor[m], len(act_host) - 1)]
+    ok = hcode >= 0
+    key = hcode[ok] * nf + ((mk[m] >> 1) % nf)[ok]
+    u = intervals.union_length(key, mlo[m][ok], mhi[m][ok], len(hosts) * nf)
+    out[0] = u.reshape(len(hosts), nf).sum(axis=1)
+    rc = _of_ranks(fr, ["actor", "file", "coverage_source", "reads", "read_coverage"])
+    co = rc[(rc["coverage_source"] == "counters") & (rc["reads"] > 0)]
+    if len(co):
+        co = co.assign(host=co["actor"].map(run.actor_host))
+        extra = co.groupby(["host", "file"])["read_coverage"].max().groupby("host").sum()
+        out[0] += extra.reindex(hosts).fillna(0).to_numpy()
+    host = rc["actor"].map(run.actor_host)
+    out[1] = rc["read_coverage"].groupby(host).sum().reindex(hosts).fillna(0).to_numpy()
+    return out
+
+
+def nodes_table(ranks: pd.DataFrame, reads: np.ndarray) -> pd.DataFrame:
     """Per host: ranks, volume, I/O time, and whether data is read once per node or per rank
-    (``spans`` as for :func:`files_table`)."""
+    (``reads``: :func:`node_reads` of every file)."""
     if ranks.empty:
         return pd.DataFrame(
             columns=[
@@ -209,41 +246,12 @@ def nodes_table(
         io_time_sum=("io_time", "sum"),
         io_time_max=("io_time", "max"),
     )
-    hosts = sorted(nodes.index)
-    host_code = {h: i for i, h in enumerate(hosts)}
-    nf = run.nf
-    # Unique bytes read on a node: union of its ranks' read ranges per file.
-    mk, mlo, mhi = spans
-    m_actor = (mk >> 1) // nf - 1
-    m = (m_actor >= 0) & ((mk & 1) == READ)
-    act_host = np.full(max(run.actor_host, default=-1) + 2, -1, np.int64)
-    for a, h in run.actor_host.items():
-        act_host[a] = host_code.get(h, -1)
-    hcode = act_host[np.minimum(m_actor[m], len(act_host) - 1)]
-    ok = hcode >= 0
-    key = hcode[ok] * nf + ((mk[m] >> 1) % nf)[ok]
-    u = intervals.union_length(key, mlo[m][ok], mhi[m][ok], len(hosts) * nf)
-    uniq = u.reshape(len(hosts), nf).sum(axis=1) if len(hosts) else np.zeros(0)
-    # Counter-only (rank, file) rows: the largest coverage on the node is a lower bound.
-    rc = _of_ranks(fr, ["actor", "file", "coverage_source", "reads", "read_coverage"])
-    co = rc[(rc["coverage_source"] == "counters") & (rc["reads"] > 0)]
-    if len(co):
-        co = co.assign(host=co["actor"].map(run.actor_host))
-        extra = co.groupby(["host", "file"])["read_coverage"].max().groupby("host").sum()
-        uniq = uniq + extra.reindex(hosts).fillna(0).to_numpy()
+    uniq, cov_sum = reads
     nodes["unique_bytes_read"] = uniq.astype(np.int64)
     br = nodes["bytes_read"].to_numpy(np.float64)
     # Amplification counts every byte moved (re-reads too); redundancy counts how many of the
     # node's ranks read each distinct byte: ~1 = once per node, ~ranks = once per rank.
     nodes["read_amplification"] = np.divide(br, uniq, out=np.zeros(len(nodes)), where=uniq > 0)
-    cov_sum = (
-        rc["read_coverage"]
-        .groupby(rc["actor"].map(run.actor_host))
-        .sum()
-        .reindex(nodes.index)
-        .fillna(0)
-        .to_numpy(np.float64)
-    )
     red = np.divide(cov_sum, uniq, out=np.zeros(len(nodes)), where=uniq > 0)
     nodes["read_redundancy"] = red
     nr = nodes["ranks"].to_numpy()

@@ -110,6 +110,29 @@ def _rank_times(layer: MpiioLayer, d: int, name: str, n_ranks: int) -> dict[str,
     return _stats(rows.groupby("actor")[f"{name}_time"].sum().to_numpy())
 
 
+AGGREGATOR_BYTES = 0.99  # the fewest ranks that move this share of the bytes ...
+AGGREGATOR_RANKS = 0.5  # ... are MPI-IO's aggregators when they are under this share of ranks
+
+
+def aggregator_ranks(mpiio: dict[str, Any] | None, ranks: pd.DataFrame) -> list[int] | None:
+    """The ranks that do the file I/O for the others under collective MPI-IO (collective
+    buffering): the fewest ranks moving 99% of the bytes, when they are under half the
+    ranks; None when the job has no collective MPI-IO (``mpiio``: its summary) or most
+    ranks move their own data."""
+    m = mpiio or {}
+    collective = sum(int((m.get(d) or {}).get("collective") or 0) for d in ("read", "write"))
+    r = ranks
+    if not collective or len(r) < 2:
+        return None
+    b = (r["bytes_read"] + r["bytes_written"]).sort_values(ascending=False, kind="stable")
+    if b.sum() <= 0:
+        return None
+    k = int(np.searchsorted((b.cumsum() / b.sum()).to_numpy(), AGGREGATOR_BYTES)) + 1
+    if k >= AGGREGATOR_RANKS * len(r):
+        return None
+    return sorted(int(x) for x in r.loc[b.index[:k], "rank"])
+
+
 def _posix_times(
     ranks: pd.DataFrame, file_rank: pd.DataFrame, files: np.ndarray, name: str
 ) -> np.ndarray | None:

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.data import OPS, RunData
+from iosweep.analysis.patterns.file_ranks import FileRankFacts
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.trace.schema import SIZE_BIN_LOWER, SIZE_BINS, darshan_size_bin
 
@@ -22,19 +23,6 @@ from iosweep.trace.schema import SIZE_BIN_LOWER, SIZE_BINS, darshan_size_bin
 def _log2_bin(length: np.ndarray) -> np.ndarray:
     # frexp(x) = m * 2**e with m in [0.5, 1): e is the bin with [2**(e-1), 2**e); 0 -> bin 0.
     return np.frexp(length.astype(np.float64))[1].astype(np.int64)
-
-
-def _straddling_small(co: pd.DataFrame, ncls: int) -> np.ndarray:
-    """Per (class, op), [lo, hi] of the counter-only requests of the Darshan bin holding the
-    small threshold that are smaller than it (volume._straddling_small)."""
-    out = np.zeros((ncls * 2, 2), np.int64)
-    if not len(co) or "ctr_small_read_lo" not in co:
-        return out
-    for op_i, op in enumerate(OPS):
-        agg = co.groupby("class")[[f"ctr_small_{op}_lo", f"ctr_small_{op}_hi"]].sum()
-        for c, row in agg.iterrows():
-            out[int(c) * 2 + op_i] += row.to_numpy(np.int64)
-    return out
 
 
 def size_counts(rd: RunData) -> pd.DataFrame:
@@ -58,15 +46,15 @@ def add_size_counts(counts: list[pd.DataFrame]) -> pd.DataFrame:
     return all_.groupby(["k", "size"], as_index=False, sort=False)["count"].sum()
 
 
-def analyze_sizes(rd: RunData, file_rank: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
-    return sizes_of(size_counts(rd), file_rank, rd.class_names, rd.settings)
+def analyze_sizes(rd: RunData, facts: FileRankFacts) -> tuple[pd.DataFrame, dict[str, Any]]:
+    return sizes_of(size_counts(rd), facts, rd.class_names, rd.settings)
 
 
 def sizes_of(
-    exact: pd.DataFrame, file_rank: pd.DataFrame, classes: list[str], settings: AnalysisSettings
+    exact: pd.DataFrame, facts: FileRankFacts, classes: list[str], settings: AnalysisSettings
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The sizes table and summary from the size counts and the (rank, file) rows (their
-    counter-only rows add Darshan's bins)."""
+    """The sizes table and summary from the size counts and what the (rank, file) rows give
+    (their counter-only rows add Darshan's bins)."""
     ncls = len(classes)
     thr = settings.small_request_bytes
     rows: list[dict[str, Any]] = []
@@ -79,19 +67,8 @@ def sizes_of(
     hbytes = hbytes.reshape(ncls * 2, nb)
     dh = np.bincount(ek * 10 + darshan_size_bin(esz), weights=ecnt, minlength=ncls * 2 * 10)
     dh = dh.reshape(ncls * 2, 10).astype(np.int64)
-
     # Counter-only (rank, file) pairs: Darshan's bins.
-    co = file_rank[file_rank["source"] == "counters"]
-    ctr_hist = np.zeros((ncls * 2, 10), np.int64)
-    ctr_small = _straddling_small(co, ncls)
-    if len(co):
-        for op_i, op in enumerate(OPS):
-            cols = [f"ctr_size_{op}_{b}" for b in SIZE_BINS]
-            if cols[0] not in co:
-                continue
-            agg = co.groupby("class")[cols].sum()
-            for c, row in agg.iterrows():
-                ctr_hist[int(c) * 2 + op_i] += row.to_numpy(np.int64)
+    ctr_hist, ctr_small = facts.counter_bins, facts.counter_small
 
     summary: dict[str, Any] = {"small_request_bytes": thr, "by_class": {}}
 

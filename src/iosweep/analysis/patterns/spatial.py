@@ -90,22 +90,22 @@ def fractions(counts: np.ndarray) -> np.ndarray:
     return np.divide(counts, tot, out=np.zeros_like(counts, dtype=np.float64), where=tot > 0)
 
 
-def spatial_summary(sums: dict[str, int] | None, file_rank: pd.DataFrame) -> dict[str, Any]:
+def spatial_summary(
+    sums: dict[str, int] | None, ops_by_category: np.ndarray, patterns: pd.Series
+) -> dict[str, Any]:
     """The run's spatial patterns: the categories of its traced operations and the (rank,
-    file) rows' patterns; beside them Darshan's own counters' (``sums``: :func:`counter_sums`)."""
-    cat_tot = file_rank[[f"ops_{c}" for c in CATEGORIES]].sum()
+    file) rows' patterns (``patterns``: rows of ranks per pattern); beside them Darshan's own
+    counters' (``sums``: :func:`counter_sums`)."""
+    total = int(ops_by_category.sum())
     return {
         "counters": counter_patterns(sums),
-        "ops": int(cat_tot.sum()),
-        "ops_by_category": {c: int(cat_tot[f"ops_{c}"]) for c in CATEGORIES},
+        "ops": total,
+        "ops_by_category": {c: int(ops_by_category[i]) for i, c in enumerate(CATEGORIES)},
         "share_by_category": {
-            c: (float(cat_tot[f"ops_{c}"] / cat_tot.sum()) if cat_tot.sum() else None)
-            for c in CATEGORIES
+            c: (float(ops_by_category[i] / total) if total else None)
+            for i, c in enumerate(CATEGORIES)
         },
-        "patterns": {
-            k: int(v)
-            for k, v in file_rank.loc[file_rank["actor"] >= 0, "pattern"].value_counts().items()
-        },
+        "patterns": {k: int(v) for k, v in patterns.items()},
     }
 
 

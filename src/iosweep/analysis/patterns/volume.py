@@ -16,7 +16,14 @@ import pandas as pd
 
 from iosweep.analysis import intervals
 from iosweep.analysis.data import READ, RunData
-from iosweep.analysis.patterns.files import RunFiles, files_table, labels, nodes_table
+from iosweep.analysis.patterns.files import (
+    RunFiles,
+    files_table,
+    hosts_of,
+    labels,
+    node_reads,
+    nodes_table,
+)
 from iosweep.analysis.patterns.metadata import KINDS, per_file_from_app_events
 from iosweep.analysis.patterns.spatial import CATEGORIES, Spatial, fractions
 from iosweep.analysis.settings import AnalysisSettings
@@ -41,7 +48,9 @@ SUMMED_METRICS = (
 
 @dataclass
 class Tables:
-    file_rank: pd.DataFrame  # one row per (actor, file), actor -1 = unattributed
+    # one row per (actor, file), actor -1 = unattributed; None where the run was analysed in
+    # parts, whose rows are never together (iosweep.analysis.parts)
+    file_rank: pd.DataFrame | None
     files: pd.DataFrame  # one row per file
     ranks: pd.DataFrame  # one row per actor (>= 0)
     nodes: pd.DataFrame  # one row per host
@@ -102,20 +111,35 @@ def tables_part(rd: RunData, sp: Spatial) -> TablesPart:
 def finish_tables(part: TablesPart, run: RunFiles, run_time: float) -> Tables:
     """The tables of a run from its :class:`TablesPart` (its parts' put together, file and
     rank codes the run's)."""
-    fr = part.file_rank
+    ranks = finish_ranks(part.ranks, run_time, run.settings)
+    fr, files, reads = finish_files(part.file_rank, part.spans, run, hosts_of(ranks))
+    return Tables(
+        fr,
+        files,
+        ranks,
+        nodes_table(ranks, reads),
+        part.ops > 0,
+        completeness_of(part.ops, part.posix_traced, part.posix_counted),
+    )
+
+
+def completeness_of(ops: int, posix_traced: int, posix_counted: int) -> float | None:
+    """Traced (DXT) POSIX operations over those the counters saw; None without both."""
+    if ops and posix_counted > 0:
+        return min(1.0, posix_traced / posix_counted)
+    return None
+
+
+def finish_files(
+    fr: pd.DataFrame, spans: tuple[np.ndarray, ...], run: RunFiles, hosts: list[str]
+) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """Every (rank, file) row of some files (the run's, or of a pass over them) with what
+    depends on their sizes, their rows of the files table, and what their hosts read of them
+    (:func:`node_reads`)."""
     sized(fr, run.nf, run.settings.whole_file_coverage)
     # column selection copies nothing (pandas' copy-on-write)
     fr = fr[_FILE_RANK_COLUMNS + [c for c in fr.columns if c not in _FILE_RANK_COLUMNS]]
-    files = files_table(fr, part.spans, run)
-    ranks = finish_ranks(part.ranks, run_time, run.settings)
-    nodes = nodes_table(fr, ranks, part.spans, run)
-    # Traced (DXT) POSIX operations over those the counters saw; None without both.
-    completeness = (
-        min(1.0, part.posix_traced / part.posix_counted)
-        if part.ops and part.posix_counted > 0
-        else None
-    )
-    return Tables(fr, files, ranks, nodes, part.ops > 0, completeness)
+    return fr, files_table(fr, spans, run), node_reads(fr, spans, run, hosts)
 
 
 _FILE_RANK_COLUMNS = [

@@ -78,10 +78,10 @@ def run_checks(
     files: pd.DataFrame,
     ranks: pd.DataFrame,
     s: AnalysisSettings,
-    file_ranks: pd.DataFrame | None = None,
+    spreads: dict[str, pd.DataFrame] | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """(insights, checks) of every rule, in RULES order, as summary.json holds them."""
-    ctx = Context(summary, files, ranks, s, pd.DataFrame() if file_ranks is None else file_ranks)
+    ctx = Context(summary, files, ranks, s, spreads)
     outcomes = [(rule.__name__, o) for rule in RULES for o in rule(ctx)]
     insights = [o.insight.model_dump(by_alias=True) for _, o in outcomes if o.insight]
     checks = [o.check.model_copy(update={"rule": r}).model_dump(by_alias=True) for r, o in outcomes]

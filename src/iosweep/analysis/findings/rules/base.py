@@ -9,7 +9,7 @@ floor, or what was missing, so that a reader never has to guess why a rule said 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -100,13 +100,14 @@ def span(v: pd.Series) -> str:
 @dataclass(frozen=True)
 class Context:
     """What the rules look at: the run's summary so far, its files and ranks tables, and
-    the per-(file, rank) table (``actor`` is the rank)."""
+    per direction the spread between the ranks of each file two ranks or more moved bytes
+    of (:mod:`iosweep.analysis.patterns.file_ranks`; None: no (rank, file) rows)."""
 
     summary: dict[str, Any]
     files: pd.DataFrame
     ranks: pd.DataFrame
     settings: AnalysisSettings
-    file_ranks: pd.DataFrame = field(default_factory=pd.DataFrame)
+    spreads: dict[str, pd.DataFrame] | None = None
 
     @property
     def training_job(self) -> bool:

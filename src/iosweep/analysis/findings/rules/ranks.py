@@ -17,28 +17,13 @@ from iosweep.analysis.findings.rules.base import (
     passed,
     when_no_io,
 )
+from iosweep.analysis.patterns.mpiio import AGGREGATOR_BYTES, AGGREGATOR_RANKS, aggregator_ranks
 from iosweep.units import human_bytes
-
-AGGREGATOR_BYTES = 0.99  # the fewest ranks that move this share of the bytes ...
-AGGREGATOR_RANKS = 0.5  # ... are MPI-IO's aggregators when they are under this share of ranks
 
 
 def aggregators(c: Context) -> list[int] | None:
-    """The ranks that do the file I/O for the others under collective MPI-IO (collective
-    buffering): the fewest ranks moving 99% of the bytes, when they are under half the
-    ranks; None when the job has no collective MPI-IO or most ranks move their own data."""
-    m = c.summary.get("mpiio") or {}
-    collective = sum(int((m.get(d) or {}).get("collective") or 0) for d in ("read", "write"))
-    r = c.ranks
-    if not collective or len(r) < 2:
-        return None
-    b = (r["bytes_read"] + r["bytes_written"]).sort_values(ascending=False, kind="stable")
-    if b.sum() <= 0:
-        return None
-    k = int(np.searchsorted((b.cumsum() / b.sum()).to_numpy(), AGGREGATOR_BYTES)) + 1
-    if k >= AGGREGATOR_RANKS * len(r):
-        return None
-    return sorted(int(x) for x in r.loc[b.index[:k], "rank"])
+    """MPI-IO's aggregators (:func:`aggregator_ranks`) of the run the rules look at."""
+    return aggregator_ranks(c.summary.get("mpiio"), c.ranks)
 
 
 def _secs(v: float) -> str:
@@ -167,44 +152,22 @@ def mpiio_aggregators(c: Context) -> list[Outcome]:
     return [found(cid, title, ins)]
 
 
-def _file_spreads(rows: pd.DataFrame, col: str, tcol: str, c: Context) -> pd.DataFrame:
-    """Per file that two ranks or more moved bytes of: (max - min) / max over its ranks of
-    the bytes and of the seconds, each 0 where the busiest rank is under its floor."""
-    s = c.settings
-    g = rows.groupby("file")
-    n = g.size()
-    shared = n[n >= 2].index
-    b_max, b_min = g[col].max()[shared], g[col].min()[shared]
-    t_max, t_min = g[tcol].max()[shared], g[tcol].min()[shared]
-    return pd.DataFrame(
-        {
-            "bytes": ((b_max - b_min) / b_max).where(b_max >= s.imbalance_min_bytes, 0.0),
-            "time": ((t_max - t_min) / t_max.where(t_max > 0)).fillna(0.0)
-            .where(t_max >= s.imbalance_min_io_time_s, 0.0),
-            "b_max": b_max,
-            "b_min": b_min,
-        }
-    )  # fmt: skip
-
-
 def shared_file_imbalance(c: Context) -> list[Outcome]:
     """Per file shared by several ranks, the spread of the bytes and of the time each rank
     spent on it (Drishti's P18/P19 on shared files), per direction; among MPI-IO's
     aggregators where they do the file I/O."""
     out: list[Outcome] = []
-    fr, s = c.file_ranks, c.settings
-    agg = aggregators(c)
+    s = c.settings
+    agg = aggregators(c)  # the spreads were taken among them
     for op, done in (("read", "read"), ("write", "written")):
         cid, title = f"shared_file_imbalance.{op}", f"Shared files {done} evenly by their ranks"
         if none := when_no_io(c, cid, title):
             out += none
             continue
-        if not len(fr):
+        if c.spreads is None:
             out.append(not_checked(cid, title, "no per-file, per-rank table"))
             continue
-        col = "bytes_read" if op == "read" else "bytes_written"
-        rows = fr[(fr["actor"] >= 0) & (fr[col] > 0)]
-        sp = _file_spreads(rows[rows["actor"].isin(agg)] if agg else rows, col, f"{op}_time", c)
+        sp = c.spreads[op]
         if not len(sp):
             out.append(not_applicable(cid, title, f"no file is {done} by two {c.whos} or more"
                                       + (" among MPI-IO's aggregators" if agg else "")))  # fmt: skip
