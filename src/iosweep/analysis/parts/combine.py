@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from iosweep.analysis import budget
+from iosweep.analysis import budget, intervals
 from iosweep.analysis.classify import classify_paths
-from iosweep.analysis.data import MpiioLayer, StringCodes, class_names, untimed_issue
+from iosweep.analysis.data import MpiioLayer, class_names, untimed_issue
 from iosweep.analysis.findings.rules import run_checks
 from iosweep.analysis.findings.sample import OpsSampleInfo, class_order, op_strata, sample_frame
 from iosweep.analysis.findings.sections import (
@@ -30,7 +30,12 @@ from iosweep.analysis.findings.sections import (
 )
 from iosweep.analysis.parts import run as part
 from iosweep.analysis.parts import tables
-from iosweep.analysis.patterns.access import access_summary, classes_summary, per_epoch_of
+from iosweep.analysis.patterns.access import (
+    EpochSharing,
+    access_summary,
+    classes_summary,
+    epoch_sharing,
+)
 from iosweep.analysis.patterns.alignment import add_alignment_counts, alignment_of
 from iosweep.analysis.patterns.checkpoints import (
     CLASS,
@@ -39,12 +44,17 @@ from iosweep.analysis.patterns.checkpoints import (
     checkpoints_of,
     with_records,
 )
-from iosweep.analysis.patterns.file_ranks import FileRankFacts, add_facts, facts_of
+from iosweep.analysis.patterns.file_ranks import (
+    FileRankFacts,
+    add_facts,
+    busiest_files,
+    facts_of,
+)
 from iosweep.analysis.patterns.files import RunFiles, hosts_of, nodes_table
 from iosweep.analysis.patterns.layers import layers_of
 from iosweep.analysis.patterns.metadata import metadata_summary
 from iosweep.analysis.patterns.mpiio import aggregator_ranks, mpiio_of
-from iosweep.analysis.patterns.shapes import shapes_of
+from iosweep.analysis.patterns.shapes import ShapeGroups, shape_groups, shapes_summary
 from iosweep.analysis.patterns.sizes import add_size_counts, sizes_of
 from iosweep.analysis.patterns.spatial import add_counter_sums, spatial_summary
 from iosweep.analysis.patterns.temporal import (
@@ -113,7 +123,7 @@ class _Parts:
 
     dirs: list[Path]
     facts: list[dict[str, Any]]
-    paths: StringCodes  # the run's path codes
+    paths: tables.RunPaths  # the run's path codes
     meta: RunMeta
     run: RunFiles
     start: float
@@ -145,7 +155,7 @@ def combine(
     meta = open_store(store).meta
     if meta.phases or phases:
         settings = replace(settings, phases={**settings.phases, **meta.phases, **(phases or {})})
-    paths = StringCodes()
+    paths = tables.RunPaths()
     tables.code_paths(parts, paths)
     facts = [tables.facts(p) for p in parts]
     actor_host = {int(a): h for f in facts for a, h in f["actor_host"].items()}
@@ -158,7 +168,8 @@ def combine(
     )
     ps = _Parts(parts, facts, paths, meta, run, min(f["run_start"] for f in facts),
                 max(f["run_end"] for f in facts))  # fmt: skip
-    t, rows, mpiio, checkpoint_rows = _tables(ps)
+    by_file, mpiio = _tables(ps)
+    t, rows = by_file.tables, by_file.rows
     summary: dict[str, Any] = {
         "spatial": spatial_summary(
             add_counter_sums([f["counter_sums"] for f in facts]),
@@ -169,14 +180,16 @@ def combine(
     }
     sizes = sizes_of(add_size_counts(ps.frames(part.SIZES)), rows, run.class_names, settings)
     pipeline = _pipeline(ps, t.files, sizes[1])
-    classes = _classes(ps, t, rows)
+    classes = _classes(ps, t, rows, by_file.sharing)
     summary |= {"classes": classes, "access": access_summary(classes)}
-    summary["file_shapes"] = _shapes(ps)
+    summary["file_shapes"] = (
+        shapes_summary(by_file.shapes, part.DATASET) if by_file.shapes is not None else None
+    )
     overlap = _overlap(ps, t.dxt_available)
     unoverlapped, pipeline[1]["unoverlapped"] = _unoverlapped(ps)
     summary["placement"] = placement_of(
         sum(ps.frames(part.PLACE_COUNTS)),
-        pd.concat(ps.frames(part.PLACE_SPANS), ignore_index=True),
+        _place_spans(ps),
         facts[0]["epochs_known"],
         ps.run_time,
     )
@@ -190,7 +203,7 @@ def combine(
         windows,
     )
     summary["temporal"] = temporal_summary(_signatures(ps, t), phases, windows)
-    summary["checkpoints"] = _checkpoints(ps, checkpoint_rows, windows)
+    summary["checkpoints"] = _checkpoints(ps, by_file.checkpoint_rows, windows)
     pipeline[1]["dlio"] = dlio_beside(meta, *pipeline)
     dataset = classes.get("dataset", {})
     checks = completeness_checks(
@@ -238,47 +251,108 @@ def combine(
     )  # fmt: skip
 
 
-def _tables(ps: _Parts) -> tuple[Tables, FileRankFacts, dict[str, Any] | None, pd.DataFrame]:
-    """The run's files, ranks and nodes tables and what the summary takes from its (rank,
-    file) rows, taking the rows a few files at a time (:func:`tables.passes`); its MPI-IO
-    summary (the shared-file spreads are among MPI-IO's aggregators), and the rows of its
-    checkpoint files."""
+@dataclass
+class _ByFile:
+    """What the run's figures take from rows of files, put together a few files at a time:
+    the tables, the (rank, file) rows' facts, the rows of its checkpoint files, each class's
+    sharing of files within epochs and the dataset's read shapes."""
+
+    tables: Tables
+    rows: FileRankFacts
+    checkpoint_rows: pd.DataFrame
+    sharing: dict[int, EpochSharing]
+    shapes: ShapeGroups | None
+
+
+def _by_file(ps: _Parts, ranks: pd.DataFrame, agg: list[int] | None) -> _ByFile:
+    """:class:`_ByFile` from the parts' rows, every row of a file in the same pass
+    (:func:`tables.passes`), so that no more of them than the budget allows are held."""
     s, run = ps.run.settings, ps.run
-    rank_rows, counts = tables.ranks_and_counts(ps.dirs)
-    ranks = finish_ranks(rank_rows, ps.run_time, s)
-    layer = _mpiio(ps)
-    mpiio_files = (
-        np.union1d(layer.ops["file"], layer.records["file"]) if layer else np.empty(0, np.int64)
-    )
-    mpiio = mpiio_of(layer, len(ps.meta.ranks), ranks,
-                     tables.rows_of(ps.dirs, ps.paths, [ps.paths.values[f] for f in mpiio_files]))  # fmt: skip
-    agg = aggregator_ranks(mpiio, ranks)
     ci = run.class_names.index(CLASS) if CLASS in run.class_names else -1
-    hosts, files, facts, kept = hosts_of(ranks), [], [], []
+    epochs: dict[int, set[int]] = {}
+    for f in ps.facts:
+        for c, e in f["pair_epochs"].items():
+            epochs.setdefault(int(c), set()).update(e)
+    hosts, files, kept = hosts_of(ranks), [], []
+    facts: FileRankFacts | None = None
     reads = np.zeros((2, len(hosts)))
+    sharing = {c: epoch_sharing(pd.DataFrame(), np.array(sorted(e))) for c, e in epochs.items()}
+    shapes: ShapeGroups | None = None
     for buckets in tables.passes(ps.dirs, pass_rows(s)):
         fr, spans = tables.pass_rows(ps.dirs, ps.paths, buckets)
         fr, f, r = finish_files(fr, spans, run, hosts)
         del spans
         files.append(f)
         reads += r
-        facts.append(facts_of(fr, f, len(run.class_names), agg, s))
+        of_pass = facts_of(fr, f, len(run.class_names), agg, s)
+        facts = of_pass if facts is None else facts + of_pass
+        # only the rows of the busiest files so far: each pass's own would add up to GBs
+        busiest = busiest_files(pd.concat(files, ignore_index=True), s.table_max_files)
+        facts.busiest = facts.busiest[facts.busiest["file"].isin(busiest["file"])]
         kept.append(fr[fr["class"].to_numpy() == ci])
         del fr
-    t = Tables(
-        None,
-        pd.concat(files, ignore_index=True).sort_values("file", ignore_index=True),
-        ranks,
-        nodes_table(ranks, reads),
-        counts["ops"] > 0,
-        completeness_of(**counts),
+        pairs = tables.pass_frame(ps.dirs, ps.paths, part.EPOCH_PAIRS, buckets)
+        for c, p in pairs.groupby("cls") if pairs is not None else ():
+            sharing[int(c)] += epoch_sharing(p, sharing[int(c)].epochs)
+        del pairs
+        found = _pass_shapes(ps, buckets)
+        if found is not None:
+            shapes = found if shapes is None else shapes + found
+    files = pd.concat(files, ignore_index=True).sort_values("file", ignore_index=True)
+    t = Tables(None, files, ranks, nodes_table(ranks, reads), False, None)
+    assert facts is not None, "a run has a pass"
+    return _ByFile(t, add_facts([facts]), pd.concat(kept, ignore_index=True), sharing, shapes)
+
+
+def _pass_shapes(ps: _Parts, buckets: tuple[int, int]) -> ShapeGroups | None:
+    """The dataset's read shapes of a pass's files (None where no part read it)."""
+    if part.DATASET not in ps.run.class_names:
+        return None
+    streams = tables.pass_frame(ps.dirs, ps.paths, part.SHAPE_STREAMS, buckets)
+    if streams is None:
+        return None
+    name = part.OPENS_COUNTED if ps.counted else part.OPENS_CALLED
+    opens = tables.pass_frame(ps.dirs, ps.paths, name, buckets)
+    assert opens is not None, "a part with read streams has its opens"
+    return shape_groups(streams, opens.groupby("file")["opens"].sum())
+
+
+def _tables(ps: _Parts) -> tuple[_ByFile, dict[str, Any] | None]:
+    """The run's files, ranks and nodes tables, what the summary takes from its (rank, file)
+    rows and the other rows of files (:func:`_by_file`), and its MPI-IO summary (the
+    shared-file spreads are among MPI-IO's aggregators)."""
+    s = ps.run.settings
+    rank_rows, counts = tables.ranks_and_counts(ps.dirs)
+    ranks = finish_ranks(rank_rows, ps.run_time, s)
+    layer = _mpiio(ps)
+    mpiio_files = (
+        np.union1d(layer.ops["file"], layer.records["file"]) if layer else np.empty(0, np.int64)
     )
-    return t, add_facts(facts), mpiio, pd.concat(kept, ignore_index=True)
+    mpiio = mpiio_of(
+        layer, len(ps.meta.ranks), ranks, tables.rows_of(ps.dirs, ps.paths, mpiio_files)
+    )
+    by_file = _by_file(ps, ranks, aggregator_ranks(mpiio, ranks))
+    by_file.tables.dxt_available = counts["ops"] > 0
+    by_file.tables.completeness = completeness_of(**counts)
+    return by_file, mpiio
 
 
 def pass_rows(s: AnalysisSettings) -> int:
     """The most (rank, file) rows a pass over the run's may hold."""
     return max(1, int(budget.budget_bytes(s.memory_gb) * PASS_SHARE) // PASS_ROW_BYTES)
+
+
+def _place_spans(ps: _Parts) -> pd.DataFrame:
+    """The parts' operations' unions in time per place, merged part by part: the run's union
+    is far smaller than the sum of its parts' (their ranks' reads overlap in time)."""
+    merged = pd.DataFrame({"place": [], "lo": [], "hi": []})
+    for spans in map(pd.read_parquet, (d / part.PLACE_SPANS for d in ps.dirs)):
+        both = pd.concat([merged, spans], ignore_index=True)
+        g, lo, hi = intervals.merge(
+            both["place"].to_numpy(np.int64), both["lo"].to_numpy(), both["hi"].to_numpy()
+        )
+        merged = pd.DataFrame({"place": g, "lo": lo, "hi": hi})
+    return merged
 
 
 def _with_part(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -318,28 +392,19 @@ def _pipeline(
     return t, pipeline_summary(t, combined, context, ps.run.settings)
 
 
-def _classes(ps: _Parts, t: Tables, rows: FileRankFacts) -> dict[str, Any]:
+def _classes(
+    ps: _Parts, t: Tables, rows: FileRankFacts, sharing: dict[int, EpochSharing]
+) -> dict[str, Any]:
     """The classes, with the sharing of their files within epochs from the parts' read
     pairs."""
-    pairs = pd.concat(ps.frames(part.EPOCH_PAIRS, coded=True))
     per_epoch = {}
     for ci, name in enumerate(ps.run.class_names):
-        pe = per_epoch_of(pairs[pairs["cls"] == ci])
+        pe = sharing[ci].summary() if ci in sharing else None
         if pe:
             per_epoch[name] = pe
     return classes_summary(
         ps.run.class_names, len(ps.meta.ranks), ps.run.settings, t.files, rows, per_epoch
     )
-
-
-def _shapes(ps: _Parts) -> dict[str, Any] | None:
-    """The dataset's read shapes from the parts' read streams and opens per file."""
-    streams = ps.frames(part.SHAPE_STREAMS, coded=True)
-    if part.DATASET not in ps.run.class_names or not streams:
-        return None
-    opens = pd.concat(ps.frames(part.OPENS_COUNTED if ps.counted else part.OPENS_CALLED, True))
-    per_file = opens.groupby("file")["opens"].sum()
-    return shapes_of(pd.concat(streams, ignore_index=True), per_file, part.DATASET)
 
 
 def _overlap(ps: _Parts, has_ops: bool) -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -115,9 +115,16 @@ def analyze_part(
     counts.to_parquet(out / PLACE_COUNTS, index=False)
     spans.to_parquet(out / PLACE_SPANS, index=False)
     rank_epoch_table(rd, op_epoch).to_parquet(out / PIPELINE, index=False)
-    pairs = [epoch_read_pairs(rd, op_epoch, ci) for ci in range(len(rd.class_names))]
-    pairs = [p.assign(cls=ci) for ci, p in enumerate(pairs)]
-    tables.write_frame(pd.concat(pairs, ignore_index=True), rd.paths, out / EPOCH_PAIRS)
+    pairs = pd.concat(
+        [epoch_read_pairs(rd, op_epoch, ci).assign(cls=ci) for ci in range(len(rd.class_names))],
+        ignore_index=True,
+    )
+    tables.write_frame(pairs, rd.paths, out / EPOCH_PAIRS, by_bucket=True)
+    # per class, the epochs its reads fall in (the run's: those of every part)
+    pair_epochs = {
+        str(c): sorted(e.tolist()) for c, e in pairs.groupby("cls")["epoch"].unique().items()
+    }
+    del pairs
     _write_shapes(rd, op_epoch, out)
     compute = compute_intervals(rd)
     overlap_rows(rd, compute).to_parquet(out / OVERLAP, index=False)
@@ -141,6 +148,7 @@ def analyze_part(
         "counter_sums": counter_sums(rd),
         "counter_records": len(rd.counters),
         "epochs_known": not whole_run.empty,
+        "pair_epochs": pair_epochs,
         "compute_sources": list(compute),
         "compute_events": has_compute_events(rd),
         "alignment": alignment_counts(rd),
@@ -177,12 +185,12 @@ def _write_shapes(rd: RunData, op_epoch: np.ndarray, out: Path) -> None:
     ci = rd.settings.class_names.index(DATASET)
     streams = read_streams(rd, op_epoch, ci)
     if streams is not None:
-        tables.write_frame(streams, rd.paths, out / SHAPE_STREAMS)
+        tables.write_frame(streams, rd.paths, out / SHAPE_STREAMS, by_bucket=True)
     for counted, name in ((True, OPENS_COUNTED), (False, OPENS_CALLED)):
         if counted and not len(rd.counters):
             continue
         opens = opens_per_file(rd, ci, counted).rename("opens").rename_axis("file")
-        tables.write_frame(opens.reset_index(), rd.paths, out / name)
+        tables.write_frame(opens.reset_index(), rd.paths, out / name, by_bucket=True)
 
 
 def _write_signatures(rd: RunData, sp: Spatial, tp: TablesPart, out: Path) -> None:

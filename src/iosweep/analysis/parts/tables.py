@@ -25,72 +25,96 @@ from iosweep.analysis.data import StringCodes
 from iosweep.analysis.patterns.volume import TablesPart
 
 FILE_RANK, SPANS, RANKS, FACTS = "file_rank.parquet", "spans.parquet", "ranks.parquet", "part.json"
+PATHS = "paths.parquet"  # the part's paths: its frames' ``file`` columns are codes into it
 BUCKETS = 1024  # of files, by path: the unit a pass over the run's rows takes whole
 BUCKET = "bucket"
 _GROUP_ROWS = 1 << 17  # rows per Parquet row group: what a pass reads beyond its buckets
 
 
-def buckets_of(paths: list[str] | np.ndarray) -> np.ndarray:
+def buckets_of(paths: list[str]) -> np.ndarray:
     """Each path's bucket: a hash of the path (pandas' SipHash with its fixed key: the same
-    in every process), so every part puts a file's rows in the same bucket."""
-    if not len(paths):
-        return np.empty(0, np.int16)
-    h = pd.util.hash_array(np.asarray(paths, dtype=object))
-    return (h % BUCKETS).astype(np.int16)
+    in every process), so every part puts a file's rows in the same bucket. Hashed once per
+    list (a million paths: seconds)."""
+    if _hashed and _hashed[0] is paths:
+        return _hashed[1]
+    h = pd.util.hash_array(np.asarray(paths, dtype=object)) if len(paths) else np.empty(0)
+    _hashed[:] = [paths, (h % BUCKETS).astype(np.int16)]
+    return _hashed[1]
+
+
+_hashed: list[Any] = []  # the paths last hashed, and their buckets
 
 
 def _by_bucket(table: pa.Table, bucket: np.ndarray) -> pa.Table:
     """``table`` with each row's bucket, its rows in bucket order (stable)."""
     order = np.argsort(bucket, kind="stable")
-    return table.append_column(BUCKET, pa.array(bucket)).take(pa.array(order))
-
-
-def _with_paths(codes: np.ndarray, paths: pa.Array) -> pa.DictionaryArray:
-    return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), paths)
+    return table.append_column(BUCKET, pa.array(bucket, pa.int16())).take(pa.array(order))
 
 
 def write_part(tp: TablesPart, paths: list[str], facts: dict[str, Any], out: Path) -> None:
-    """``tp`` (its file codes index ``paths``) and the part's ``facts`` under ``out``; the
-    (rank, file) rows and byte ranges in bucket order, the rows per bucket in the facts."""
+    """``tp`` (its file codes index ``paths``), ``paths`` and the part's ``facts`` under
+    ``out``; the (rank, file) rows and byte ranges in bucket order, the rows per bucket in
+    the facts."""
     out.mkdir(parents=True, exist_ok=True)
-    dictionary = pa.array(paths, pa.string())
-    bucket = buckets_of(paths)
-    codes = tp.file_rank["file"].to_numpy()
-    fr = pa.Table.from_pandas(tp.file_rank.drop(columns=["file"]), preserve_index=False)
-    fr = _by_bucket(fr.add_column(1, "file", _with_paths(codes, dictionary)), bucket[codes])
-    pq.write_table(fr, out / FILE_RANK, row_group_size=_GROUP_ROWS)
+    pq.write_table(pa.table({"path": pa.array(paths, pa.string())}), out / PATHS)
+    write_frame(tp.file_rank, paths, out / FILE_RANK, by_bucket=True)
     mk, lo, hi = tp.spans
     nf = max(len(paths), 1)
-    span_file = (mk >> 1) % nf
-    spans = pa.table(
+    spans = pd.DataFrame(
         {
-            "actor": pa.array(((mk >> 1) // nf - 1).astype(np.int32)),
-            "file": _with_paths(span_file, dictionary),
-            "direction": pa.array((mk & 1).astype(np.int8)),
-            "lo": pa.array(lo),
-            "hi": pa.array(hi),
+            "actor": ((mk >> 1) // nf - 1).astype(np.int32),
+            "file": ((mk >> 1) % nf).astype(np.int32),
+            "direction": (mk & 1).astype(np.int8),
+            "lo": lo,
+            "hi": hi,
         }
     )
-    spans = _by_bucket(spans, bucket[span_file] if len(paths) else np.empty(0, np.int16))
-    pq.write_table(spans, out / SPANS, row_group_size=_GROUP_ROWS)
+    write_frame(spans, paths, out / SPANS, by_bucket=True)
     pq.write_table(pa.Table.from_pandas(tp.ranks, preserve_index=False), out / RANKS)
     counts = {"ops": tp.ops, "posix_traced": tp.posix_traced, "posix_counted": tp.posix_counted}
-    rows = np.bincount(bucket[codes], minlength=BUCKETS) if len(codes) else np.zeros(BUCKETS)
-    facts = {**counts, **facts, "bucket_rows": rows.astype(int).tolist()}
+    codes = tp.file_rank["file"].to_numpy()
+    rows = np.bincount(buckets_of(paths)[codes], minlength=BUCKETS) if len(codes) else None
+    per_bucket = rows.tolist() if rows is not None else [0] * BUCKETS
+    facts = {**counts, **facts, "bucket_rows": per_bucket}
     (out / FACTS).write_text(json.dumps(facts))
 
 
-def write_frame(df: pd.DataFrame, paths: list[str], out: Path) -> None:
-    """``df`` as Parquet, its ``file`` codes (into ``paths``) as a path dictionary."""
-    table = pa.Table.from_pandas(df.drop(columns=["file"]), preserve_index=False)
-    codes = df["file"].to_numpy()
-    table = table.append_column("file", _with_paths(codes, pa.array(paths, pa.string())))
-    pq.write_table(table, out)
+def write_frame(df: pd.DataFrame, paths: list[str], out: Path, by_bucket: bool = False) -> None:
+    """``df`` as Parquet, its ``file`` column codes into ``paths`` (the part's, written by
+    :func:`write_part`); ``by_bucket``: its rows in the order of their files' buckets (read
+    by :func:`pass_frame`)."""
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    if by_bucket:
+        codes = df["file"].to_numpy()
+        table = _by_bucket(table, buckets_of(paths)[codes] if len(codes) else codes)
+    pq.write_table(table, out, row_group_size=_GROUP_ROWS)
 
 
-def read_frame(out: Path, paths: StringCodes) -> pd.DataFrame:
+class RunPaths:
+    """The run's path codes (:class:`StringCodes`, growing as parts are read) and, per part,
+    the run's code of each of its own."""
+
+    def __init__(self) -> None:
+        self.codes = StringCodes()
+        self._of: dict[Path, np.ndarray] = {}
+
+    @property
+    def values(self) -> list[str]:
+        return self.codes.values
+
+    def __len__(self) -> int:
+        return len(self.codes.values)
+
+    def of(self, out: Path) -> np.ndarray:
+        """The run's codes of part ``out``'s paths (its codes index them)."""
+        if out not in self._of:
+            self._of[out] = self.codes.codes(pq.read_table(out / PATHS)["path"], None)
+        return self._of[out]
+
+
+def read_frame(out: Path, paths: RunPaths) -> pd.DataFrame:
     """A frame of :func:`write_frame` with the run's path codes."""
-    return _frame(pq.read_table(out), paths)
+    return _frame(pq.read_table(out), paths, out.parent)
 
 
 def facts(out: Path) -> dict[str, Any]:
@@ -98,12 +122,9 @@ def facts(out: Path) -> dict[str, Any]:
     return json.loads((out / FACTS).read_text())
 
 
-def _column(col: pa.ChunkedArray, paths: StringCodes) -> np.ndarray:
-    """A part's column as the run's: paths (dictionaries) as the run's codes, strings as
-    objects shared by every row that holds them (a str per row would weigh GBs at a million
-    files)."""
-    if pa.types.is_dictionary(col.type):
-        return paths.codes(col, "<unknown>")
+def _column(col: pa.ChunkedArray) -> np.ndarray:
+    """A part's column; strings as objects shared by every row that holds them (a str per
+    row would weigh GBs at a million files)."""
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         enc = pc.dictionary_encode(col.combine_chunks())
         values = np.asarray(enc.dictionary.to_pylist(), dtype=object)
@@ -111,8 +132,13 @@ def _column(col: pa.ChunkedArray, paths: StringCodes) -> np.ndarray:
     return col.to_numpy()
 
 
-def _frame(table: pa.Table, paths: StringCodes) -> pd.DataFrame:
-    return pd.DataFrame({c: _column(table[c], paths) for c in table.column_names}, copy=False)
+def _frame(table: pa.Table, paths: RunPaths, out: Path) -> pd.DataFrame:
+    """A frame of part ``out``, its ``file`` codes the run's."""
+    df = pd.DataFrame({c: _column(table[c]) for c in table.column_names}, copy=False)
+    if "file" in df:
+        code = df["file"].fillna(-1).to_numpy(np.int64)  # (an empty frame's may be floats)
+        df["file"] = np.where(code >= 0, paths.of(out)[code.clip(min=0)], -1).astype(np.int32)
+    return df
 
 
 def ranks_and_counts(parts: list[Path]) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -127,11 +153,10 @@ def ranks_and_counts(parts: list[Path]) -> tuple[pd.DataFrame, dict[str, int]]:
     return ranks.sort_values("rank", ignore_index=True), counts
 
 
-def code_paths(parts: list[Path], paths: StringCodes) -> None:
-    """The run's codes for every path of the parts' (rank, file) rows (in the parts' order,
-    as reading them whole would give)."""
+def code_paths(parts: list[Path], paths: RunPaths) -> None:
+    """The run's codes for every part's paths (in the parts' order)."""
     for out in parts:
-        paths.codes(pq.read_table(out / FILE_RANK, columns=["file"])["file"], "<unknown>")
+        paths.of(out)
 
 
 def passes(parts: list[Path], max_rows: int) -> list[tuple[int, int]]:
@@ -149,27 +174,40 @@ def passes(parts: list[Path], max_rows: int) -> list[tuple[int, int]]:
     return out
 
 
+def pass_frame(
+    parts: list[Path], paths: RunPaths, name: str, buckets: tuple[int, int]
+) -> pd.DataFrame | None:
+    """The rows in the ``buckets`` range of every part's ``name`` frame (written by bucket),
+    with the run's path codes: every row of their files; None where no part has one."""
+    lo, hi = buckets
+    where = [(BUCKET, ">=", lo), (BUCKET, "<", hi)]
+    found = [
+        _frame(pq.read_table(out / name, filters=where), paths, out)
+        for out in parts
+        if (out / name).exists()
+    ]
+    return pd.concat(found, ignore_index=True).drop(columns=BUCKET) if found else None
+
+
 def pass_rows(
-    parts: list[Path], paths: StringCodes, buckets: tuple[int, int]
+    parts: list[Path], paths: RunPaths, buckets: tuple[int, int]
 ) -> tuple[pd.DataFrame, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The (rank, file) rows and byte ranges of every part in the ``buckets`` range, with the
     run's path codes: every row of their files."""
-    lo, hi = buckets
-    where = [(BUCKET, ">=", lo), (BUCKET, "<", hi)]
-    file_rank, spans = [], []
-    for out in parts:
-        file_rank.append(_frame(pq.read_table(out / FILE_RANK, filters=where), paths))
-        spans.append(_frame(pq.read_table(out / SPANS, filters=where), paths))
-    fr = pd.concat(file_rank, ignore_index=True).drop(columns=BUCKET)
-    sp = pd.concat(spans, ignore_index=True)
+    fr = pass_frame(parts, paths, FILE_RANK, buckets)
+    sp = pass_frame(parts, paths, SPANS, buckets)
+    assert fr is not None and sp is not None, "every part writes its rows and ranges"
     nf = max(len(paths), 1)
     key = ((sp["actor"].to_numpy(np.int64) + 1) * nf + sp["file"].to_numpy(np.int64)) * 2
     key += sp["direction"].to_numpy(np.int64)
     return fr, (key, sp["lo"].to_numpy(), sp["hi"].to_numpy())
 
 
-def rows_of(parts: list[Path], paths: StringCodes, files: list[str]) -> pd.DataFrame:
-    """Every part's (rank, file) rows of the ``files`` named, with the run's path codes."""
-    where = pc.field("file").isin(pa.array(files, pa.string()))
-    found = [_frame(pq.read_table(out / FILE_RANK, filters=where), paths) for out in parts]
+def rows_of(parts: list[Path], paths: RunPaths, files: np.ndarray) -> pd.DataFrame:
+    """Every part's (rank, file) rows of the ``files`` given (run's codes)."""
+    found = []
+    for out in parts:
+        mine = np.flatnonzero(np.isin(paths.of(out), files)).astype(np.int32)
+        where = pc.field("file").isin(pa.array(mine, pa.int32()))
+        found.append(_frame(pq.read_table(out / FILE_RANK, filters=where), paths, out))
     return pd.concat(found, ignore_index=True).drop(columns=BUCKET)

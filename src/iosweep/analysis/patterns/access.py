@@ -24,6 +24,7 @@ mixed                  no category carries ``strategy_dominance`` of the bytes
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -178,8 +179,51 @@ def per_epoch_of(pairs: pd.DataFrame) -> dict[str, Any] | None:
     A sampler that gives each rank a disjoint part of the files, and another part every
     epoch, makes every file read by one rank per epoch but by several over the run: that is
     a partition reshuffled each epoch, not shared files and not redundant reads."""
+    return epoch_sharing(pairs, np.unique(pairs["epoch"])).summary()
+
+
+@dataclass
+class EpochSharing:
+    """A class's sharing of files within epochs, over some of its files (all, or a pass
+    over them: the sharing of disjoint sets of files adds up with ``+``)."""
+
+    epochs: np.ndarray  # the run's epochs with reads of the class, sorted
+    files: np.ndarray  # per epoch: files read in it
+    shared: np.ndarray  # per epoch: files read in it by more than one rank
+    max_readers: int
+    redundant_bytes: int  # bytes read of a file in an epoch beyond its busiest reader's
+    both: int  # files read by one rank in two consecutive epochs ...
+    moved: int  # ... whose rank changed
+
+    def __add__(self, o: EpochSharing) -> EpochSharing:
+        return EpochSharing(
+            self.epochs, self.files + o.files, self.shared + o.shared,
+            max(self.max_readers, o.max_readers), self.redundant_bytes + o.redundant_bytes,
+            self.both + o.both, self.moved + o.moved,
+        )  # fmt: skip
+
+    def summary(self) -> dict[str, Any] | None:
+        """What :func:`per_epoch_of` says (None without reads in epochs)."""
+        n = int(self.files.sum())
+        if not n:
+            return None
+        return {
+            "epochs": len(self.epochs),
+            "files_per_epoch": [int(c) for c in self.files],
+            "shared_in_epoch_share": float(self.shared.sum() / n),
+            "max_readers_in_epoch": self.max_readers,
+            "redundant_bytes_in_epochs": self.redundant_bytes,
+            "reader_changed_share": self.moved / self.both if self.both else None,
+        }
+
+
+def epoch_sharing(pairs: pd.DataFrame, epochs: np.ndarray) -> EpochSharing:
+    """The :class:`EpochSharing` of a class's read pairs (every rank's of its files);
+    ``epochs``: the run's epochs with reads of the class (consecutive means in this list)."""
+    epochs = np.asarray(epochs, np.int64)
+    none = np.zeros(len(epochs), np.int64)
     if pairs.empty:
-        return None
+        return EpochSharing(epochs, none, none.copy(), 0, 0, 0, 0)
     pairs = pairs.sort_values(["epoch", "file", "actor"], ignore_index=True)
     nf = int(pairs["file"].max()) + 1
     pair_ef = pairs["epoch"].to_numpy(np.int64) * nf + pairs["file"].to_numpy(np.int64)
@@ -189,29 +233,27 @@ def per_epoch_of(pairs: pd.DataFrame) -> dict[str, Any] | None:
     total = np.bincount(ef_inv, weights=pair_bytes)
     top = np.zeros(len(ef_u))
     np.maximum.at(top, ef_inv, pair_bytes)
-    epoch = ef_u // nf
+    at = np.searchsorted(epochs, ef_u // nf)
     shared = readers > 1
     # Between consecutive epochs: the files read by one rank in both, whose rank changed.
     single = pd.DataFrame({"ef": pair_ef, "actor": pairs["actor"].to_numpy(np.int64)})
     single = single[~shared[ef_inv]]
     single["epoch"], single["file"] = single["ef"] // nf, single["ef"] % nf
-    epochs = np.unique(epoch)
     prev = {int(b): int(a) for a, b in itertools.pairwise(epochs)}
     # each file's reader in the next epoch, beside its reader in this one
     nxt = single.assign(epoch=single["epoch"].map(prev)).dropna(subset=["epoch"])
     both_epochs = single.merge(
         nxt.astype({"epoch": np.int64}), on=["file", "epoch"], suffixes=("", "_next")
     )
-    both = len(both_epochs)
-    moved = int((both_epochs["actor"] != both_epochs["actor_next"]).sum())
-    return {
-        "epochs": len(epochs),
-        "files_per_epoch": [int(c) for c in np.bincount(np.searchsorted(epochs, epoch))],
-        "shared_in_epoch_share": float(shared.mean()),
-        "max_readers_in_epoch": int(readers.max()),
-        "redundant_bytes_in_epochs": int((total - top)[shared].sum()),
-        "reader_changed_share": moved / both if both else None,
-    }
+    return EpochSharing(
+        epochs,
+        np.bincount(at, minlength=len(epochs)),
+        np.bincount(at, weights=shared, minlength=len(epochs)).astype(np.int64),
+        int(readers.max()),
+        int((total - top)[shared].sum()),
+        len(both_epochs),
+        int((both_epochs["actor"] != both_epochs["actor_next"]).sum()),
+    )
 
 
 def epoch_strategy(

@@ -11,6 +11,7 @@ opened per epoch: "19,968 files, each read once per epoch by one process: 4.1 kB
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -97,33 +98,35 @@ def opens_per_file(rd: RunData, cls: int, counted: bool) -> pd.Series:
     return pd.Series(counts[have], index=have)
 
 
-def _body_range(g: pd.DataFrame) -> tuple[int | None, int | None]:
-    b = g[g["body_reads"] > 0]
-    if b.empty:
-        return None, None
-    return int(b["mid_min"].min()), int(b["mid_max"].max())
+SHAPE = ["first_len", "first_at0", "eof", "contiguous"]  # what a group of streams shares
 
 
-def _describe(g: pd.DataFrame, files: int, opens_per_epoch: float | None) -> str:
-    procs = "one process" if g["procs"].max() == 1 else f"up to {int(g['procs'].max())} processes"
+def _describe(g: Any, opens_per_epoch: float | None) -> str:
+    """A shape in words (``g``: its row of :func:`shape_groups`)."""
+    procs = "one process" if g.procs == 1 else f"up to {int(g.procs)} processes"
     per = f"read once per epoch by {procs}"
     if opens_per_epoch is not None:
         per = (
             f"opened {'once' if round(opens_per_epoch, 1) == 1.0 else f'{opens_per_epoch:.1f} times'} "
             f"per epoch and read by {procs}"
         )
-    first = g.iloc[0]
-    parts = [f"{human_bytes(first['first_len'])} at {'0' if first['first_at0'] else 'an offset'}"]
-    kind = "contiguous" if first["contiguous"] else "non-contiguous"
+    parts = [f"{human_bytes(g.first_len)} at {'0' if g.first_at0 else 'an offset'}"]
+    kind = "contiguous" if g.contiguous else "non-contiguous"
     lo, hi = _body_range(g)
     if lo is not None and hi is not None:
         size = human_bytes(lo) if lo == hi else f"{human_bytes(lo)}-{human_bytes(hi)}"
         parts.append(f"{size} {kind} reads (the last of a file shorter)")
-    elif g["mid_reads"].max() > 0:
+    elif g.mid_reads > 0:
         parts.append(f"one {kind} read of the rest")
-    if first["eof"]:
+    if g.eof:
         parts.append("0 B at EOF")
-    return f"{files:,} files, each {per}: " + ", then ".join(parts)
+    return f"{int(g.files):,} files, each {per}: " + ", then ".join(parts)
+
+
+def _body_range(g: Any) -> tuple[int | None, int | None]:
+    if pd.isna(g.body_min):
+        return None, None
+    return int(g.body_min), int(g.body_max)
 
 
 def file_shapes(
@@ -142,29 +145,81 @@ def file_shapes(
 def shapes_of(st: pd.DataFrame, opens: pd.Series, cls: str, limit: int = 5) -> dict[str, Any]:
     """:func:`file_shapes` from the class's read streams (of every rank) and its opens per
     file."""
+    return shapes_summary(shape_groups(st, opens), cls, limit)
+
+
+@dataclass
+class ShapeGroups:
+    """The read streams of some files of a class grouped by shape (:data:`SHAPE`), with what
+    the summary says of each group; the groups of disjoint sets of files add up with ``+``."""
+
+    groups: pd.DataFrame  # one row per shape
+    files: int
+    streams: int
+
+    def __add__(self, o: ShapeGroups) -> ShapeGroups:
+        g = pd.concat([x for x in (self.groups, o.groups) if len(x)] or [self.groups])
+        added = g.groupby(SHAPE, sort=True).agg(
+            files=("files", "sum"), streams=("streams", "sum"),
+            opened_files=("opened_files", "sum"), opens=("opens", "sum"),
+            epochs=("epochs", "sum"), body_min=("body_min", "min"), body_max=("body_max", "max"),
+            procs=("procs", "max"), mid_reads=("mid_reads", "max"),
+            reads_min=("reads_min", "min"), reads_max=("reads_max", "max"),
+        )  # fmt: skip
+        return ShapeGroups(added.reset_index(), self.files + o.files, self.streams + o.streams)
+
+
+def shape_groups(st: pd.DataFrame, opens: pd.Series) -> ShapeGroups:
+    """The :class:`ShapeGroups` of some files' read streams (every rank's) and their opens per
+    file."""
     epochs_read = st[st["epoch"] >= 0].groupby("file")["epoch"].nunique()
+    rows = []
+    for key, g in st.groupby(SHAPE, sort=True):
+        files = g["file"].unique()
+        fo = opens.reindex(files).dropna()
+        body = g[g["body_reads"] > 0]
+        rows.append(
+            {
+                **dict(zip(SHAPE, key, strict=True)),
+                "files": len(files),
+                "streams": len(g),
+                "opened_files": len(fo),
+                "opens": float(fo.sum()),
+                "epochs": float(epochs_read.reindex(fo.index).fillna(0).sum()),
+                "body_min": body["mid_min"].min() if len(body) else np.nan,
+                "body_max": body["mid_max"].max() if len(body) else np.nan,
+                "procs": int(g["procs"].max()),
+                "mid_reads": int(g["mid_reads"].max()),
+                "reads_min": int(g["reads"].min()),
+                "reads_max": int(g["reads"].max()),
+            }
+        )
+    columns = [*SHAPE, "files", "streams", "opened_files", "opens", "epochs", "body_min",
+               "body_max", "procs", "mid_reads", "reads_min", "reads_max"]  # fmt: skip
+    return ShapeGroups(pd.DataFrame(rows, columns=columns), int(st["file"].nunique()), len(st))
+
+
+def shapes_summary(sg: ShapeGroups, cls: str, limit: int = 5) -> dict[str, Any]:
+    """The shapes of most files first (ties in shape order), at most ``limit``."""
     shapes = []
-    keys = ["first_len", "first_at0", "eof", "contiguous"]
-    for _, g in sorted(st.groupby(keys), key=lambda kg: -kg[1]["file"].nunique())[:limit]:
-        files = int(g["file"].nunique())
-        fo = opens.reindex(g["file"].unique()).dropna()
-        ep = epochs_read.reindex(fo.index).fillna(0)
-        ope = float(fo.sum() / ep.sum()) if len(fo) and ep.sum() > 0 else None
+    for g in (
+        sg.groups.sort_values("files", ascending=False, kind="stable").head(limit).itertuples()
+    ):
+        ope = float(g.opens / g.epochs) if g.opened_files and g.epochs > 0 else None
         lo, hi = _body_range(g)
-        first = g.iloc[0]
         shapes.append(
             {
-                "files": files,
-                "streams": len(g),
-                "text": _describe(g.sort_values("reads"), files, ope),
-                "first_read": int(first["first_len"]),
-                "first_at_0": bool(first["first_at0"]),
+                "files": int(g.files),
+                "streams": int(g.streams),
+                "text": _describe(g, ope),
+                "first_read": int(g.first_len),
+                "first_at_0": bool(g.first_at0),
                 "body_read_min": lo,
                 "body_read_max": hi,
-                "eof_read": bool(first["eof"]),
-                "reads_per_stream_min": int(g["reads"].min()),
-                "reads_per_stream_max": int(g["reads"].max()),
+                "eof_read": bool(g.eof),
+                "reads_per_stream_min": int(g.reads_min),
+                "reads_per_stream_max": int(g.reads_max),
                 "opens_per_file_per_epoch": ope,
             }
         )
-    return {"class": cls, "files": int(st["file"].nunique()), "streams": len(st), "shapes": shapes}
+    return {"class": cls, "files": sg.files, "streams": sg.streams, "shapes": shapes}
