@@ -9,7 +9,9 @@ beside the need ``iosweep.analysis.budget`` counts from the store before it star
 over the budget (``--memory-gb``, default: the machine's) is refused by the analysis, and the
 table says so with the need it named. With ``--some-ranks 0-1 --some-ranks 0-7`` the largest
 size is also analysed a few ranks at a time (``iosweep analyze --ranks``), a row per set of
-ranks: their segments, need, time and peak.
+ranks: their segments, need, time and peak. With ``--in-parts`` every size is analysed in parts
+of whole ranks that fit the budget (``iosweep analyze --in-parts``), put together into the
+whole run's analysis: the budget then bounds the peak, whatever the size.
 
 The store is written directly, unless ``--ingest``: then the run is written as the workflow's
 run directory of real-format Darshan logs (``write_imagenet_logs``: a log per loader worker and
@@ -17,7 +19,8 @@ epoch), ``iosweep ingest`` makes the store (timed, with its peak RSS) and the an
 that store.
 
 Usage: python benchmarks/bench_segments_scale.py [--sizes 10,30,100] [--files 1281000]
-           [--ranks 32] [--workers 8] [--memory-gb G] [--some-ranks 0-1]... [--ingest] [--keep DIR]
+           [--ranks 32] [--workers 8] [--memory-gb G] [--in-parts] [--some-ranks 0-1]...
+           [--ingest] [--keep DIR]
 (sizes in millions of segments; with --keep, stores already there are reused)
 """
 
@@ -106,6 +109,8 @@ def one(base: Path, millions: float, a: argparse.Namespace, ranks: str | None = 
     argv = ["analyze", str(store), "-o", str(out)] + (["--ranks", ranks] if ranks else [])
     if a.memory_gb:
         argv += ["--memory-gb", str(a.memory_gb)]
+    if a.in_parts and not ranks:
+        argv += ["--in-parts"]
     res = measured(argv)
     return {
         "ranks": ranks,
@@ -160,6 +165,9 @@ def main() -> int:
     )
     ap.add_argument(
         "--ingest", action="store_true", help="write Darshan logs and time ingest (see above)"
+    )
+    ap.add_argument(
+        "--in-parts", action="store_true", help="analyse each size in parts (iosweep analyze)"
     )
     ap.add_argument("--keep", type=Path, help="work here (and reuse stores found here)")
     a = ap.parse_args()

@@ -161,3 +161,26 @@ def test_ranks_of_records_shared_by_all_ranks_or_of_a_store_without_ranks_are_re
     bare = make_store(tmp_path / "bare", [(-1, "/data/a", "read", 0, 4096, 1.0, 1.1)], n_ranks=0)
     assert iosweep_main(["analyze", str(bare), "-o", str(tmp_path / "o2"), "--ranks", "0"]) == 1
     assert "the store names no ranks (run.json has none)" in capsys.readouterr().err
+
+
+def test_the_budget_is_the_limit_of_the_process_own_cgroup(tmp_path):
+    # a SLURM job's cgroup is nested: v1 (memory controller) and v2 (one hierarchy), the
+    # tightest limit on the path up counts; the root's file says nothing of the job's
+    root = tmp_path / "cgroup"
+    v1 = root / "memory" / "slurm" / "uid_0" / "job_12"
+    (v1 / "step_0").mkdir(parents=True)
+    (root / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    (v1 / "memory.limit_in_bytes").write_text(f"{4 << 30}\n")
+    (v1 / "step_0" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    proc = tmp_path / "cgroup.txt"
+    proc.write_text("5:cpu,cpuacct:/slurm/uid_0/job_12/step_0\n"
+                    "4:memory:/slurm/uid_0/job_12/step_0\n")  # fmt: skip
+    assert budget.cgroup_limit(proc, root) == 4 << 30
+    v2 = root / "user.slice" / "job"
+    v2.mkdir(parents=True)
+    (v2 / "memory.max").write_text("max\n")  # unlimited here, limited above
+    (root / "user.slice" / "memory.max").write_text(f"{3 << 30}\n")
+    proc.write_text("0::/user.slice/job\n")
+    assert budget.cgroup_limit(proc, root) == 3 << 30
+    proc.write_text("0::/\n")
+    assert budget.cgroup_limit(proc, root) is None  # no limit: the machine's memory

@@ -6,6 +6,12 @@ import subprocess
 import pytest
 from conftest import REPO, snakemake
 
+from iosweep.analysis import analyze_run, budget
+from iosweep.analysis.parts.plan import plan
+from iosweep.analysis.subset import select
+from iosweep.trace.ingest import ingest
+from iosweep.trace.store import open_store
+
 pytestmark = pytest.mark.integration
 
 
@@ -92,3 +98,42 @@ def test_existing_logs_through_the_workflow(tmp_path, shared_data):
     assert meta["params"] == {"framework": "pytorch", "nodes": 1, "ppn": 4}
     assert "file-per-process" in html and "shared-whole" in html
     assert (results / "report" / "report.html").stat().st_size < 20_000_000
+
+
+def test_a_run_over_the_budget_is_analysed_in_parts_as_jobs(tmp_path, shared_data):
+    """analysis.memory_gb below a run's need: the workflow cuts it into parts of whole ranks
+    (checkpoint plan_analysis), analyses each as its own job (rule analyze_part) and puts
+    them together (rule analyze_run) into the summary the run analysed whole has."""
+    logs = shared_data / "horovod-pytorch-mnist" / "darshan-np4"
+    store = tmp_path / "store"
+    ingest([logs], store)
+    # a budget one rank fits and two do not (each rank's need, counted as the plan counts it)
+    one = max(
+        budget.need_of(store, select(open_store(store), [r], unranked=r == 0)).bytes
+        for r in range(4)
+    )
+    memory_gb = (one + 1) / budget.GIB  # (a byte over: the GiB figure is a float)
+    assert [p.ranks for p in plan(store, memory_gb)] == [[0], [1], [2], [3]]
+    results = tmp_path / "results"
+    cfg = tmp_path / "parts.yaml"
+    cfg.write_text(
+        f"results: {results}\n"
+        f"analysis: {{memory_gb: {memory_gb!r}}}\n"
+        "ingest:\n"
+        "  enabled: true\n"
+        "  runs:\n"
+        f"    pytorch-np4: {{logs: [{logs}], params: {{framework: pytorch, nodes: 1, ppn: 4}}}}\n"
+    )
+    snakemake("--cores", "2", "--configfile", str(cfg))
+    run = results / "runs" / "external~pytorch-np4"
+    benchmarks = sorted(p.name for p in (results / "benchmarks" / "analyze").glob("*.tsv"))
+    assert benchmarks == [f"external~pytorch-np4.{n}.tsv"
+                          for n in ("part-0000", "part-0001", "part-0002", "part-0003", "plan")
+                          ] + ["external~pytorch-np4.tsv"]  # fmt: skip
+    assert not (run / "analysis-parts" / "part-0000").exists()  # temp(): gone once put together
+    parts = json.loads((run / "analysis" / "summary.json").read_text())
+    whole = analyze_run(run / "store", tmp_path / "whole")  # the same store, analysed whole
+    for key in ("headline", "classes", "pipeline", "checkpoints", "sizes"):
+        assert json.dumps(parts[key], sort_keys=True) == json.dumps(whole[key], sort_keys=True), key
+    assert parts["timeline"]["file"] == "" and "in parts" in parts["timeline"]["cut"]
+    assert (results / "report" / "report.html").exists()

@@ -1,4 +1,5 @@
 # Helpers shared by all stages: validated config, sweep points, paths.
+import errno
 import os
 import re
 import shlex
@@ -17,7 +18,11 @@ from iosweep.analysis.summary import (
     TABLES as ANALYSIS_TABLES,
 )  # noqa: E402
 from iosweep.trace.schema import TABLES as STORE_TABLES  # noqa: E402
-from iosweep.analysis.budget import mem_mb as analysis_memory  # noqa: E402
+from iosweep.analysis.budget import (
+    mem_mb as analysis_memory,
+    budget_bytes,
+)  # noqa: E402
+from iosweep.analysis.parts.analyze import read_plan  # noqa: E402
 
 try:
     validate_config(config)
@@ -58,10 +63,37 @@ def store_files(run_dir):
     return files
 
 
+def analysis_inputs(wildcards):
+    """The run's store, its analysis plan and, where the plan cuts it into parts, the
+    parts' results (``part<index>``)."""
+    run_dir = RUN_DIR.format(run_id=wildcards.run_id)
+    files = store_files(run_dir)
+    files["plan"] = checkpoints.plan_analysis.get(run_id=wildcards.run_id).output.plan
+    for p in read_plan(files["plan"]):
+        files[f"part{p.index}"] = f"{run_dir}/analysis-parts/{p.name}"
+    return files
+
+
 def analysis_mem_mb(wildcards, input):
-    """What the run's analysis needs (MB), counted from its store; until the store exists,
-    FileNotFoundError naming input.meta, and Snakemake asks again when it does."""
-    return analysis_memory(Path(input.meta).parent)
+    """What the run's analysis needs (MB), counted from its store; put together from parts,
+    the budget bounds it. Until the store exists, FileNotFoundError naming input.meta, and
+    Snakemake asks again when it does."""
+    if not hasattr(
+        input, "plan"
+    ):  # the checkpoint has not run: asked again once it has
+        raise FileNotFoundError(
+            errno.ENOENT, "the run's analysis plan (checkpoint plan_analysis)", input[0]
+        )
+    need = analysis_memory(Path(input.meta).parent)
+    if read_plan(input.plan):
+        return min(need, -(-budget_bytes(config["analysis"]["memory_gb"]) // 2**20))
+    return need
+
+
+def part_mem_mb(wildcards, input):
+    """What a part of the run's analysis needs (MB), from the plan."""
+    part = read_plan(input.plan)[int(wildcards.index)]
+    return -(-part.need.bytes // 2**20)
 
 
 def analysis_files(run_dir):

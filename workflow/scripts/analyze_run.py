@@ -1,4 +1,5 @@
-"""Snakemake adapter for rule analyze_run (logic: iosweep.analysis)."""
+"""Snakemake adapter for rule analyze_run (logic: iosweep.analysis): the run analysed whole,
+or put together from its parts (rule analyze_part) where its plan cut it into parts."""
 
 from pathlib import Path
 
@@ -6,10 +7,14 @@ from _bootstrap import setup
 
 setup(snakemake)  # noqa: F821 - injected by Snakemake
 from iosweep.analysis import AnalysisSettings, analyze_run  # noqa: E402
+from iosweep.analysis.parts.analyze import read_plan, write_combined  # noqa: E402
 
 smk = snakemake  # noqa: F821
-analyze_run(
-    Path(smk.input.meta).parent,
-    Path(smk.output.summary).parent,
-    AnalysisSettings.from_dict(smk.params.settings),
-)
+store, out = Path(smk.input.meta).parent, Path(smk.output.summary).parent
+settings = AnalysisSettings.from_dict(smk.params.settings)
+parts = read_plan(smk.input.plan)
+if parts:
+    dirs = [Path(getattr(smk.input, f"part{p.index}")) for p in parts]
+    write_combined(store, out, dirs, settings)
+else:
+    analyze_run(store, out, settings)

@@ -85,17 +85,41 @@ def need_of(store: Path | str, subset: RankSubset | None = None) -> Need:
 
 
 def machine_bytes() -> int:
-    """The memory this process may use: the cgroup's limit (a SLURM job's ``--mem``, a
+    """The memory this process may use: its cgroup's limit (a SLURM job's ``--mem``, a
     container's) where there is one, else the machine's."""
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    for f in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            text = Path(f).read_text().strip()
-        except OSError:
+    limit = cgroup_limit()
+    return min(total, limit) if limit is not None else total
+
+
+def cgroup_limit(
+    proc_cgroup: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")
+) -> int | None:
+    """The tightest memory limit on this process's cgroup or those above it (v2
+    ``memory.max``, v1 ``memory.limit_in_bytes``); None without one. A SLURM job's cgroup is
+    nested (``/slurm/uid_0/job_12/step_0``): the root's file alone says nothing of it."""
+    try:
+        lines = proc_cgroup.read_text().splitlines()
+    except OSError:
+        return None
+    limits = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2: one hierarchy
+            base, name = root, "memory.max"
+        elif "memory" in controllers.split(","):
+            base, name = root / "memory", "memory.limit_in_bytes"
+        else:
             continue
-        if text.isdigit():
-            total = min(total, int(text))
-    return total
+        rel = Path(path.lstrip("/"))
+        for d in (rel, *rel.parents):
+            try:
+                text = (base / d / name).read_text().strip()
+            except OSError:
+                continue
+            if text.isdigit():
+                limits.append(int(text))
+    return min(limits) if limits else None
 
 
 def budget_bytes(memory_gb: float | None) -> int:

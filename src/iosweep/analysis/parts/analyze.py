@@ -3,6 +3,7 @@ budget, written as :func:`iosweep.analysis.analyze_run` writes a run's analysis.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -10,9 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from iosweep.analysis import budget
 from iosweep.analysis.findings.run import write_parquet
 from iosweep.analysis.parts.combine import combine
-from iosweep.analysis.parts.plan import plan
+from iosweep.analysis.parts.plan import Part, plan
 from iosweep.analysis.parts.run import analyze_part
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import ranks_text
@@ -47,6 +49,20 @@ def analyze_in_parts(
             f"({p.need.segments:,} segments) in {time.monotonic() - t0:.1f} s",
             file=sys.stderr,
         )
+    summary = write_combined(store, out, dirs, settings, phases)
+    shutil.rmtree(work, ignore_errors=True)
+    return summary
+
+
+def write_combined(
+    store: Path,
+    out: Path,
+    dirs: list[Path],
+    settings: AnalysisSettings,
+    phases: dict[str, list] | None = None,
+) -> dict[str, Any]:
+    """The run's summary and tables, put together from its parts' folders ``dirs``, written
+    into ``out`` as :func:`iosweep.analysis.analyze_run` writes them; the summary."""
     c = combine(store, dirs, settings, phases)
     summary = c.summary
     summary["timeline"] = {"file": "", "cut": NO_TIMELINE}
@@ -64,10 +80,26 @@ def analyze_in_parts(
         "unoverlapped": c.unoverlapped,
         "heatmap": c.heatmap,
     }
+    out.mkdir(parents=True, exist_ok=True)
     for name, df in tables.items():
         write_parquet(df, out / f"{name}.parquet")
     summary["tables"] = {name: f"{name}.parquet" for name in tables}
     model = validate(json_safe(summary), str(out))
     write_summary(model, out)  # last: its presence means done
-    shutil.rmtree(work, ignore_errors=True)
     return to_dict(model)
+
+
+def write_plan(store: Path | str, path: Path | str, memory_gb: float | None) -> list[Part]:
+    """How the workflow analyses a run (``path``, JSON): in the parts of :func:`plan` where
+    its need is over ``memory_gb``, else whole (no parts; also without a budget: the
+    scheduler is asked for the whole run's need); the parts."""
+    over = memory_gb is not None and budget.need_of(store).bytes > budget.budget_bytes(memory_gb)
+    parts = plan(store, memory_gb) if over else []
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps({"parts": [p.to_json() for p in parts]}, indent=1))
+    return parts
+
+
+def read_plan(path: Path | str) -> list[Part]:
+    """The parts of a plan (:func:`write_plan`; none: the run is analysed whole)."""
+    return [Part.from_json(p) for p in json.loads(Path(path).read_text())["parts"]]

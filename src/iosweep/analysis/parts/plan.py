@@ -9,8 +9,9 @@ first part.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +35,14 @@ class Part:
     @property
     def name(self) -> str:
         return f"part-{self.index:04d}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "ranks": self.ranks, "unranked": self.unranked,
+                "need": asdict(self.need)}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Part:
+        return cls(d["index"], d["ranks"], d["unranked"], budget.Need(**d["need"]))
 
 
 def rows_per_rank(store: TraceStore, table: str, n_ranks: int) -> np.ndarray:
