@@ -46,9 +46,9 @@ from iosweep.analysis.patterns.checkpoints import (
 )
 from iosweep.analysis.patterns.file_ranks import (
     FileRankFacts,
-    add_facts,
     busiest_files,
     facts_of,
+    in_run_order,
 )
 from iosweep.analysis.patterns.files import RunFiles, hosts_of, nodes_table
 from iosweep.analysis.patterns.layers import layers_of
@@ -275,6 +275,7 @@ def _by_file(ps: _Parts, ranks: pd.DataFrame, agg: list[int] | None) -> _ByFile:
             epochs.setdefault(int(c), set()).update(e)
     hosts, files, kept = hosts_of(ranks), [], []
     facts: FileRankFacts | None = None
+    busiest: pd.DataFrame | None = None  # the busiest files so far
     reads = np.zeros((2, len(hosts)))
     sharing = {c: epoch_sharing(pd.DataFrame(), np.array(sorted(e))) for c, e in epochs.items()}
     shapes: ShapeGroups | None = None
@@ -287,7 +288,8 @@ def _by_file(ps: _Parts, ranks: pd.DataFrame, agg: list[int] | None) -> _ByFile:
         of_pass = facts_of(fr, f, len(run.class_names), agg, s)
         facts = of_pass if facts is None else facts + of_pass
         # only the rows of the busiest files so far: each pass's own would add up to GBs
-        busiest = busiest_files(pd.concat(files, ignore_index=True), s.table_max_files)
+        seen = f if busiest is None else pd.concat([busiest, f], ignore_index=True)
+        busiest = busiest_files(seen, s.table_max_files)
         facts.busiest = facts.busiest[facts.busiest["file"].isin(busiest["file"])]
         kept.append(fr[fr["class"].to_numpy() == ci])
         del fr
@@ -301,7 +303,7 @@ def _by_file(ps: _Parts, ranks: pd.DataFrame, agg: list[int] | None) -> _ByFile:
     files = pd.concat(files, ignore_index=True).sort_values("file", ignore_index=True)
     t = Tables(None, files, ranks, nodes_table(ranks, reads), False, None)
     assert facts is not None, "a run has a pass"
-    return _ByFile(t, add_facts([facts]), pd.concat(kept, ignore_index=True), sharing, shapes)
+    return _ByFile(t, in_run_order(facts), pd.concat(kept, ignore_index=True), sharing, shapes)
 
 
 def _pass_shapes(ps: _Parts, buckets: tuple[int, int]) -> ShapeGroups | None:

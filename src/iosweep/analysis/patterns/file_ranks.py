@@ -157,15 +157,12 @@ def _concat(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([x for x in (a, b) if len(x)] or [a])
 
 
-def add_facts(parts: list[FileRankFacts]) -> FileRankFacts:
-    """The facts of the run's files from those of disjoint sets of them, in the order of the
-    whole run's rows: the per-file rows by file, the busiest rows by (rank, file)."""
-    out = parts[0]
-    for p in parts[1:]:
-        out = out + p
-    out.spreads = {d: s.sort_index() for d, s in out.spreads.items()}
-    out.busiest = out.busiest.sort_values(["actor", "file"], ignore_index=True)
-    return out
+def in_run_order(facts: FileRankFacts) -> FileRankFacts:
+    """``facts`` added up over passes, in the order of the whole run's rows: the per-file
+    rows by file, the busiest rows by (rank, file)."""
+    facts.spreads = {d: s.sort_index() for d, s in facts.spreads.items()}
+    facts.busiest = facts.busiest.sort_values(["actor", "file"], ignore_index=True)
+    return facts
 
 
 def facts_of(
