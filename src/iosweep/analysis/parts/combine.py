@@ -327,12 +327,14 @@ def _tables(ps: _Parts) -> tuple[_ByFile, dict[str, Any] | None]:
     rank_rows, counts = tables.ranks_and_counts(ps.dirs)
     ranks = finish_ranks(rank_rows, ps.run_time, s)
     layer = _mpiio(ps)
-    mpiio_files = (
-        np.union1d(layer.ops["file"], layer.records["file"]) if layer else np.empty(0, np.int64)
+    # the rows of the files MPI-IO opened, read only where it did (a filtered read of every
+    # part's rows otherwise)
+    rows = (
+        tables.rows_of(ps.dirs, ps.paths, np.union1d(layer.ops["file"], layer.records["file"]))
+        if layer
+        else pd.DataFrame()
     )
-    mpiio = mpiio_of(
-        layer, len(ps.meta.ranks), ranks, tables.rows_of(ps.dirs, ps.paths, mpiio_files)
-    )
+    mpiio = mpiio_of(layer, len(ps.meta.ranks), ranks, rows)
     by_file = _by_file(ps, ranks, aggregator_ranks(mpiio, ranks))
     by_file.tables.dxt_available = counts["ops"] > 0
     by_file.tables.completeness = completeness_of(**counts)
