@@ -24,21 +24,27 @@ MPI_IO_TEST = "darshan-logs/mpi_io_test_with_dxt"
 
 
 @pytest.mark.parametrize(
-    ("rank", "limit", "sizes"),
+    ("rank", "limit", "least", "sizes"),
     [
         # whole ranks while they fit; a rank larger than a group is cut
-        ([0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2, 3], 4, [3, 2, 4, 3]),
-        ([0, 0, 1, 1, 2, 2], 4, [4, 2]),
-        ([5, 5, 5], 4, [3]),
-        ([], 4, []),
+        ([0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2, 3], 4, None, [3, 2, 4, 3]),
+        ([0, 0, 1, 1, 2, 2], 4, None, [4, 2]),
+        ([5, 5, 5], 4, None, [3]),
+        ([], 4, None, []),
         # rows tied to no rank (-1), last as stores are written, in a group of their own
-        ([0, 0, 1, -1, -1], 8, [3, 2]),
+        ([0, 0, 1, -1, -1], 8, None, [3, 2]),
         # not in rank order: runs of one rank, packed
-        ([0, 1, 0, 1, 0, 1], 4, [4, 2]),
+        ([0, 1, 0, 1, 0, 1], 4, None, [4, 2]),
+        # a group ends at the first rank's end that brings it to `least` rows
+        ([0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2, 3], 100, 3, [3, 8, 1]),
+        ([0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2, 3], 100, 1, [3, 2, 6, 1]),
+        # ... unless that passes `limit`: the last end that fits, or the rank cut
+        ([0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2, 3], 5, 3, [3, 2, 5, 2]),
+        ([0, 0, 1, 1, 1, 1, 2], 4, 3, [2, 4, 1]),
     ],
 )
-def test_row_groups_end_where_ranks_end(rank, limit, sizes):
-    assert rank_groups(np.array(rank, np.int64), limit) == sizes
+def test_row_groups_end_where_ranks_end(rank, limit, least, sizes):
+    assert rank_groups(np.array(rank, np.int64), limit, least) == sizes
 
 
 def _pydarshan_segments_per_rank(log: Path) -> Counter:

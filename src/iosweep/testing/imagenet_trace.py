@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from iosweep.testing.stores import dictionary, run_meta, table
 from iosweep.trace.schema import SIZE_BINS, TABLES, darshan_size_bin, empty_table
-from iosweep.trace.store import ROW_GROUP_ROWS, RUN_JSON, rank_groups
+from iosweep.trace.store import GROUP_MIN_ROWS, ROW_GROUP_ROWS, RUN_JSON, rank_groups
 
 PER_CLASS = 1281
 BATCH = 256
@@ -65,9 +65,8 @@ def reads_of(size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 # Rows per row group at most, as the store's writer (ingest) writes them, and like it in whole
-# ranks: each row group repeats the path dictionary (72 MB at 1.28 M files), so smaller groups
-# would make reading dearer than an ingested store's. Counters are wide (their null columns are
-# allocated too): 8 M of them are ~4 GB held.
+# ranks (a group ends at the first rank's end past GROUP_MIN_ROWS). Counters are wide (their
+# null columns are allocated too): 8 M of them are ~4 GB held.
 GROUP_ROWS = {"segments": ROW_GROUP_ROWS, "counters": ROW_GROUP_ROWS // 2}
 
 
@@ -90,7 +89,7 @@ class _Streams:
     def rank_done(self) -> None:
         """A rank's rows are all added: write the full groups held."""
         for name, parts in self.pending.items():
-            if sum(p.num_rows for p in parts) >= GROUP_ROWS[name]:
+            if sum(p.num_rows for p in parts) >= GROUP_MIN_ROWS:
                 self.flush(name, keep_last=True)
 
     def flush(self, name: str, keep_last: bool = False) -> None:
