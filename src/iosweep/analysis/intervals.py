@@ -72,7 +72,9 @@ def merge(
         return group[:0], lo[:0], hi[:0]
     if not _sorted(group, lo):
         pos = _positions(group, lo, hi)
-        order = np.argsort(pos[0]) if pos is not None else np.lexsort((lo, group))
+        # stable: Timsort merges the sorted runs such input is made of (a rank's times, a
+        # union so far beside a part's) in linear time; 6x quicksort's speed on two runs
+        order = np.argsort(pos[0], kind="stable") if pos is not None else np.lexsort((lo, group))
         del pos
         group, lo, hi = group[order], lo[order], hi[order]
         del order
@@ -90,6 +92,21 @@ def merge(
     del pos, runmax
     starts = np.flatnonzero(new)
     return group[starts], lo[starts], np.maximum.reduceat(hi, starts)
+
+
+def one_union_length(lo: np.ndarray, hi: np.ndarray) -> float:
+    """Length of the union of intervals [lo, hi) of one group (empty ones dropped). Sorted by a
+    stable sort: Timsort merges the sorted runs such input often is (spans of several parts)
+    in linear time, where :func:`merge`'s shared line costs copies per group."""
+    ok = hi > lo
+    lo, hi = lo[ok], hi[ok]
+    if not len(lo):
+        return 0.0
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    runmax = np.maximum.accumulate(hi)
+    starts = np.flatnonzero(np.concatenate([[True], lo[1:] > runmax[:-1]]))
+    return float((np.maximum.reduceat(hi, starts) - lo[starts]).sum())
 
 
 def union_length(group: np.ndarray, lo: np.ndarray, hi: np.ndarray, ngroups: int) -> np.ndarray:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -11,8 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
-from iosweep.analysis import budget, intervals
+from iosweep.analysis import budget
 from iosweep.analysis.classify import classify_paths
 from iosweep.analysis.data import MpiioLayer, class_names, untimed_issue
 from iosweep.analysis.findings.rules import run_checks
@@ -28,6 +30,7 @@ from iosweep.analysis.findings.sections import (
     status_sections,
     volume_summary,
 )
+from iosweep.analysis.intervals import one_union_length as window_length
 from iosweep.analysis.parts import run as part
 from iosweep.analysis.parts import tables
 from iosweep.analysis.patterns.access import (
@@ -76,7 +79,7 @@ from iosweep.analysis.patterns.volume import (
 )
 from iosweep.analysis.pipeline.completeness import completeness_checks
 from iosweep.analysis.pipeline.dlio import dlio_beside
-from iosweep.analysis.pipeline.epochs import placement_of
+from iosweep.analysis.pipeline.epochs import PLACES, placement_of
 from iosweep.analysis.pipeline.overlap import COLUMNS as OVERLAP_COLUMNS
 from iosweep.analysis.pipeline.overlap import overlap_summary
 from iosweep.analysis.pipeline.overlap import unavailable as overlap_unavailable
@@ -95,6 +98,7 @@ from iosweep.trace.store import open_store
 # analysis.md, "Memory")
 PASS_SHARE = 0.5
 PASS_ROW_BYTES = 1000
+SPAN_ROW_BYTES = 150  # a time span (place, lo, hi) read, clipped and merged: its copies
 
 
 @dataclass
@@ -189,7 +193,7 @@ def combine(
     unoverlapped, pipeline[1]["unoverlapped"] = _unoverlapped(ps)
     summary["placement"] = placement_of(
         sum(ps.frames(part.PLACE_COUNTS)),
-        _place_spans(ps),
+        _place_lengths(ps),
         facts[0]["epochs_known"],
         ps.run_time,
     )
@@ -346,17 +350,36 @@ def pass_rows(s: AnalysisSettings) -> int:
     return max(1, int(budget.budget_bytes(s.memory_gb) * PASS_SHARE) // PASS_ROW_BYTES)
 
 
-def _place_spans(ps: _Parts) -> pd.DataFrame:
-    """The parts' operations' unions in time per place, merged part by part: the run's union
-    is far smaller than the sum of its parts' (their ranks' reads overlap in time)."""
-    merged = pd.DataFrame({"place": [], "lo": [], "hi": []})
-    for spans in map(pd.read_parquet, (d / part.PLACE_SPANS for d in ps.dirs)):
-        both = pd.concat([merged, spans], ignore_index=True)
-        g, lo, hi = intervals.merge(
-            both["place"].to_numpy(np.int64), both["lo"].to_numpy(), both["hi"].to_numpy()
+def _place_lengths(ps: _Parts) -> np.ndarray:
+    """The length of the union in time of the parts' operations per place (as
+    :func:`~iosweep.analysis.pipeline.epochs.span_lengths`), a window of time at a time: each
+    part's spans are in (place, time) order, so a window reads only its rows (clipped to it);
+    the windows are cut where the parts' row groups start so that each holds about
+    ``0.5 x budget / SPAN_ROW_BYTES`` rows (the run's union grows with the run)."""
+    files = [d / part.PLACE_SPANS for d in ps.dirs]
+    starts, rows = [], []
+    for f in files:
+        md = pq.ParquetFile(f).metadata
+        lo = md.schema.to_arrow_schema().get_field_index("lo")
+        for g in range(md.num_row_groups):
+            st = md.row_group(g).column(lo).statistics
+            starts.append(st.min if st is not None and st.has_min_max else -np.inf)
+            rows.append(md.row_group(g).num_rows)
+    order = np.argsort(starts, kind="stable")
+    cum, at = np.cumsum(np.asarray(rows)[order]), np.asarray(starts, np.float64)[order]
+    per = max(1, int(budget.budget_bytes(ps.run.settings.memory_gb) * PASS_SHARE) // SPAN_ROW_BYTES)
+    cuts = np.unique(at[np.searchsorted(cum, np.arange(per, cum[-1] if len(cum) else 0, per))])
+    edges = [-np.inf, *cuts[np.isfinite(cuts)].tolist(), np.inf]
+    total = np.zeros(len(PLACES) + 1)
+    for a, b in itertools.pairwise(edges):
+        t = pa.concat_tables(
+            pq.read_table(f, filters=[("lo", "<", b), ("hi", ">", a)]) for f in files
         )
-        merged = pd.DataFrame({"place": g, "lo": lo, "hi": hi})
-    return merged
+        lo, hi = np.maximum(t["lo"].to_numpy(), a), np.minimum(t["hi"].to_numpy(), b)
+        place = t["place"].to_numpy()
+        for p in range(-1, len(PLACES)):
+            total[p + 1] += window_length(lo[place == p], hi[place == p])
+    return total
 
 
 def _with_part(frames: list[pd.DataFrame]) -> pd.DataFrame:

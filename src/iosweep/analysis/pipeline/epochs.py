@@ -99,7 +99,7 @@ def placement(rd: RunData, op_epoch: np.ndarray, windows: pd.DataFrame) -> dict[
     of the run."""
     whole_run = run_windows(windows) if not windows.empty else windows
     counts, spans = place_spans(rd, op_places(rd, op_epoch, windows, whole_run))
-    return placement_of(counts, spans, not whole_run.empty, rd.run_time)
+    return placement_of(counts, span_lengths(spans), not whole_run.empty, rd.run_time)
 
 
 def op_places(
@@ -151,24 +151,31 @@ def place_spans(rd: RunData, place: np.ndarray) -> tuple[pd.DataFrame, pd.DataFr
     return counts, pd.DataFrame({"place": g, "lo": lo, "hi": hi})
 
 
-def placement_of(
-    counts: pd.DataFrame, spans: pd.DataFrame, known: bool, run_time: float
-) -> dict[str, Any]:
-    """:func:`placement` from :func:`place_spans` (of every rank: the counts added up, the
-    spans merged again); ``known``: the run's epochs are known."""
+def span_lengths(spans: pd.DataFrame) -> np.ndarray:
+    """The length of the union in time of :func:`place_spans`' spans per place (index place
+    + 1; index 0: every operation's)."""
     g, lo, hi = intervals.merge(
         spans["place"].to_numpy(np.int64), spans["lo"].to_numpy(), spans["hi"].to_numpy()
     )
     length = hi - lo
+    return np.array([length[g == i].sum() for i in range(-1, len(PLACES))], np.float64)
+
+
+def placement_of(
+    counts: pd.DataFrame, lengths: np.ndarray, known: bool, run_time: float
+) -> dict[str, Any]:
+    """:func:`placement` from :func:`place_spans` (of every rank: the counts added up, the
+    spans' union lengths per place, :func:`span_lengths`); ``known``: the run's epochs are
+    known."""
     res: dict[str, Any] = {"known": known, "places": {}}
     for i, name in enumerate(PLACES):
         res["places"][name] = {
             "ops": int(counts["ops"].iloc[i]),
             "bytes_read": int(counts["bytes_read"].iloc[i]),
             "bytes_written": int(counts["bytes_written"].iloc[i]),
-            "io_time": float(length[g == i].sum()),
+            "io_time": float(lengths[i + 1]),
         }
-    busy = float(length[g == -1].sum())
+    busy = float(lengths[0])
     res["io_time"] = busy
     res["io_share_of_run"] = busy / run_time if run_time > 0 else None
     return res
