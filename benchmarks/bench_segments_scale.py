@@ -11,7 +11,9 @@ table says so with the need it named. With ``--some-ranks 0-1 --some-ranks 0-7``
 size is also analysed a few ranks at a time (``iosweep analyze --ranks``), a row per set of
 ranks: their segments, need, time and peak. With ``--in-parts`` every size is analysed in parts
 of whole ranks that fit the budget (``iosweep analyze --in-parts``), put together into the
-whole run's analysis: the budget then bounds the peak, whatever the size.
+whole run's analysis: the budget then bounds the peak, whatever the size; ``--jobs N`` parts at
+a time (iosweep's default: one a CPU), each in its own process, the peak then the most the
+process tree held at once (sampled every 50 ms) or the largest part's own, whichever is more.
 
 The store is written directly, unless ``--ingest``: then the run is written as the workflow's
 run directory of real-format Darshan logs (``write_imagenet_logs``: a log per loader worker and
@@ -19,7 +21,7 @@ epoch), ``iosweep ingest`` makes the store (timed, with its peak RSS) and the an
 that store.
 
 Usage: python benchmarks/bench_segments_scale.py [--sizes 10,30,100] [--files 1281000]
-           [--ranks 32] [--workers 8] [--memory-gb G] [--in-parts] [--some-ranks 0-1]...
+           [--ranks 32] [--workers 8] [--memory-gb G] [--in-parts [--jobs N]] [--some-ranks 0-1]...
            [--ingest] [--keep DIR]
 (sizes in millions of segments; with --keep, stores already there are reused)
 """
@@ -28,10 +30,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -57,13 +61,67 @@ sys.exit(main())
 
 
 def measured(argv: list[str]) -> dict:
-    r = subprocess.run([sys.executable, "-c", CHILD, *argv], capture_output=True, text=True)
-    lines = r.stderr.strip().splitlines()
+    """The command's wall time, exit code, last ``iosweep analyze:`` line and peak memory:
+    its own VmHWM, or with parts analysed in processes of their own (``--in-parts --jobs``)
+    the most its process tree held at once, sampled every 50 ms (``peak``; ``peak_parts``:
+    the largest part's own VmHWM)."""
+    p = subprocess.Popen([sys.executable, "-c", CHILD, *argv], stderr=subprocess.PIPE, text=True)
+    tree = [0]
+    sampler = threading.Thread(target=_sample_tree, args=(p, tree), daemon=True)
+    sampler.start()
+    _, err = p.communicate()
+    sampler.join()
+    lines = err.strip().splitlines()
     out = json.loads(next(x for x in reversed(lines) if x.startswith("MEASURED "))[9:])
-    out["rc"] = r.returncode
+    out["rc"] = p.returncode
     said = [x for x in lines if x.startswith("iosweep analyze:")]
     out["said"] = said[-1] if said else ""
+    parts = [float(m.group(1)) * GIB for x in lines if (m := PART_PEAK.search(x))]
+    out["parts_at_once"] = next((int(m.group(1)) for x in lines if (m := AT_ONCE.match(x))), 1)
+    out["put_together_s"] = next(
+        (float(m.group(1)) for x in lines if (m := TOGETHER.match(x))), None
+    )
+    if out["parts_at_once"] > 1:
+        out |= {"peak_own": out["peak"], "peak_tree": tree[0], "peak_parts": max(parts)}
+        out["peak"] = max(out["peak"], tree[0], max(parts))
     return out
+
+
+PART_PEAK = re.compile(r"^part \d+/\d+: .* peak ([\d.]+) GiB")
+AT_ONCE = re.compile(r"^parts: \d+, (\d+) at a time")
+TOGETHER = re.compile(r"^put together from \d+ parts in ([\d.]+) s")
+
+
+def _sample_tree(p: subprocess.Popen, peak: list[int]) -> None:
+    """``peak[0]``: the most resident memory ``p`` and its descendants held at once, sampled."""
+    while p.poll() is None:
+        peak[0] = max(peak[0], sum(_rss(pid) for pid in _tree(p.pid)))
+        time.sleep(0.05)
+
+
+def _tree(root: int) -> list[int]:
+    parent = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    pids, frontier = [root], [root]
+    while frontier:
+        frontier = [c for c, pp in parent.items() if pp in frontier]
+        pids += frontier
+    return pids
+
+
+def _rss(pid: int) -> int:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    return next(
+        (int(x.split()[1]) * 1024 for x in status.splitlines() if x.startswith("VmRSS:")), 0
+    )
 
 
 def store_of(
@@ -110,7 +168,7 @@ def one(base: Path, millions: float, a: argparse.Namespace, ranks: str | None = 
     if a.memory_gb:
         argv += ["--memory-gb", str(a.memory_gb)]
     if a.in_parts and not ranks:
-        argv += ["--in-parts"]
+        argv += ["--in-parts"] + (["--jobs", str(a.jobs)] if a.jobs else [])
     res = measured(argv)
     return {
         "ranks": ranks,
@@ -168,6 +226,9 @@ def main() -> int:
     )
     ap.add_argument(
         "--in-parts", action="store_true", help="analyse each size in parts (iosweep analyze)"
+    )
+    ap.add_argument(
+        "--jobs", type=int, help="with --in-parts: parts at a time (default: iosweep's, a CPU each)"
     )
     ap.add_argument("--keep", type=Path, help="work here (and reuse stores found here)")
     a = ap.parse_args()

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -20,13 +21,15 @@ from pydantic import TypeAdapter
 
 from iosweep.analysis import analyze_run, budget
 from iosweep.analysis.parts import combine as combine_module
+from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.analyze import NO_TIMELINE
 from iosweep.analysis.parts.combine import combine
-from iosweep.analysis.parts.plan import Part, plan
+from iosweep.analysis.parts.plan import Part, plan, plan_jobs
 from iosweep.analysis.parts.run import PartsError, analyze_part, part_data
 from iosweep.analysis.patterns.file_ranks import ValueCounts
 from iosweep.analysis.patterns.spatial import classify_ops
 from iosweep.analysis.patterns.volume import build_tables, widen
+from iosweep.analysis.pipeline.epochs import PLACES
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import RankSubsetError
 from iosweep.analysis.summary.run import RunSummary
@@ -69,6 +72,26 @@ def test_parts_hold_whole_ranks_as_many_as_the_budget_allows(imagenet_store):
     assert parts[2].need == budget.Need(2 * RANK_SEGMENTS, 2 * RANK_RECORDS, 0)
     # everything fits in one part when the budget allows the whole run
     assert [p.ranks for p in plan(imagenet_store, 64.0)] == [list(range(RANKS))]
+
+
+def test_parts_at_once_share_the_budget(imagenet_store):
+    # two at a time: each part within half the budget (less what the caller holds meanwhile)
+    three = budget.Need(3 * RANK_SEGMENTS + 95 * EPOCHS, 3 * RANK_RECORDS, 0).bytes
+    parts, jobs = plan_jobs(imagenet_store, 2 * three / budget.GIB, 2)
+    assert ([p.ranks for p in parts], jobs) == ([[0, 1, 2], [3, 4, 5], [6, 7]], 2)
+    held = 2 * RANK_SEGMENTS * budget.PER_SEGMENT  # a share a rank's segments smaller
+    parts, jobs = plan_jobs(imagenet_store, 2 * three / budget.GIB, 2, held=held)
+    assert ([p.ranks for p in parts], jobs) == ([[0, 1], [2, 3], [4, 5], [6, 7]], 2)
+    # a rank fits a third of the budget, not a quarter: three at a time
+    rank0 = budget.Need(RANK_SEGMENTS + 95 * EPOCHS, RANK_RECORDS, 0).bytes
+    parts, jobs = plan_jobs(imagenet_store, 3 * rank0 / budget.GIB, 4)
+    assert ([p.ranks for p in parts], jobs) == ([[r] for r in range(RANKS)], 3)
+    # never more at a time than parts; none fits a share: one at a time, the budget's parts
+    assert plan_jobs(imagenet_store, 64.0, 4) == (plan(imagenet_store, 16.0), 1)
+    assert plan_jobs(imagenet_store, three / budget.GIB, 8) == (
+        plan(imagenet_store, three / budget.GIB),
+        1,
+    )
 
 
 def test_a_rank_larger_than_the_budget_is_named(imagenet_store):
@@ -207,7 +230,15 @@ def test_imagenet_results_in_parts_are_the_whole_runs(imagenet_store, tmp_path, 
     # write parts of it, whose size no part knows alone: the MPI-IO and DLIO fixtures above);
     # about 25,000 (rank, file) rows, put together in about 8 passes
     parts = [[0, 1, 2], [3, 4, 5], [6, 7]]
+    # and the union of the operations in time a window at a time: a window per row group
+    windows = []
+    length = combine_module.window_length
+    monkeypatch.setattr(combine_module, "SPAN_ROW_BYTES", 1 << 40)
+    monkeypatch.setattr(
+        combine_module, "window_length", lambda lo, hi: windows.append(lo) or length(lo, hi)
+    )
     _assert_same_results(imagenet_store, parts, tmp_path, passes=(monkeypatch, 8))
+    assert len(windows) > 3 * len(PLACES)
 
 
 def test_ranks_without_steps_read_in_the_runs_epochs(imagenet_store, tmp_path):
@@ -281,7 +312,7 @@ def test_iosweep_analyze_in_parts_writes_the_whole_runs_analysis(imagenet_store,
     gb = _gib(budget.Need(3 * RANK_SEGMENTS + 95 * EPOCHS, 3 * RANK_RECORDS, 0))
     out = tmp_path / "parts"
     args = ["analyze", str(imagenet_store), "-o", str(out), "--in-parts", "--memory-gb", str(gb)]
-    assert iosweep_main(args) == 0
+    assert iosweep_main([*args, "--jobs", "1"]) == 0
     assert "part 3/3: ranks 6-7" in capsys.readouterr().err
     parted = json.loads((out / "summary.json").read_text())
     whole = analyze_run(imagenet_store, tmp_path / "whole")
@@ -293,6 +324,30 @@ def test_iosweep_analyze_in_parts_writes_the_whole_runs_analysis(imagenet_store,
         _assert_close(parted[key], whole[key], key)
     for name in whole["tables"]:
         assert (out / f"{name}.parquet").is_file()
+
+
+def test_parts_analysed_two_at_a_time_give_the_whole_runs_analysis(
+    imagenet_store, tmp_path, capsys, monkeypatch
+):
+    # two parts at a time in their own processes, each within half the budget: three ranks
+    # (this process's own memory left out of the shares: pytest's is not the CLI's)
+    monkeypatch.setattr(budget, "own_memory", lambda field="VmRSS": 0)
+    gb = 2 * _gib(budget.Need(3 * RANK_SEGMENTS + 95 * EPOCHS, 3 * RANK_RECORDS, 0))
+    out = tmp_path / "parts"
+    args = ["analyze", str(imagenet_store), "-o", str(out), "--in-parts", "--memory-gb", str(gb)]
+    assert iosweep_main([*args, "--jobs", "2"]) == 0
+    err = capsys.readouterr().err
+    assert "parts: 3, 2 at a time" in err and "part 3/3: ranks 6-7" in err
+    parted = json.loads((out / "summary.json").read_text())
+    whole = analyze_run(imagenet_store, tmp_path / "whole", AnalysisSettings(memory_gb=gb))
+    for key in whole.keys() - {"timeline", "store_relative"}:
+        _assert_close(parted[key], whole[key], key)
+    # --jobs goes with --in-parts, and is a count
+    with pytest.raises(SystemExit, match="--jobs goes with --in-parts"):
+        iosweep_main(["analyze", str(imagenet_store), "-o", str(tmp_path / "x"), "--jobs", "2"])
+    with pytest.raises(SystemExit):
+        iosweep_main([*args, "--jobs", "0"])
+    assert "expected a whole number above 0, got '0'" in capsys.readouterr().err
 
 
 def test_rows_of_a_rank_the_run_does_not_name_are_not_lost_in_parts(tmp_path):
@@ -318,3 +373,32 @@ def test_value_counts_give_np_medians_over_any_split():
     # hand-computed: 1, 2, 2, 9 -> (2 + 2) / 2; 1, 2, 9, 10 -> (2 + 9) / 2
     assert (ValueCounts.of([2, 9]) + ValueCounts.of([1, 2])).median() == 2.0
     assert (ValueCounts.of([9, 1]) + ValueCounts.of([10, 2])).median() == 5.5
+
+
+def _paths_part(base: Path, name: str, paths: list[str]) -> Path:
+    out = base / name
+    out.mkdir()
+    pq.write_table(pa.table({"path": pa.array(paths, pa.string())}), out / tables.PATHS)
+    return out
+
+
+def test_run_paths_code_in_the_order_of_first_use(tmp_path, monkeypatch):
+    # the run's codes: each part's paths in its order, a path seen before keeping its code
+    a = _paths_part(tmp_path, "a", ["/d/x", "/d/y", "/ck/1"])
+    b = _paths_part(tmp_path, "b", ["/d/z", "/ck/1", "/d/x", "/d/w"])
+    paths = tables.RunPaths()
+    assert paths.of(a).tolist() == [0, 1, 2]
+    assert paths.of(b).tolist() == [3, 2, 0, 4]
+    assert paths.values == ["/d/x", "/d/y", "/ck/1", "/d/z", "/d/w"]
+    # paths are matched by hash, and every match checked: two paths of one hash stop it
+    monkeypatch.setattr(
+        pd.util, "hash_array", lambda v, **kw: np.array([len(s) for s in v], np.uint64)
+    )
+    c = _paths_part(tmp_path, "c", ["/d/x", "/d/q"])  # "/d/q": the hash of "/d/x"
+    with pytest.raises(ValueError, match="two paths have the same 64-bit hash"):
+        tables.RunPaths().of(c)
+    d = _paths_part(tmp_path, "d", ["/e/x"])  # in another part
+    collide = tables.RunPaths()
+    collide.of(_paths_part(tmp_path, "e", ["/d/x", "/d/yy"]))
+    with pytest.raises(ValueError, match=r"d/paths.parquet: two paths have the same"):
+        collide.of(d)

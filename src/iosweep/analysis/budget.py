@@ -92,6 +92,23 @@ def machine_bytes() -> int:
     return min(total, limit) if limit is not None else total
 
 
+def own_memory(field: str = "VmRSS") -> int:
+    """This process's resident memory now (``VmRSS``) or at its peak (``VmHWM``), in bytes;
+    0 where /proc does not say."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def cpus() -> int:
+    """The CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def cgroup_limit(
     proc_cgroup: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")
 ) -> int | None:

@@ -66,6 +66,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "together as the whole run's (a run too large to analyse whole; no timeline)",
     )
     p.add_argument(
+        "--jobs",
+        type=_count,
+        metavar="N",
+        help="with --in-parts: parts analysed at a time, each in its own process within an "
+        "equal share of --memory-gb (default: one a CPU; fewer where a rank needs more)",
+    )
+    p.add_argument(
         "--ranks",
         type=_ranks,
         metavar="LIST",
@@ -79,6 +86,12 @@ def _ranks(text: str) -> list[int]:
         return parse_ranks(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number above 0, got {text!r}")
+    return int(text)
 
 
 def _positive(text: str) -> float:
@@ -184,10 +197,12 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(f"iosweep analyze: {one} analyses one trace store, not a sweep")
     if args.ranks is not None and args.in_parts:
         raise SystemExit("iosweep analyze: --ranks or --in-parts, not both")
+    if args.jobs is not None and not args.in_parts:
+        raise SystemExit("iosweep analyze: --jobs goes with --in-parts")
     if len(stores) == 1 and not analyses and not args.sweep:
         try:
             if args.in_parts:
-                sm = analyze_in_parts(stores[0], out, settings, given)
+                sm = analyze_in_parts(stores[0], out, settings, given, args.jobs)
             else:
                 sm = analyze_run(stores[0], out, settings, given, args.ranks)
         except Exception as e:  # report the culprit store and fail

@@ -4,17 +4,20 @@ budget, written as :func:`iosweep.analysis.analyze_run` writes a run's analysis.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from iosweep import memory
 from iosweep.analysis import budget
 from iosweep.analysis.findings.run import write_parquet
 from iosweep.analysis.parts.combine import combine
-from iosweep.analysis.parts.plan import Part, plan
+from iosweep.analysis.parts.plan import Part, plan, plan_jobs
 from iosweep.analysis.parts.run import analyze_part
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import ranks_text
@@ -30,28 +33,79 @@ def analyze_in_parts(
     out_dir: Path | str,
     settings: AnalysisSettings | None = None,
     phases: dict[str, list] | None = None,
+    jobs: int | None = None,
 ) -> dict[str, Any]:
     """Analyse one store in parts whose need fits ``settings.memory_gb`` (each part's figures
     put together as the run's: docs/analysis.md, "Memory"); write ``summary.json`` and the
-    tables into ``out_dir``; return the summary. The timeline is not made."""
+    tables into ``out_dir``; return the summary. The timeline is not made. ``jobs`` parts
+    (default: one a CPU) are analysed at a time, each in its own process within an equal
+    share of the budget; fewer where a rank does not fit a share."""
     settings = settings or AnalysisSettings()
     store, out = Path(store_path), Path(out_dir)
-    parts = plan(store, settings.memory_gb)
+    asked = jobs or budget.cpus()
+    parts, jobs = plan_jobs(store, settings.memory_gb, asked, budget.own_memory())
+    why = ""
+    if jobs < min(asked, len(parts)):
+        why = (
+            f" (not {asked}: a rank needs more than 1/{asked} of the budget less this "
+            "process's own memory; a larger --memory-gb runs more at a time)"
+        )
+    print(f"parts: {len(parts)}, {jobs} at a time{why}", file=sys.stderr, flush=True)
     work = out / WORK
     shutil.rmtree(work, ignore_errors=True)
-    dirs = []
-    for p in parts:
-        t0 = time.monotonic()
-        dirs.append(work / p.name)
-        analyze_part(store, p, dirs[-1], settings, phases)
-        print(
-            f"part {p.index + 1}/{len(parts)}: ranks {ranks_text(p.ranks)} "
-            f"({p.need.segments:,} segments) in {time.monotonic() - t0:.1f} s",
-            file=sys.stderr,
-        )
+    dirs = [work / p.name for p in parts]
+    if jobs == 1:
+        for p, d in zip(parts, dirs, strict=True):
+            _said(p, len(parts), *_analyze_part(store, p, d, settings, phases))
+    else:
+        _parts_at_once(store, parts, dirs, settings, phases, jobs)
+    t0 = time.monotonic()
     summary = write_combined(store, out, dirs, settings, phases)
+    print(f"put together from {len(parts)} parts in {time.monotonic() - t0:.1f} s", file=sys.stderr)
     shutil.rmtree(work, ignore_errors=True)
     return summary
+
+
+def _parts_at_once(
+    store: Path,
+    parts: list[Part],
+    dirs: list[Path],
+    settings: AnalysisSettings,
+    phases: dict[str, list] | None,
+    jobs: int,
+) -> None:
+    """The parts analysed ``jobs`` at a time, each in a fresh process (its memory returned
+    when it ends: a reused one would keep its peak); the first failure stops the rest."""
+    ctx = multiprocessing.get_context("spawn")  # fork would copy Arrow's threads' locks
+    with ProcessPoolExecutor(jobs, mp_context=ctx, max_tasks_per_child=1) as pool:
+        running = {
+            pool.submit(_analyze_part, store, p, d, settings, phases): p
+            for p, d in zip(parts, dirs, strict=True)
+        }
+        try:
+            for f in as_completed(running):
+                _said(running[f], len(parts), *f.result())
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+
+
+def _analyze_part(
+    store: Path, p: Part, d: Path, settings: AnalysisSettings, phases: dict[str, list] | None
+) -> tuple[float, int]:
+    """:func:`analyze_part`; its seconds and the process's peak memory."""
+    t0 = time.monotonic()
+    analyze_part(store, p, d, settings, phases)
+    return time.monotonic() - t0, budget.own_memory("VmHWM")
+
+
+def _said(p: Part, n: int, seconds: float, peak: int) -> None:
+    print(
+        f"part {p.index + 1}/{n}: ranks {ranks_text(p.ranks)} ({p.need.segments:,} segments) "
+        f"in {seconds:.1f} s, peak {peak / budget.GIB:.2f} GiB",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def write_combined(
@@ -63,6 +117,7 @@ def write_combined(
 ) -> dict[str, Any]:
     """The run's summary and tables, put together from its parts' folders ``dirs``, written
     into ``out`` as :func:`iosweep.analysis.analyze_run` writes them; the summary."""
+    memory.map_large_arrays()  # as the whole run's analysis: freed arrays go back at once
     c = combine(store, dirs, settings, phases)
     summary = c.summary
     summary["timeline"] = {"file": "", "cut": NO_TIMELINE}

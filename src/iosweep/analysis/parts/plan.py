@@ -63,6 +63,32 @@ def plan(store_path: Path | str, memory_gb: float | None) -> list[Part]:
     """The run's ranks in parts whose need fits ``memory_gb`` (None: the machine's share,
     :func:`budget.budget_bytes`); MemoryBudgetError where one rank alone does not fit, and
     RankSubsetError where the run names no ranks."""
+    ranks, rows = rank_rows(store_path)
+    return cut(store_path, ranks, rows, budget.budget_bytes(memory_gb))
+
+
+def plan_jobs(
+    store_path: Path | str, memory_gb: float | None, jobs: int, held: int = 0
+) -> tuple[list[Part], int]:
+    """Parts to analyse ``jobs`` at a time (each within an equal share of the budget, less
+    ``held`` bytes the caller holds meanwhile), and how many at a time: fewer jobs where a
+    rank does not fit a share (MemoryBudgetError where it does not fit the budget alone), no
+    more than the parts."""
+    ranks, rows = rank_rows(store_path)
+    allowed = budget.budget_bytes(memory_gb)
+    for j in range(max(jobs, 1), 1, -1):
+        try:
+            parts = cut(store_path, ranks, rows, (allowed - held) // j)
+        except budget.MemoryBudgetError:
+            continue
+        return parts, min(j, len(parts))
+    return cut(store_path, ranks, rows, allowed), 1
+
+
+def rank_rows(store_path: Path | str) -> tuple[list[int], np.ndarray]:
+    """The run's ranks, and the rows of each table (:data:`TABLES`) per rank (row: table;
+    column: rank + 1, column 0 the rows tied to no rank); RankSubsetError where the run names
+    no ranks or has rows of a rank it does not name."""
     store = open_store(Path(store_path))
     ranks = sorted(r.rank for r in store.meta.ranks)
     if not ranks:
@@ -76,7 +102,12 @@ def plan(store_path: Path | str, memory_gb: float | None) -> list[Part]:
             f"{store_path}: rows of rank {ranks_text(unnamed)}, which run.json does not name "
             "among the run's ranks: it cannot be cut into parts; analyse it whole"
         )
-    allowed = budget.budget_bytes(memory_gb)
+    return ranks, rows
+
+
+def cut(store_path: Path | str, ranks: list[int], rows: np.ndarray, allowed: int) -> list[Part]:
+    """Consecutive ``ranks`` (rows per rank: :func:`rank_rows`) in parts whose need fits
+    ``allowed`` bytes; MemoryBudgetError where one rank alone does not fit."""
     parts: list[Part] = []
     taken = rows[:, 0].copy()  # the unranked rows ride with the first part
     current: list[int] = []
