@@ -94,21 +94,6 @@ def merge(
     return group[starts], lo[starts], np.maximum.reduceat(hi, starts)
 
 
-def one_union_length(lo: np.ndarray, hi: np.ndarray) -> float:
-    """Length of the union of intervals [lo, hi) of one group (empty ones dropped). Sorted by a
-    stable sort: Timsort merges the sorted runs such input often is (spans of several parts)
-    in linear time, where :func:`merge`'s shared line costs copies per group."""
-    ok = hi > lo
-    lo, hi = lo[ok], hi[ok]
-    if not len(lo):
-        return 0.0
-    order = np.argsort(lo, kind="stable")
-    lo, hi = lo[order], hi[order]
-    runmax = np.maximum.accumulate(hi)
-    starts = np.flatnonzero(np.concatenate([[True], lo[1:] > runmax[:-1]]))
-    return float((np.maximum.reduceat(hi, starts) - lo[starts]).sum())
-
-
 def union_length(group: np.ndarray, lo: np.ndarray, hi: np.ndarray, ngroups: int) -> np.ndarray:
     """Length of the union of each group's intervals (array indexed by group 0..ngroups-1)."""
     g, mlo, mhi = merge(group, lo, hi)

@@ -30,7 +30,7 @@ from iosweep.analysis.findings.sections import (
     status_sections,
     volume_summary,
 )
-from iosweep.analysis.intervals import one_union_length as window_length
+from iosweep.analysis.intervals import union_length
 from iosweep.analysis.parts import run as part
 from iosweep.analysis.parts import tables
 from iosweep.analysis.patterns.access import (
@@ -376,9 +376,7 @@ def _place_lengths(ps: _Parts) -> np.ndarray:
             pq.read_table(f, filters=[("lo", "<", b), ("hi", ">", a)]) for f in files
         )
         lo, hi = np.maximum(t["lo"].to_numpy(), a), np.minimum(t["hi"].to_numpy(), b)
-        place = t["place"].to_numpy()
-        for p in range(-1, len(PLACES)):
-            total[p + 1] += window_length(lo[place == p], hi[place == p])
+        total += union_length(t["place"].to_numpy() + 1, lo, hi, len(PLACES) + 1)
     return total
 
 
