@@ -214,9 +214,9 @@ def test_the_step_hooks_agree_with_a_script_that_times_itself(tmp_path, images, 
         hooked = [s for s in man["steps"] if s["rank"] == rank and s["step"] >= 0]
         assert [(s["epoch"], s["step"]) for s in hooked] == [(s["epoch"], s["step"]) for s in mine]
         for h, s in zip(hooked, mine, strict=True):
-            # the same next() call, timed a few statements apart
-            assert abs(h["wait_start"] - s["wait_start"]) < 0.005
-            assert abs(h["wait_end"] - s["wait_end"]) < 0.005
+            # the same next() call: the hooks' timing lies inside the script's (one clock, one
+            # process), a few statements in; how few depends on the machine's load (7 ms seen)
+            assert s["wait_start"] <= h["wait_start"] <= h["wait_end"] <= s["wait_end"]
             assert h["samples"] == s["samples"]
         wait_own = sum(s["wait_end"] - s["wait_start"] for s in mine)
         wait_hooked = sum(s["wait_end"] - s["wait_start"] for s in hooked)
