@@ -1032,10 +1032,12 @@ def test_a_partition_reshuffled_each_epoch_is_judged_within_epochs(tmp_path):
 
 def test_placement_boundaries_by_hand(tmp_path):
     # one epoch [0.5, 5.0] s: reads starting at 0.4 s (before training), exactly at 0.5 s and
-    # exactly at 5.0 s (both ends belong to the epoch), at 5.1 s (after training)
+    # exactly at 5.0 s (both ends belong to the epoch), at 5.1 s (after training); one read
+    # before training runs into the epoch: the I/O time counts their overlap once
     steps = [(0, 0, 0, 1.0, 2.0), (0, 0, 1, 3.0, 4.0), (0, 0, -1, 0.5, 5.0)]
     segs = [
         (0, "/data/a.npy", "read", 0, 10, 0.4, 0.45),
+        (0, "/data/a.npy", "read", 90, 5, 0.45, 0.55),
         (0, "/data/a.npy", "read", 10, 20, 0.5, 0.6),
         (0, "/data/a.npy", "read", 30, 40, 5.0, 5.05),
         (0, "/data/a.npy", "read", 70, 80, 5.1, 5.3),
@@ -1044,11 +1046,14 @@ def test_placement_boundaries_by_hand(tmp_path):
     pl = sm["placement"]["places"]
     got = {k: (v["ops"], v["bytes_read"]) for k, v in pl.items()}
     assert got == {
-        "before training": (1, 10), "in epochs": (2, 60), "between epochs": (0, 0),
+        "before training": (2, 15), "in epochs": (2, 60), "between epochs": (0, 0),
         "after training": (1, 80), "checkpoints": (0, 0),
     }  # fmt: skip
+    assert pl["before training"]["io_time"] == pytest.approx(0.15)  # [0.4, 0.55]
+    assert pl["in epochs"]["io_time"] == pytest.approx(0.1 + 0.05)
     assert pl["after training"]["io_time"] == pytest.approx(0.2)
-    assert sm["placement"]["io_time"] == pytest.approx(0.05 + 0.1 + 0.05 + 0.2)
+    # [0.4, 0.6], [5.0, 5.05], [5.1, 5.3]
+    assert sm["placement"]["io_time"] == pytest.approx(0.2 + 0.05 + 0.2)
 
 
 def test_epochs_from_steps_alone_and_a_rank_without_steps(tmp_path):

@@ -112,8 +112,10 @@ def _assert_same_results(
     tmp_path: Path,
     settings: AnalysisSettings | None = None,
     passes: tuple[pytest.MonkeyPatch, int] | None = None,
+    jobs: int = 1,
 ) -> None:
-    """``passes``: the (rank, file) rows put together in about this many passes."""
+    """``passes``: the (rank, file) rows put together in about this many passes; ``jobs``:
+    the CPUs the put-together step may use."""
     settings = settings or AnalysisSettings()
     summary = analyze_run(store, tmp_path / "whole", settings)  # the whole run's, as written
     outs = []
@@ -125,7 +127,7 @@ def _assert_same_results(
         at_most = rows // passes[1] + 1
         passes[0].setattr(combine_module, "pass_rows", lambda s: at_most)
         assert len(combine_module.tables.passes(outs, at_most)) > 1
-    combined = combine(store, outs, settings)
+    combined = combine(store, outs, settings, jobs=jobs)
     t = combined.tables
     # the per-file table whole (the one written holds the busiest files only); the (rank,
     # file) rows are never put together: the figures taken from them are in the summary
@@ -231,13 +233,31 @@ def test_imagenet_results_in_parts_are_the_whole_runs(imagenet_store, tmp_path, 
     parts = [[0, 1, 2], [3, 4, 5], [6, 7]]
     # and the union of the operations in time a window at a time: a window per row group
     windows = []
-    length = combine_module.union_length
+    length = combine_module.union_lengths
     monkeypatch.setattr(combine_module, "SPAN_ROW_BYTES", 1 << 40)
     monkeypatch.setattr(
-        combine_module, "union_length", lambda *a: windows.append(a[1]) or length(*a)
+        combine_module, "union_lengths", lambda *a: windows.append(a[1]) or length(*a)
     )
     _assert_same_results(imagenet_store, parts, tmp_path, passes=(monkeypatch, 8))
     assert len(windows) > 3
+
+
+def test_the_union_in_time_worked_out_beside_the_rest_is_the_same(
+    imagenet_store, tmp_path, monkeypatch
+):
+    # with two CPUs, the union of the parts' spans in time comes from a process of its own
+    # (a large run's only: made to run here for a small one)
+    submitted = []
+
+    class Pool(combine_module.ProcessPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            submitted.append(fn.__name__)
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(combine_module, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(combine_module, "SIDE_MIN_ROWS", 0)
+    _assert_same_results(imagenet_store, [[0, 1, 2], [3, 4, 5], [6, 7]], tmp_path, jobs=2)
+    assert submitted == ["place_lengths"]
 
 
 def test_ranks_without_steps_read_in_the_runs_epochs(imagenet_store, tmp_path):

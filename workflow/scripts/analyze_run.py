@@ -15,6 +15,6 @@ settings = AnalysisSettings.from_dict(smk.params.settings)
 parts = read_plan(smk.input.plan)
 if parts:
     dirs = [Path(getattr(smk.input, f"part{p.index}")) for p in parts]
-    write_combined(store, out, dirs, settings)
+    write_combined(store, out, dirs, settings, jobs=smk.threads)
 else:
     analyze_run(store, out, settings)

@@ -60,7 +60,7 @@ def analyze_in_parts(
     else:
         _parts_at_once(store, parts, dirs, settings, phases, jobs)
     t0 = time.monotonic()
-    summary = write_combined(store, out, dirs, settings, phases)
+    summary = write_combined(store, out, dirs, settings, phases, asked)
     print(f"put together from {len(parts)} parts in {time.monotonic() - t0:.1f} s", file=sys.stderr)
     shutil.rmtree(work, ignore_errors=True)
     return summary
@@ -114,11 +114,13 @@ def write_combined(
     dirs: list[Path],
     settings: AnalysisSettings,
     phases: dict[str, list] | None = None,
+    jobs: int = 1,
 ) -> dict[str, Any]:
-    """The run's summary and tables, put together from its parts' folders ``dirs``, written
-    into ``out`` as :func:`iosweep.analysis.analyze_run` writes them; the summary."""
+    """The run's summary and tables, put together from its parts' folders ``dirs`` (with
+    ``jobs`` CPUs), written into ``out`` as :func:`iosweep.analysis.analyze_run` writes them;
+    the summary."""
     memory.map_large_arrays()  # as the whole run's analysis: freed arrays go back at once
-    c = combine(store, dirs, settings, phases)
+    c = combine(store, dirs, settings, phases, jobs)
     summary = c.summary
     summary["timeline"] = {"file": "", "cut": NO_TIMELINE}
     summary["store_relative"] = os.path.relpath(store.resolve(), out.resolve())

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import multiprocessing
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +33,6 @@ from iosweep.analysis.findings.sections import (
     status_sections,
     volume_summary,
 )
-from iosweep.analysis.intervals import union_length
 from iosweep.analysis.parts import run as part
 from iosweep.analysis.parts import tables
 from iosweep.analysis.patterns.access import (
@@ -79,7 +81,7 @@ from iosweep.analysis.patterns.volume import (
 )
 from iosweep.analysis.pipeline.completeness import completeness_checks
 from iosweep.analysis.pipeline.dlio import dlio_beside
-from iosweep.analysis.pipeline.epochs import PLACES, placement_of
+from iosweep.analysis.pipeline.epochs import PLACES, placement_of, union_lengths
 from iosweep.analysis.pipeline.overlap import COLUMNS as OVERLAP_COLUMNS
 from iosweep.analysis.pipeline.overlap import overlap_summary
 from iosweep.analysis.pipeline.overlap import unavailable as overlap_unavailable
@@ -99,6 +101,11 @@ from iosweep.trace.store import open_store
 PASS_SHARE = 0.5
 PASS_ROW_BYTES = 1000
 SPAN_ROW_BYTES = 150  # a time span (place, lo, hi) read, clipped and merged: its copies
+# With a second CPU, the union of the spans in time is worked out beside the passes over
+# files, within this share of the budget, where there are this many spans (a process started
+# takes about 2 s)
+SIDE_SHARE = 0.2
+SIDE_MIN_ROWS = 1 << 23
 
 
 @dataclass
@@ -153,9 +160,10 @@ def combine(
     parts: list[Path],
     settings: AnalysisSettings,
     phases: dict[str, list] | None = None,
+    jobs: int = 1,
 ) -> Combined:
     """The run's results from its parts' (folders of :func:`analyze_part`, analysed with the
-    same ``settings`` and ``phases``)."""
+    same ``settings`` and ``phases``); ``jobs``: the CPUs it may use."""
     meta = open_store(store).meta
     if meta.phases or phases:
         settings = replace(settings, phases={**settings.phases, **meta.phases, **(phases or {})})
@@ -172,6 +180,7 @@ def combine(
     )
     ps = _Parts(parts, facts, paths, meta, run, min(f["run_start"] for f in facts),
                 max(f["run_end"] for f in facts))  # fmt: skip
+    lengths = _start_place_lengths(ps, jobs)
     by_file, mpiio = _tables(ps)
     t, rows = by_file.tables, by_file.rows
     summary: dict[str, Any] = {
@@ -193,7 +202,7 @@ def combine(
     unoverlapped, pipeline[1]["unoverlapped"] = _unoverlapped(ps)
     summary["placement"] = placement_of(
         sum(ps.frames(part.PLACE_COUNTS)),
-        _place_lengths(ps),
+        lengths(),
         facts[0]["epochs_known"],
         ps.run_time,
     )
@@ -350,13 +359,13 @@ def pass_rows(s: AnalysisSettings) -> int:
     return max(1, int(budget.budget_bytes(s.memory_gb) * PASS_SHARE) // PASS_ROW_BYTES)
 
 
-def _place_lengths(ps: _Parts) -> np.ndarray:
+def place_lengths(dirs: list[Path], memory_gb: float | None, share: float) -> np.ndarray:
     """The length of the union in time of the parts' operations per place (as
     :func:`~iosweep.analysis.pipeline.epochs.span_lengths`), a window of time at a time: each
     part's spans are in (place, time) order, so a window reads only its rows (clipped to it);
     the windows are cut where the parts' row groups start so that each holds about
-    ``0.5 x budget / SPAN_ROW_BYTES`` rows (the run's union grows with the run)."""
-    files = [d / part.PLACE_SPANS for d in ps.dirs]
+    ``share x budget / SPAN_ROW_BYTES`` rows (the run's union grows with the run)."""
+    files = [d / part.PLACE_SPANS for d in dirs]
     starts, rows = [], []
     for f in files:
         md = pq.ParquetFile(f).metadata
@@ -367,7 +376,7 @@ def _place_lengths(ps: _Parts) -> np.ndarray:
             rows.append(md.row_group(g).num_rows)
     order = np.argsort(starts, kind="stable")
     cum, at = np.cumsum(np.asarray(rows)[order]), np.asarray(starts, np.float64)[order]
-    per = max(1, int(budget.budget_bytes(ps.run.settings.memory_gb) * PASS_SHARE) // SPAN_ROW_BYTES)
+    per = max(1, int(budget.budget_bytes(memory_gb) * share) // SPAN_ROW_BYTES)
     cuts = np.unique(at[np.searchsorted(cum, np.arange(per, cum[-1] if len(cum) else 0, per))])
     edges = [-np.inf, *cuts[np.isfinite(cuts)].tolist(), np.inf]
     total = np.zeros(len(PLACES) + 1)
@@ -376,8 +385,26 @@ def _place_lengths(ps: _Parts) -> np.ndarray:
             pq.read_table(f, filters=[("lo", "<", b), ("hi", ">", a)]) for f in files
         )
         lo, hi = np.maximum(t["lo"].to_numpy(), a), np.minimum(t["hi"].to_numpy(), b)
-        total += union_length(t["place"].to_numpy() + 1, lo, hi, len(PLACES) + 1)
+        total += union_lengths(t["place"].to_numpy(), lo, hi)
     return total
+
+
+def _start_place_lengths(ps: _Parts, jobs: int) -> Callable[[], np.ndarray]:
+    """:func:`place_lengths` of the parts, to be had by calling what this returns: with more
+    than one job and many spans, worked out in a process beside this one while the rest is
+    put together (windows of ``SIDE_SHARE`` of the budget), else when called."""
+    dirs, gb = ps.dirs, ps.run.settings.memory_gb
+    spans = sum(pq.ParquetFile(d / part.PLACE_SPANS).metadata.num_rows for d in dirs)
+    if jobs < 2 or spans < SIDE_MIN_ROWS:
+        return lambda: place_lengths(dirs, gb, PASS_SHARE)
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    found = pool.submit(place_lengths, dirs, gb, SIDE_SHARE)
+    pool.shutdown(wait=False)  # its one process ends with its one task
+
+    def result() -> np.ndarray:
+        return found.result()
+
+    return result
 
 
 def _with_part(frames: list[pd.DataFrame]) -> pd.DataFrame:

@@ -116,7 +116,7 @@ def analyze_part(
     counts, spans = place_spans(rd, op_places(rd, op_epoch, windows, whole_run))
     counts.to_parquet(out / PLACE_COUNTS, index=False)
     # in (place, time) order as merged, in small row groups: the put-together step reads a
-    # window of time at a time (combine._place_lengths), each place's rows a sorted run
+    # window of time at a time (combine.place_lengths), each place's rows a sorted run
     pq.write_table(
         pa.Table.from_pandas(spans, preserve_index=False), out / PLACE_SPANS, row_group_size=1 << 15
     )

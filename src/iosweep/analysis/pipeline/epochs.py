@@ -134,7 +134,7 @@ def op_places(
 
 def place_spans(rd: RunData, place: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per place: operations and bytes read and written (``counts``, indexed by place), and
-    the operations' union in time (``spans``: place, lo, hi; place -1 for all of them)."""
+    the operations' union in time (``spans``: place, lo, hi, in (place, lo) order)."""
     ops = rd.ops
     is_r = ops.op == 0
     counts = pd.DataFrame(
@@ -146,19 +146,27 @@ def place_spans(rd: RunData, place: np.ndarray) -> tuple[pd.DataFrame, pd.DataFr
             ),
         }
     )
-    group = np.concatenate([place.astype(np.int64), np.full(len(ops), -1, np.int64)])
-    g, lo, hi = intervals.merge(group, np.tile(ops.start, 2), np.tile(ops.end, 2))
+    g, lo, hi = intervals.merge(place.astype(np.int64), ops.start, ops.end)
     return counts, pd.DataFrame({"place": g, "lo": lo, "hi": hi})
+
+
+def union_lengths(place: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The length of the union in time of the spans of each place (index place + 1) and of
+    all of them (index 0), that taken from the places' unions: the same intervals, and half
+    the rows to sort that the operations' own would be."""
+    g, mlo, mhi = intervals.merge(place.astype(np.int64, copy=False), lo, hi)
+    _, alo, ahi = intervals.merge(np.zeros(len(g), np.int64), mlo, mhi)
+    per = mhi - mlo
+    lengths = [(ahi - alo).sum(), *(per[g == i].sum() for i in range(len(PLACES)))]
+    return np.array(lengths, np.float64)
 
 
 def span_lengths(spans: pd.DataFrame) -> np.ndarray:
     """The length of the union in time of :func:`place_spans`' spans per place (index place
     + 1; index 0: every operation's)."""
-    g, lo, hi = intervals.merge(
+    return union_lengths(
         spans["place"].to_numpy(np.int64), spans["lo"].to_numpy(), spans["hi"].to_numpy()
     )
-    length = hi - lo
-    return np.array([length[g == i].sum() for i in range(-1, len(PLACES))], np.float64)
 
 
 def placement_of(
