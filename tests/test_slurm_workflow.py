@@ -306,3 +306,50 @@ def test_profile_slurm_lost_node(tmp_path):
     planned = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))
     assert planned.pop("train_pytorch") == "1" and "train_tensorflow" not in planned, dry.stdout
     assert planned.get("ingest_run") == "1" and planned.get("analyze_run") == "1", dry.stdout
+
+
+def test_profile_slurm_a_run_in_parts_spread_over_two_nodes(tmp_path, shared_data):
+    """A run over analysis.memory_gb analysed in parts through `--profile slurm`: each part a
+    SLURM job of its own asking the memory the plan counts for it, the parts on both nodes
+    (one CPU each: two jobs cannot share one), put together into the whole run's summary."""
+    if reason := skip_reason(nodes=2):
+        unavailable(reason)
+    from iosweep.analysis import analyze_run
+    from iosweep.analysis.parts.plan import plan
+    from iosweep.analysis.subset import select
+    from iosweep.trace.ingest import ingest
+    from iosweep.trace.store import open_store
+
+    logs = shared_data / "horovod-pytorch-mnist" / "darshan-np4"
+    store = tmp_path / "store"
+    ingest([logs], store)
+    one = max(
+        budget.need_of(store, select(open_store(store), [r], unranked=r == 0)).bytes
+        for r in range(4)
+    )
+    memory_gb = (one + 1) / budget.GIB  # one rank fits, two do not: four parts
+    parts = plan(store, memory_gb)
+    assert [p.ranks for p in parts] == [[0], [1], [2], [3]]
+    run = {"logs": [str(logs)], "params": {"framework": "pytorch", "nodes": 1, "ppn": 4}}
+    config_path, results = _tiny_config(
+        tmp_path,
+        {"analysis": {"memory_gb": memory_gb}, "ingest": {"enabled": True, "runs": {"np4": run}}},
+    )
+    with slurm_cluster(
+        nodes=2, cpus=1, state_dir=Path("/var/tmp/iosweep-t4"), shared=[tmp_path, REPO]
+    ) as cluster:
+        jobs = _submitted_jobs(_run_profile(cluster, config_path))
+        done = _jobcomp(cluster)
+    part_jobs = [done[j] for j in jobs["analyze_part"]]
+    assert len(part_jobs) == 4 and {j["JobState"] for j in part_jobs} == {"COMPLETED"}
+    assert {j["NodeList"] for j in part_jobs} == {"simnode1", "simnode2"}
+    assert sorted(_memory_mb(j) for j in part_jobs) == sorted(
+        -(-p.need.bytes // 2**20) for p in parts
+    )
+    (put_together,) = [done[j] for j in jobs["analyze_run"]]
+    assert _memory_mb(put_together) <= -(-budget.budget_bytes(memory_gb) // 2**20)
+    out = results / "runs" / "external~np4"
+    summary = json.loads((out / "analysis" / "summary.json").read_text())
+    whole = analyze_run(out / "store", tmp_path / "whole")
+    for key in ("headline", "classes", "pipeline", "checkpoints", "sizes", "placement"):
+        assert json.dumps(summary[key], sort_keys=True) == json.dumps(whole[key], sort_keys=True)
