@@ -3,6 +3,10 @@
 SHELL := /bin/bash
 VENV := .venv
 CORES ?= all
+# The memory (MB) Snakemake may hand out to the jobs that declare theirs (the analyses, their
+# parts) at once on this machine: by default 90% of its memory, or of the cgroup's limit.
+# Expanded when `run` starts, once setup has made the venv.
+MEM_MB ?= $(shell $(VENV)/bin/python -c 'from iosweep.analysis.budget import budget_bytes; print(budget_bytes(None) >> 20)')
 SNAKEMAKE_ARGS ?=
 PYTEST_ARGS ?= --durations=15
 
@@ -20,7 +24,7 @@ setup-tf:
 # Snakemake runs here; --rerun-incomplete redoes the jobs it was in the middle of.
 run: setup-tf
 	@pgrep -f '[s]nakemake .*--cores' >/dev/null || $(VENV)/bin/snakemake --unlock $(SNAKEMAKE_ARGS) >/dev/null 2>&1 || true
-	$(VENV)/bin/snakemake --cores $(CORES) --keep-going --rerun-incomplete $(SNAKEMAKE_ARGS)
+	$(VENV)/bin/snakemake --cores $(CORES) --resources mem_mb=$(MEM_MB) --keep-going --rerun-incomplete $(SNAKEMAKE_ARGS)
 	@echo "Report: $$(realpath $$($(VENV)/bin/python -c 'import yaml; print(yaml.safe_load(open("config/config.yaml")).get("results", "results"))'))/report/report.html"
 
 lint:
