@@ -4,6 +4,7 @@ where the budget says."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -22,7 +23,6 @@ from pydantic import TypeAdapter
 from iosweep.analysis import analyze_run, budget
 from iosweep.analysis.parts import combine as combine_module
 from iosweep.analysis.parts import tables
-from iosweep.analysis.parts.analyze import NO_TIMELINE
 from iosweep.analysis.parts.combine import combine
 from iosweep.analysis.parts.plan import Part, plan, plan_jobs
 from iosweep.analysis.parts.run import PartsError, analyze_part, part_data
@@ -32,6 +32,7 @@ from iosweep.analysis.patterns.volume import build_tables, widen
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import RankSubsetError
 from iosweep.analysis.summary.run import RunSummary
+from iosweep.analysis.timeline import export
 from iosweep.cli import main as iosweep_main
 from iosweep.files import json_safe
 from iosweep.testing.imagenet_trace import write_imagenet_store
@@ -172,6 +173,16 @@ def _assert_same_results(
     sections = combined.summary
     for name, section in sections.items():
         _assert_close(_as_written(name, section), summary[name], name)
+    # the timeline: its record, and the file written with the same summary's verdict
+    assert combined.timeline is not None
+    assert json_safe(combined.timeline.record()) == summary["timeline"]
+    mine = export.write(open_store(store).meta, combined.timeline, summary, tmp_path / "tl.gz")
+    assert _timeline(mine) == _timeline(tmp_path / "whole" / export.FILE)
+
+
+def _timeline(path: Path) -> dict:
+    with gzip.open(path, "rt") as f:
+        return json.load(f)
 
 
 def _strings(sample: pd.DataFrame) -> pd.DataFrame:
@@ -260,6 +271,27 @@ def test_the_union_in_time_worked_out_beside_the_rest_is_the_same(
     assert submitted == ["place_lengths"]
 
 
+@pytest.mark.parametrize(
+    "timeline",
+    [{"max_events": 5000}, {"max_steps": 3}, {"window": [2.0, 9.0]}],
+    ids=["max-events", "max-steps", "window"],
+)
+def test_the_timeline_cut_across_parts_is_the_whole_runs(imagenet_store, tmp_path, timeline):
+    # the cut spans ranks: every rank's first steps, or the run's first slices, whichever
+    # part they are in (the records say what each left out); rank 6 logged no first three
+    # steps, so it is the last rank to have done three (the generated ranks step in time)
+    store = tmp_path / "store"
+    shutil.copytree(imagenet_store, store)
+    steps = pq.read_table(store / "steps.parquet")
+    first = pc.and_(pc.equal(steps["epoch"], 0), pc.less(steps["step"], 3))
+    pq.write_table(steps.filter(pc.invert(pc.and_(pc.equal(steps["rank"], 6), first))),
+                   store / "steps.parquet")  # fmt: skip
+    settings = AnalysisSettings(timeline={**AnalysisSettings().timeline, **timeline})
+    _assert_same_results(store, [[0, 1, 2], [3, 4, 5], [6, 7]], tmp_path, settings)
+    record = json.loads((tmp_path / "whole" / "summary.json").read_text())["timeline"]
+    assert record["cut"] and sum(record["left_out"].values()) > 0
+
+
 def test_ranks_without_steps_read_in_the_runs_epochs(imagenet_store, tmp_path):
     # Often only rank 0 logs its steps: the other ranks' reads fall in the run's epochs,
     # which a part without rank 0 knows from the store's steps, not from its own
@@ -327,7 +359,7 @@ def test_a_sample_of_operations_drawn_over_every_part(imagenet_store, tmp_path):
 
 def test_iosweep_analyze_in_parts_writes_the_whole_runs_analysis(imagenet_store, tmp_path, capsys):
     # a budget that holds three ranks (tests above): the run is analysed in three parts and
-    # written as analyze_run writes it, the timeline said to be left out
+    # written as analyze_run writes it, its timeline too
     gb = _gib(budget.Need(3 * RANK_SEGMENTS + 95 * EPOCHS, 3 * RANK_RECORDS, 0))
     out = tmp_path / "parts"
     args = ["analyze", str(imagenet_store), "-o", str(out), "--in-parts", "--memory-gb", str(gb)]
@@ -335,7 +367,11 @@ def test_iosweep_analyze_in_parts_writes_the_whole_runs_analysis(imagenet_store,
     assert "part 3/3: ranks 6-7" in capsys.readouterr().err
     parted = json.loads((out / "summary.json").read_text())
     whole = analyze_run(imagenet_store, tmp_path / "whole")
-    assert (parted["timeline"]["file"], parted["timeline"]["cut"]) == ("", NO_TIMELINE)
+    assert parted["timeline"] == whole["timeline"] and parted["timeline"]["file"]
+    assert (
+        _timeline(out / export.FILE)["traceEvents"]
+        == _timeline(tmp_path / "whole" / export.FILE)["traceEvents"]
+    )
     assert parted["settings"]["memory_gb"] == pytest.approx(gb)
     parted["settings"]["memory_gb"] = None  # (the whole run's analysis needed no budget)
     assert not (out / ".parts").exists()

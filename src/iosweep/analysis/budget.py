@@ -165,7 +165,7 @@ def check(store: Path | str, memory_gb: float | None, subset: RankSubset | None 
         f"and {given}. Analyse it where {need.gib:.0f} GiB are free (a SLURM job with "
         f"--mem={int(need.gib) + 1}G; the workflow asks for it), raise --memory-gb if this "
         "run's shape needs less, analyse it in parts of whole ranks that fit (--in-parts: "
-        "the whole run's figures, without the timeline), or analyse a few ranks at a time "
+        "the whole run's figures and timeline), or analyse a few ranks at a time "
         "(--ranks 0-7: each rank's figures exact, totals of those ranks only)."
     )
 

@@ -63,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--in-parts",
         action="store_true",
         help="analyse one store in parts of whole ranks whose need fits --memory-gb, put "
-        "together as the whole run's (a run too large to analyse whole; no timeline)",
+        "together as the whole run's (a run too large to analyse whole)",
     )
     p.add_argument(
         "--jobs",

@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     store, summary = store_and_summary(args.run)
     rd, tl = export.from_store(store, settings)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    export.write(rd, tl, summary or {}, args.out)
+    export.write(rd.meta, tl, summary or {}, args.out)
     print(f"{args.out}: {len(tl.slices):,} slices" + (f"; cut {tl.cut}" if tl.cut else ""))
     if summary is None:
         print("  no verdict in it: RUN is a trace store (give its analysis for the verdict)")

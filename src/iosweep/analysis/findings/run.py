@@ -100,7 +100,7 @@ def analyze_run(
     summary["tables"] = {name: f"{name}.parquet" for name in tables}
     model = validate(json_safe(summary), str(out_dir))
     if timeline:
-        timeline_export.write(rd, timeline, to_dict(model), out_dir / timeline_export.FILE)
+        timeline_export.write(rd.meta, timeline, to_dict(model), out_dir / timeline_export.FILE)
     write_summary(model, out_dir)  # last: its presence means done
     return to_dict(model)
 

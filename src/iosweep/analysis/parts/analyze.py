@@ -22,10 +22,11 @@ from iosweep.analysis.parts.run import analyze_part
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import ranks_text
 from iosweep.analysis.summary import to_dict, validate, write_summary
+from iosweep.analysis.timeline import export
 from iosweep.files import json_safe
+from iosweep.trace.store import open_store
 
 WORK = ".parts"  # the parts' results, under the output directory until the run's are written
-NO_TIMELINE = "not made for a run analysed in parts (iosweep analyze without --in-parts makes it)"
 
 
 def analyze_in_parts(
@@ -37,7 +38,7 @@ def analyze_in_parts(
 ) -> dict[str, Any]:
     """Analyse one store in parts whose need fits ``settings.memory_gb`` (each part's figures
     put together as the run's: docs/analysis.md, "Memory"); write ``summary.json`` and the
-    tables into ``out_dir``; return the summary. The timeline is not made. ``jobs`` parts
+    tables (and the timeline) into ``out_dir``; return the summary. ``jobs`` parts
     (default: one a CPU) are analysed at a time, each in its own process within an equal
     share of the budget; fewer where a rank does not fit a share."""
     settings = settings or AnalysisSettings()
@@ -122,7 +123,11 @@ def write_combined(
     memory.map_large_arrays()  # as the whole run's analysis: freed arrays go back at once
     c = combine(store, dirs, settings, phases, jobs)
     summary = c.summary
-    summary["timeline"] = {"file": "", "cut": NO_TIMELINE}
+    summary["timeline"] = (
+        c.timeline.record()
+        if c.timeline
+        else {"file": "", "cut": "analysis.timeline.enabled: false"}
+    )
     summary["store_relative"] = os.path.relpath(store.resolve(), out.resolve())
     tables = {
         "ops_sample": c.ops_sample,
@@ -142,6 +147,8 @@ def write_combined(
         write_parquet(df, out / f"{name}.parquet")
     summary["tables"] = {name: f"{name}.parquet" for name in tables}
     model = validate(json_safe(summary), str(out))
+    if c.timeline:
+        export.write(open_store(store).meta, c.timeline, to_dict(model), out / export.FILE)
     write_summary(model, out)  # last: its presence means done
     return to_dict(model)
 

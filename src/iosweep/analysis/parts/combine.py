@@ -91,6 +91,7 @@ from iosweep.analysis.pipeline.unoverlapped import unoverlapped_summary
 from iosweep.analysis.pipeline.waits import PipelineFacts, pipeline_context, pipeline_summary
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.shared import SharedRecords
+from iosweep.analysis.timeline.export import Timeline, from_parts
 from iosweep.sampling import allocate
 from iosweep.trace.schema import RunMeta
 from iosweep.trace.store import open_store
@@ -126,6 +127,7 @@ class Combined:
     ops_sample: pd.DataFrame
     heatmap: pd.DataFrame
     summary: dict[str, Any]  # the summary's sections built in parts so far
+    timeline: Timeline | None  # None: not asked for (analysis.timeline.enabled)
 
 
 @dataclass
@@ -258,9 +260,13 @@ def combine(
     )
     sample, heat, info = _ops_pass(ps, set(t.files["class"].astype(str)), t)
     summary["ops_sample"] = asdict(info)
+    timeline = None
+    if settings.timeline["enabled"]:
+        timeline = from_parts([d / part.TIMELINE for d in parts], [f["timeline"] for f in facts],
+                              settings.timeline, meta, actor_host, ps.start)  # fmt: skip
     return Combined(
         run, ps.start, ps.end, t, sizes, pipeline, overlap, unoverlapped, phases, files,
-        file_ranks, sample, heat, summary
+        file_ranks, sample, heat, summary, timeline
     )  # fmt: skip
 
 

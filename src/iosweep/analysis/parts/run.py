@@ -50,6 +50,7 @@ from iosweep.analysis.pipeline.waits import (
 )
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import select
+from iosweep.analysis.timeline.export import part_slices
 from iosweep.trace.store import open_store
 
 SIZES, PIPELINE = "size_counts.parquet", "pipeline.parquet"
@@ -67,6 +68,7 @@ SIGNATURES, EOF_READS = "signatures.json", "eof_reads.parquet"
 WRITTEN, COUNTED, OPENED = "written.parquet", "counted.parquet", "opened.parquet"
 LAYERS, LUSTRE = "layers.parquet", "lustre.parquet"
 OPS = "ops.parquet"  # the part's analysed operations (its sample and heatmap: second pass)
+TIMELINE = "timeline.parquet"  # its first slices of the run's timeline (timeline.export)
 MPIIO_OPS, MPIIO_RECORDS = "mpiio_ops.parquet", "mpiio_records.parquet"
 
 
@@ -107,9 +109,14 @@ def analyze_part(
             f"{store}: the run's steps come from its trace's annotations, which a part of its "
             "ranks cannot place in the run's epochs yet: analyse it whole"
         )
+    out.mkdir(parents=True, exist_ok=True)
+    timeline = None
+    if settings.timeline["enabled"]:
+        slices, timeline = part_slices(rd)
+        slices.to_parquet(out / TIMELINE, index=False)
+        del slices
     sp = classify_ops(rd)
     tp = tables_part(rd, sp)
-    out.mkdir(parents=True, exist_ok=True)
     size_counts(rd).to_parquet(out / SIZES, index=False)
     windows, whole_run = rank_windows(rd), run_epochs(store)
     op_epoch = op_epochs(rd, windows, whole_run)
@@ -164,6 +171,7 @@ def analyze_part(
         "artefacts": artefacts,
         "op_classes": _op_classes(rd),
         "ranked_span": _ranked_span(rd),
+        "timeline": timeline,
         "other_layer_ops": rd.other_layer_ops,
         "trace": {
             "segments": len(rd.ops),

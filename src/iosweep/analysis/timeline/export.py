@@ -12,11 +12,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from iosweep import __version__
 from iosweep.analysis.data import OPS, RunData
 from iosweep.analysis.pipeline.waits import rank_epochs
 from iosweep.files import atomic_write
+from iosweep.trace.schema import RunMeta
 
 FILE = "timeline.json.gz"
 HOW_TO_OPEN = (
@@ -144,15 +146,23 @@ def _step_window(loop: pd.DataFrame, max_steps: int) -> float:
     return float(max(ends)) if ends else np.inf
 
 
-def _cut(rd: RunData, loop: pd.DataFrame) -> tuple[float, float, str]:
-    """(window start, window end, why it ends there, or "")."""
-    t = rd.settings.timeline
+def _cut(t: dict[str, Any], steps_end: float) -> tuple[float, float, str]:
+    """(window start, window end, why it ends there, or ""), ``t`` the timeline's settings,
+    ``steps_end`` when every rank has done ``max_steps`` steps (:func:`_step_window`)."""
     if t.get("window"):
         lo, hi = (float(v) for v in t["window"])
         return lo, hi, f"the window {lo:g}-{hi:g} s set by analysis.timeline.window"
-    hi = _step_window(loop, int(t["max_steps"]))
-    why = f"after the first {t['max_steps']} steps of every rank" if np.isfinite(hi) else ""
-    return -np.inf, hi, why
+    why = f"after the first {t['max_steps']} steps of every rank" if np.isfinite(steps_end) else ""
+    return -np.inf, steps_end, why
+
+
+def _capped(starts: np.ndarray, cap: int) -> tuple[float, str] | None:
+    """Where the slices starting at ``starts`` (those in the window) end when they are more
+    than ``cap``: at the start of the first past it, and why; None where they fit."""
+    if len(starts) <= cap:
+        return None
+    hi = float(np.partition(starts, cap)[cap])
+    return hi, f"at {cap:,} slices (analysis.timeline.max_events), {hi:.3f} s into the run"
 
 
 def _in_window(start: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -162,25 +172,22 @@ def _in_window(start: np.ndarray, lo: float, hi: float) -> np.ndarray:
 def collect(rd: RunData) -> Timeline:
     """The run's timeline, cut as ``analysis.timeline`` says (steps, window, max_events)."""
     loop, marks = _loop_slices(rd)
-    lo, hi, why = _cut(rd, loop)
+    t = rd.settings.timeline
+    lo, hi, why = _cut(t, _step_window(loop, int(t["max_steps"])))
     ops_keep = _in_window(rd.ops.start, lo, hi) & np.isfinite(rd.ops.end)
     ev = rd.app_events
     ev_keep = _in_window(ev["start"].to_numpy(), lo, hi) & np.isfinite(ev["end"].to_numpy())
     loop_keep = _in_window(loop["start"].to_numpy(), lo, hi)
-    cap = int(rd.settings.timeline["max_events"])
-    n = int(ops_keep.sum() + ev_keep.sum() + loop_keep.sum())
-    if n > cap:  # end earlier: at the start of the first slice past the cap
-        starts = np.sort(
-            np.concatenate(
-                [
-                    rd.ops.start[ops_keep],
-                    ev["start"].to_numpy()[ev_keep],
-                    loop["start"].to_numpy()[loop_keep],
-                ]
-            )
-        )
-        hi = float(starts[cap])
-        why = f"at {cap:,} slices (analysis.timeline.max_events), {hi:.3f} s into the run"
+    starts = np.concatenate(
+        [
+            rd.ops.start[ops_keep],
+            ev["start"].to_numpy()[ev_keep],
+            loop["start"].to_numpy()[loop_keep],
+        ]
+    )
+    capped = _capped(starts, int(t["max_events"]))
+    if capped:  # end earlier: at the start of the first slice past the cap
+        hi, why = capped
         ops_keep &= rd.ops.start < hi
         ev_keep &= ev["start"].to_numpy() < hi
         loop_keep &= loop["start"].to_numpy() < hi
@@ -196,7 +203,7 @@ def collect(rd: RunData) -> Timeline:
     return Timeline(
         slices=slices,
         markers=marks,
-        process_names=_process_names(rd, slices),
+        process_names=_process_names(rd.actor_kind, rd.actor_host, slices),
         window=(float(max(lo, rd.run_start)), float(hi)),
         cut=why if any(left.values()) else "",
         left_out=left if any(left.values()) else {},
@@ -205,11 +212,95 @@ def collect(rd: RunData) -> Timeline:
     )
 
 
-def _process_names(rd: RunData, slices: pd.DataFrame) -> dict[int, str]:
-    kind = "rank" if rd.actor_kind == "rank" else "process"
+# --- a run analysed in parts ----------------------------------------------------------------------
+KINDS = ("operations", "app_events", "steps_and_waits")  # a slice's kind: an index into these
+
+
+def part_slices(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """What a part of a run's ranks gives the run's timeline (:func:`from_parts`): its slices
+    in ``analysis.timeline``'s window (``kind``: an index into :data:`KINDS`), the first
+    ``max_events`` + 1 of them by start, ties kept (a slice the run's timeline keeps is among
+    the first ``max_events`` of its part); and facts: when its ranks have done ``max_steps``
+    steps (None: not all do), its epoch markers and how many slices of each kind it has."""
+    loop, marks = _loop_slices(rd)
+    t = rd.settings.timeline
+    lo, hi, _ = _cut(t, np.inf)
+    ev = rd.app_events
+    keep = (
+        _in_window(rd.ops.start, lo, hi) & np.isfinite(rd.ops.end),
+        _in_window(ev["start"].to_numpy(), lo, hi) & np.isfinite(ev["end"].to_numpy()),
+        _in_window(loop["start"].to_numpy(), lo, hi),
+    )
+    starts = (rd.ops.start, ev["start"].to_numpy(), loop["start"].to_numpy())
+    capped = _capped(np.concatenate([x[k] for x, k in zip(starts, keep, strict=True)]),
+                     int(t["max_events"]))  # fmt: skip
+    if capped:
+        keep = tuple(k & (x <= capped[0]) for x, k in zip(starts, keep, strict=True))
+    slices = pd.concat(
+        [
+            loop[keep[2]].assign(kind=2),
+            _op_slices(rd, keep[0]).assign(kind=0),
+            _event_slices(rd, keep[1]).assign(kind=1),
+        ],
+        ignore_index=True,
+    )
+    end = _step_window(loop, int(t["max_steps"]))
+    facts = {
+        "steps_end": end if np.isfinite(end) else None,
+        "marks": marks,
+        "slices": dict(zip(KINDS, (len(rd.ops), len(ev), len(loop)), strict=True)),
+        "actor_kind": rd.actor_kind,
+    }
+    return slices, facts
+
+
+def from_parts(
+    files: list[Path],
+    facts: list[dict[str, Any]],
+    t: dict[str, Any],
+    meta: RunMeta,
+    actor_host: dict[int, str],
+    run_start: float,
+) -> Timeline:
+    """The run's timeline from its parts' slices (``files``, of :func:`part_slices`) and
+    ``facts``, cut as :func:`collect` cuts the whole run's: the run's step window from every
+    part's, then the first ``max_events`` slices of all parts (only their starts are read
+    to find where)."""
+    ends = [f["steps_end"] for f in facts if f["steps_end"] is not None]
+    lo, hi, why = _cut(t, max(ends) if ends else np.inf)
+    starts = np.concatenate(
+        [pq.read_table(f, columns=["start"])["start"].to_numpy() for f in files]
+    )
+    capped = _capped(starts[_in_window(starts, lo, hi)], int(t["max_events"]))
+    if capped:
+        hi, why = capped
+    del starts
+    where = [("start", ">=", lo), ("start", "<", hi)]
+    slices = pd.concat(
+        [pq.read_table(f, filters=where).to_pandas() for f in files], ignore_index=True
+    )
+    kept = np.bincount(slices.pop("kind").to_numpy(np.int64), minlength=len(KINDS))
+    left = {k: sum(f["slices"][k] for f in facts) - int(kept[i]) for i, k in enumerate(KINDS)}
+    marks = [m for f in facts for m in f["marks"] if lo <= m["ts"] / 1e6 < hi]
+    return Timeline(
+        slices=slices,
+        markers=marks,
+        process_names=_process_names(facts[0]["actor_kind"], actor_host, slices),
+        window=(float(max(lo, run_start)), float(hi)),
+        cut=why if any(left.values()) else "",
+        left_out=left if any(left.values()) else {},
+        run_id=meta.run_id,
+        clock_zero=meta.clock_zero,
+    )
+
+
+def _process_names(
+    actor_kind: str, actor_host: dict[int, str], slices: pd.DataFrame
+) -> dict[int, str]:
+    kind = "rank" if actor_kind == "rank" else "process"
     out = {}
     for a in sorted({int(a) for a in slices["track"]}):
-        host = rd.actor_host.get(a, "")
+        host = actor_host.get(a, "")
         out[a] = (
             f"{kind} {a}" + (f" ({host})" if host else "")
             if a >= 0
@@ -235,7 +326,7 @@ def _lanes(ts: np.ndarray, te: np.ndarray) -> np.ndarray:
     return lane
 
 
-def _thread_name(rd: RunData, roles: dict[int, str], pid: int, thread: int, lane: int) -> str:
+def _thread_name(roles: dict[int, str], pid: int, thread: int, lane: int) -> str:
     if pid < 0:
         base = "training loop: steps and data waits"
     else:
@@ -245,7 +336,7 @@ def _thread_name(rd: RunData, roles: dict[int, str], pid: int, thread: int, lane
     return base + (f" (overlapping calls, lane {lane + 1})" if lane else "")
 
 
-def _tracks(rd: RunData, s: pd.DataFrame) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+def _tracks(meta: RunMeta, s: pd.DataFrame) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """Slices with ``tid`` (one per track, thread and lane, unique in the file) and their
     ``thread_name`` metadata events; times in µs (rounded to the ns, so that lanes hold)."""
     s = s.assign(
@@ -254,7 +345,7 @@ def _tracks(rd: RunData, s: pd.DataFrame) -> tuple[pd.DataFrame, list[dict[str, 
     )
     s["te"] = np.maximum(s["te"], s["ts"])
     s["track"] = np.where(s["track"] >= 0, s["track"], -1)
-    roles = {p.pid: p.role for p in rd.meta.processes}
+    roles = {p.pid: p.role for p in meta.processes}
     s["order"] = [_ROLE_ORDER.get(roles.get(int(p), ""), 3) if p >= 0 else -1 for p in s["pid"]]
     s["lane"] = 0
     for _, g in s.groupby(["track", "pid", "thread"], sort=False):
@@ -263,13 +354,13 @@ def _tracks(rd: RunData, s: pd.DataFrame) -> tuple[pd.DataFrame, list[dict[str, 
     keys = keys.sort_values(["track", "order", "pid", "thread", "lane"]).reset_index(drop=True)
     keys["tid"] = np.arange(1, len(keys) + 1)
     s = s.merge(keys, on=["track", "order", "pid", "thread", "lane"], how="left")
-    meta = [
+    names = [
         {
             "ph": "M",
             "name": "thread_name",
             "pid": _pid(k.track),
             "tid": int(k.tid),
-            "args": {"name": _thread_name(rd, roles, int(k.pid), int(k.thread), int(k.lane))},
+            "args": {"name": _thread_name(roles, int(k.pid), int(k.thread), int(k.lane))},
         }
         for k in keys.itertuples()
     ] + [
@@ -282,7 +373,7 @@ def _tracks(rd: RunData, s: pd.DataFrame) -> tuple[pd.DataFrame, list[dict[str, 
         }
         for k in keys.itertuples()
     ]
-    return s.sort_values(["tid", "ts", "te"], kind="stable"), meta
+    return s.sort_values(["tid", "ts", "te"], kind="stable"), names
 
 
 def _pid(track: int) -> int:
@@ -334,9 +425,9 @@ def _checkpoints(summary: dict[str, Any], tl: Timeline) -> list[dict[str, Any]]:
     return out
 
 
-def events(rd: RunData, tl: Timeline, summary: dict[str, Any]) -> tuple[list[dict], pd.DataFrame]:
+def events(meta: RunMeta, tl: Timeline, summary: dict[str, Any]) -> tuple[list[dict], pd.DataFrame]:
     """(metadata and marker events, the slices with their tids), in the order written."""
-    slices, thread_meta = _tracks(rd, tl.slices)
+    slices, thread_meta = _tracks(meta, tl.slices)
     procs = [
         {"ph": "M", "name": n, "pid": _pid(a), "tid": 0, "args": args}
         for a, name in tl.process_names.items()
@@ -359,9 +450,9 @@ def events(rd: RunData, tl: Timeline, summary: dict[str, Any]) -> tuple[list[dic
     return procs + thread_meta + sorted(marks, key=lambda m: (m["pid"], m["ts"])), slices
 
 
-def write(rd: RunData, tl: Timeline, summary: dict[str, Any], path: Path) -> Path:
-    """Write the timeline to ``path`` (gzip JSON), atomically."""
-    head, slices = events(rd, tl, summary)
+def write(meta: RunMeta, tl: Timeline, summary: dict[str, Any], path: Path) -> Path:
+    """Write the timeline of the run of ``meta`` to ``path`` (gzip JSON), atomically."""
+    head, slices = events(meta, tl, summary)
 
     def lines():
         yield from (json.dumps(e) for e in head)
