@@ -155,3 +155,18 @@ def pfw_events(path: Path) -> list[dict]:
     the reader under test: one object a line, the array's brackets and commas dropped."""
     lines = gzip.decompress(path.read_bytes()).decode().splitlines()
     return [json.loads(s.rstrip(",")) for ln in lines if (s := ln.strip()).startswith("{")]
+
+
+def one_rank_budget_gb(store: Path) -> float:
+    """A budget (GiB) that the store's largest rank fits and no two ranks do: each rank's need
+    counted as the analysis plan counts it (rank 0 with the rows tied to no rank), a byte
+    over (the GiB figure is a float)."""
+    from iosweep.analysis import budget
+    from iosweep.analysis.subset import select
+    from iosweep.trace.store import open_store
+
+    ranks = [r.rank for r in open_store(store).meta.ranks]
+    one = max(
+        budget.need_of(store, select(open_store(store), [r], unranked=r == 0)).bytes for r in ranks
+    )
+    return (one + 1) / budget.GIB

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import unavailable
+from factories import one_rank_budget_gb
 
 from iosweep.analysis import budget
 
@@ -316,18 +317,12 @@ def test_profile_slurm_a_run_in_parts_spread_over_two_nodes(tmp_path, shared_dat
         unavailable(reason)
     from iosweep.analysis import analyze_run
     from iosweep.analysis.parts.plan import plan
-    from iosweep.analysis.subset import select
     from iosweep.trace.ingest import ingest
-    from iosweep.trace.store import open_store
 
     logs = shared_data / "horovod-pytorch-mnist" / "darshan-np4"
     store = tmp_path / "store"
     ingest([logs], store)
-    one = max(
-        budget.need_of(store, select(open_store(store), [r], unranked=r == 0)).bytes
-        for r in range(4)
-    )
-    memory_gb = (one + 1) / budget.GIB  # one rank fits, two do not: four parts
+    memory_gb = one_rank_budget_gb(store)  # one rank fits, two do not: four parts
     parts = plan(store, memory_gb)
     assert [p.ranks for p in parts] == [[0], [1], [2], [3]]
     run = {"logs": [str(logs)], "params": {"framework": "pytorch", "nodes": 1, "ppn": 4}}

@@ -5,12 +5,11 @@ import subprocess
 
 import pytest
 from conftest import REPO, snakemake
+from factories import one_rank_budget_gb
 
-from iosweep.analysis import analyze_run, budget
+from iosweep.analysis import analyze_run
 from iosweep.analysis.parts.plan import plan
-from iosweep.analysis.subset import select
 from iosweep.trace.ingest import ingest
-from iosweep.trace.store import open_store
 
 pytestmark = pytest.mark.integration
 
@@ -107,12 +106,7 @@ def test_a_run_over_the_budget_is_analysed_in_parts_as_jobs(tmp_path, shared_dat
     logs = shared_data / "horovod-pytorch-mnist" / "darshan-np4"
     store = tmp_path / "store"
     ingest([logs], store)
-    # a budget one rank fits and two do not (each rank's need, counted as the plan counts it)
-    one = max(
-        budget.need_of(store, select(open_store(store), [r], unranked=r == 0)).bytes
-        for r in range(4)
-    )
-    memory_gb = (one + 1) / budget.GIB  # (a byte over: the GiB figure is a float)
+    memory_gb = one_rank_budget_gb(store)  # one rank fits, two do not
     assert [p.ranks for p in plan(store, memory_gb)] == [[0], [1], [2], [3]]
     results = tmp_path / "results"
     cfg = tmp_path / "parts.yaml"

@@ -90,9 +90,7 @@ def analyze_run(
     remove(rd, mask, artefacts)
     summary, tables = _analyze(rd)
     timeline = rd.cache.pop("timeline", None)
-    summary["timeline"] = (
-        timeline.record() if timeline else {"file": "", "cut": "analysis.timeline.enabled: false"}
-    )
+    summary["timeline"] = timeline_export.Timeline.record_of(timeline)
     summary["artefacts"] = artefacts
     summary["store_relative"] = os.path.relpath(Path(store_path).resolve(), out_dir.resolve())
     for name, df in tables.items():

@@ -123,11 +123,7 @@ def write_combined(
     memory.map_large_arrays()  # as the whole run's analysis: freed arrays go back at once
     c = combine(store, dirs, settings, phases, jobs)
     summary = c.summary
-    summary["timeline"] = (
-        c.timeline.record()
-        if c.timeline
-        else {"file": "", "cut": "analysis.timeline.enabled: false"}
-    )
+    summary["timeline"] = export.Timeline.record_of(c.timeline)
     summary["store_relative"] = os.path.relpath(store.resolve(), out.resolve())
     tables = {
         "ops_sample": c.ops_sample,

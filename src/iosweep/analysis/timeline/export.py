@@ -42,6 +42,11 @@ class Timeline:
     run_id: str = ""
     clock_zero: float = 0.0
 
+    @staticmethod
+    def record_of(tl: Timeline | None) -> dict[str, Any]:
+        """The summary's ``timeline`` record of ``tl``, or of none made (not asked for)."""
+        return tl.record() if tl else {"file": "", "cut": "analysis.timeline.enabled: false"}
+
     def record(self, written: bool = True) -> dict[str, Any]:
         """The summary's ``timeline`` record."""
         lo, hi = self.window
@@ -169,15 +174,26 @@ def _in_window(start: np.ndarray, lo: float, hi: float) -> np.ndarray:
     return (start >= lo) & (start < hi)
 
 
+def _kept(
+    rd: RunData, loop: pd.DataFrame, lo: float, hi: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The operations, app events and loop slices that start in [lo, hi) (and end: a slice
+    without an end is not drawn)."""
+    ev = rd.app_events
+    return (
+        _in_window(rd.ops.start, lo, hi) & np.isfinite(rd.ops.end),
+        _in_window(ev["start"].to_numpy(), lo, hi) & np.isfinite(ev["end"].to_numpy()),
+        _in_window(loop["start"].to_numpy(), lo, hi),
+    )
+
+
 def collect(rd: RunData) -> Timeline:
     """The run's timeline, cut as ``analysis.timeline`` says (steps, window, max_events)."""
     loop, marks = _loop_slices(rd)
     t = rd.settings.timeline
     lo, hi, why = _cut(t, _step_window(loop, int(t["max_steps"])))
-    ops_keep = _in_window(rd.ops.start, lo, hi) & np.isfinite(rd.ops.end)
+    ops_keep, ev_keep, loop_keep = _kept(rd, loop, lo, hi)
     ev = rd.app_events
-    ev_keep = _in_window(ev["start"].to_numpy(), lo, hi) & np.isfinite(ev["end"].to_numpy())
-    loop_keep = _in_window(loop["start"].to_numpy(), lo, hi)
     starts = np.concatenate(
         [
             rd.ops.start[ops_keep],
@@ -226,11 +242,7 @@ def part_slices(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
     t = rd.settings.timeline
     lo, hi, _ = _cut(t, np.inf)
     ev = rd.app_events
-    keep = (
-        _in_window(rd.ops.start, lo, hi) & np.isfinite(rd.ops.end),
-        _in_window(ev["start"].to_numpy(), lo, hi) & np.isfinite(ev["end"].to_numpy()),
-        _in_window(loop["start"].to_numpy(), lo, hi),
-    )
+    keep = _kept(rd, loop, lo, hi)
     starts = (rd.ops.start, ev["start"].to_numpy(), loop["start"].to_numpy())
     capped = _capped(np.concatenate([x[k] for x, k in zip(starts, keep, strict=True)]),
                      int(t["max_events"]))  # fmt: skip
