@@ -336,3 +336,76 @@ def test_why_there_are_no_steps_is_said():
     )
     none = hooks_timing({"0": rec["timing"] | {"steps": 0, "hooked": []}}, 1)
     assert "imported none of the loaders" in none["why_none"]
+
+
+def _threaded(batches_thread, handoffs, train_calls=(0, 5)):
+    """A record whose loop (two epochs of two batches) runs in thread 1 ('prefetcher'), and
+    whose main thread (0) ran ``train_calls[0]`` training calls, thread 1 ``train_calls[1]``."""
+    loops = [_loop(1.0, stop=1.9), _loop(5.0, stop=5.9)]
+    batches = [(0, 1.0, 1.2, 8), (0, 1.2, 1.4, 8), (1, 5.0, 5.2, 8), (1, 5.2, 5.4, 4)]
+    doc = _doc(loops, batches, exit_t=9.0)
+    doc["batches"]["thread"] = [batches_thread] * 4
+    doc["threads"] = [{"name": "MainThread", "main": True, "train_calls": train_calls[0]},
+                      {"name": "prefetcher", "main": False, "train_calls": train_calls[1]}]  # fmt: skip
+    sites = ["/x/bg.py:30", "/x/log.py:5"]
+    doc["handoffs"] = dict(zip(("thread", "site", "request", "ready", "samples"),
+                               map(list, zip(*handoffs, strict=True)), strict=True)) if handoffs else {}  # fmt: skip
+    doc["handoffs"]["sites"] = sites
+    return doc
+
+
+def test_a_loader_iterated_by_a_producer_thread_is_timed_at_the_training_threads_hand_off():
+    # the main thread (4 optimizer steps) takes batches off a queue at bg.py:30: asked at 1.0,
+    # 1.5 (ready 1.25, 1.5), then the sentinel at 2.0; epoch 1 asked at 5.0 (ready 5.3), 6.0
+    # (ready 6.0), sentinel at 6.5; a get at log.py:5 of no batch, and the producer's own
+    # get in thread 1, are not the hand-off
+    gets = [(0, 0, 1.0, 1.25, 8), (0, 0, 1.5, 1.5, 8), (0, 0, 2.0, 2.0, -1),
+            (0, 1, 3.0, 3.0, -1), (1, 0, 3.5, 3.6, 8),
+            (0, 0, 5.0, 5.3, 8), (0, 0, 6.0, 6.0, 4), (0, 0, 6.5, 6.5, -1)]  # fmt: skip
+    out = steps_from_hooks(_threaded(1, gets, train_calls=(4, 0)))
+    steps = [(s["epoch"], s["step"], s["start"], s["end"], s.get("wait_start"),
+              s.get("wait_end"), s.get("samples")) for s in out["steps"]]  # fmt: skip
+    assert steps == [
+        (0, 0, 1.25, 1.5, 1.0, 1.25, 8),
+        (0, 1, 1.5, 2.0, 1.5, 1.5, 8),  # to the sentinel's get
+        (0, -1, 1.0, 2.0, None, None, None),
+        (1, 0, 5.3, 6.0, 5.0, 5.3, 8),
+        (1, 1, 6.0, 6.5, 6.0, 6.0, 4),
+        (1, -1, 5.0, 6.5, None, None, None),
+    ]
+    t = out["timing"]
+    assert (
+        t["loop"]
+        == "hand-off at bg.py:30 in thread 'MainThread', fed by torch at train.py:40 in thread 'prefetcher'"
+    )
+    assert (
+        t["training_thread"]
+        == "MainThread: it ran the training calls (4 optimizer steps and backward passes)"
+    )
+    assert t["wait"] == "measured" and "blocked in queue.Queue.get" in t["method"]
+
+
+def test_a_producer_whose_hand_off_cannot_be_timed_gives_no_steps_and_says_why():
+    out = steps_from_hooks(_threaded(1, [(0, 1, 3.0, 3.0, -1)], train_calls=(4, 0)))
+    assert out["steps"] == []
+    why = out["timing"]["why_none"]
+    assert why.startswith(
+        "the loader (torch at train.py:40 in thread 'prefetcher') was iterated outside the training thread 'MainThread'"
+    )
+    assert "no verdict is drawn from the producer's figures" in why
+    timing = hooks_timing({"0": out["timing"] | {"steps": 0}}, 1)
+    assert timing["why_none"] == why
+    # no training call seen anywhere: the main thread is taken as training's, and said so
+    out = steps_from_hooks(_threaded(1, [], train_calls=(0, 0)))
+    assert (
+        "the main thread (no optimizer step or backward pass was seen" in out["timing"]["why_none"]
+    )
+
+
+def test_a_loader_in_the_thread_that_trains_is_timed_at_its_next_whatever_thread_that_is():
+    # training in a worker thread (its optimizer steps there), the main thread idle: the loop
+    # is training's own, timed as before
+    out = steps_from_hooks(_threaded(1, [], train_calls=(0, 4)))
+    assert [s["wait_end"] for s in out["steps"] if s["step"] >= 0] == [1.2, 1.4, 5.2, 5.4]
+    assert out["timing"]["loop"] == "torch at train.py:40"
+    assert out["timing"]["training_thread"].startswith("prefetcher: it ran the training calls")

@@ -168,7 +168,8 @@ def hooks_timing(per_rank: dict[str, dict[str, Any]], n_ranks: int) -> dict[str,
     out["batches_timed"] = sum(int(t.get("batches_timed") or 0) for t in per_rank.values())
     best = max(per_rank.values(), key=lambda t: t.get("steps", 0), default=None)
     if best is not None and best.get("steps"):
-        out |= {k: best[k] for k in ("loop", "wait", "method", "hooked", "problems", "other_loops")}
+        keys = ("loop", "wait", "method", "hooked", "problems", "other_loops", "training_thread")
+        out |= {k: best[k] for k in keys if k in best}
         return out
     if not per_rank:
         out["why_none"] = (
@@ -176,6 +177,10 @@ def hooks_timing(per_rank: dict[str, dict[str, Any]], n_ranks: int) -> dict[str,
             "process exits normally; a rank killed, or started with `python -I`/`-S` (no "
             "sitecustomize), leaves none"
         )
+        return out
+    producer = next((t["why_none"] for t in per_rank.values() if t.get("why_none")), "")
+    if producer:  # batches were taken, but by a producer thread whose hand-off is not timed
+        out["why_none"] = producer
         return out
     hooked = sorted({h for t in per_rank.values() for h in t.get("hooked") or []})
     problems = sorted({p for t in per_rank.values() for p in t.get("problems") or []})

@@ -325,6 +325,7 @@ def timing_of(rd: RunData) -> dict[str, Any]:
         "wait": t.get("wait") if t.get("wait") in ("measured", "estimated") else "",
         "method": str(t.get("method") or ""),
         "loop": str(t.get("loop") or ""),
+        "training_thread": str(t.get("training_thread") or ""),
         "overhead_s": t.get("overhead_s"),
         "batches": t.get("batches_timed"),
         "other_loops": other,

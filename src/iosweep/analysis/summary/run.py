@@ -420,6 +420,7 @@ class Timing(_Model):
     wait: Literal["measured", "estimated", ""] = ""
     method: str = ""
     loop: str = ""  # the loop the hooks timed: its kind, file and line
+    training_thread: str = ""  # the thread the hooks took as training's, and why
     overhead_s: float | None = None  # seconds in the hooks' own bookkeeping, all ranks
     batches: int | None = None  # batches the hooks timed, all ranks and loops
     other_loops: list[str] = Field(default_factory=list)  # loops not taken for the steps

@@ -2,8 +2,11 @@
 
 Stdlib only: it runs inside the user's interpreter, whatever its packages. Loops are the
 iterations of data loaders (one ``iter()`` each: an epoch of that loop), batches the
-``next()`` calls that returned one; Keras ``fit`` calls are kept apart. :mod:`.steps`
-reads the file this writes.
+``next()`` calls that returned one; Keras ``fit`` calls are kept apart. Every batch carries
+the thread that took it, and each thread its count of training calls (an optimizer step, a
+backward pass): a loader iterated in another thread than the training one is a producer, and
+what training waited for is its hand-off, the ``queue.Queue.get`` calls that returned a
+batch (:func:`patch_queue`). :mod:`.steps` reads the file this writes.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import importlib.abc
 import importlib.util
 import json
 import os
+import queue
 import sys
 import threading
 import time
@@ -79,6 +83,18 @@ class Recorder:
         self.b_request = array("d")
         self.b_ready = array("d")
         self.b_samples = array("l")
+        self.b_thread = array("l")
+        # threads by first use: ident -> index into thread_info (name, main, train_calls)
+        self._thread_of: dict[int, int] = {}
+        self.thread_info: list[dict[str, Any]] = []
+        # hand-offs: queue.Queue.get calls outside the loaders' own next(), by thread and site
+        self.h_thread = array("l")
+        self.h_site = array("l")
+        self.h_request = array("d")
+        self.h_ready = array("d")
+        self.h_samples = array("l")
+        self._site_of: dict[str, int] = {}
+        self.inside = threading.local()  # .on: within a hooked next() (its own queues)
         self.fits: list[dict[str, Any]] = []  # Keras fit calls (tf_hooks)
         self.hooked: list[str] = []
         self.problems: list[str] = []
@@ -86,6 +102,37 @@ class Recorder:
         self.error = ""
         self.overhead = 0.0  # seconds spent in the hooks' bookkeeping
         self.quiet = threading.local()  # .on: a fetch another hook records (Keras fit)
+
+    # --- threads ---------------------------------------------------------------------
+    def thread_index(self) -> int:
+        """This thread's index in :attr:`thread_info` (added on first use)."""
+        ident = threading.get_ident()
+        idx = self._thread_of.get(ident)
+        if idx is None:
+            with self.lock:
+                idx = self._thread_of.setdefault(ident, len(self.thread_info))
+                if idx == len(self.thread_info):
+                    t = threading.current_thread()
+                    main = t is threading.main_thread()
+                    self.thread_info.append({"name": t.name, "main": main, "train_calls": 0})
+        return idx
+
+    def train_call(self) -> None:
+        """This thread ran a training call (an optimizer step, a backward pass)."""
+        self.thread_info[self.thread_index()]["train_calls"] += 1
+
+    def handoff(self, t0: float, t1: float, item: Any, site: str) -> None:
+        """A ``queue.Queue.get`` asked at ``t0`` returned ``item`` at ``t1``."""
+        n = samples_of(item)
+        thread = self.thread_index()
+        with self.lock:
+            code = self._site_of.setdefault(site, len(self._site_of))
+            self.h_thread.append(thread)
+            self.h_site.append(code)
+            self.h_request.append(t0)
+            self.h_ready.append(t1)
+            self.h_samples.append(n)
+        self.overhead += time.time() - t1
 
     # --- loops ---------------------------------------------------------------------
     def begin(self, it: Any, kind: str, site: str, loader: int, t: float, **info: Any) -> None:
@@ -117,7 +164,9 @@ class Recorder:
             self.begin(it, kind, "?", -1, t0)
             idx = self._loop_of[id(it)]
         n = samples_of(data)
+        thread = self.thread_index()
         with self.lock:
+            self.b_thread.append(thread)
             self.b_loop.append(idx)
             self.b_request.append(t0)
             self.b_ready.append(t1)
@@ -154,6 +203,16 @@ class Recorder:
                 "request": list(self.b_request),
                 "ready": list(self.b_ready),
                 "samples": list(self.b_samples),
+                "thread": list(self.b_thread),
+            },
+            "threads": self.thread_info,
+            "handoffs": {
+                "sites": list(self._site_of),
+                "thread": list(self.h_thread),
+                "site": list(self.h_site),
+                "request": list(self.h_request),
+                "ready": list(self.h_ready),
+                "samples": list(self.h_samples),
             },
             "fits": self.fits,
         }
@@ -220,6 +279,23 @@ class _PatchingLoader(importlib.abc.Loader):
         return getattr(self.loader, name)
 
 
+def patch_queue() -> None:
+    """Time ``queue.Queue.get`` (the hand-off of thread prefetchers: BackgroundGenerator, a
+    thread and a queue around a loader), except inside a loader's own hooked ``next()``."""
+    real_get = queue.Queue.get
+
+    def get(self, block=True, timeout=None):
+        r = recorder()
+        if r is None or getattr(r.inside, "on", False):
+            return real_get(self, block, timeout)
+        t0 = time.time()
+        item = real_get(self, block, timeout)
+        r.handoff(t0, time.time(), item, caller_site(2))
+        return item
+
+    queue.Queue.get = get  # type: ignore[method-assign]
+
+
 def _exit_code(code: Any) -> int:
     if code is None:
         return 0
@@ -272,6 +348,7 @@ def install(out: str) -> Recorder:
     os.register_at_fork(after_in_child=_forget_in_child)
     patches = {**torch_hooks.PATCHES, **tf_hooks.PATCHES}
     sys.meta_path.insert(0, _Patcher(rec, patches))
+    patch_queue()
     _record_exits(rec)
     atexit.register(rec.write)
     return rec

@@ -7,6 +7,14 @@ its own even when a helper starts every loop at one place). Each of its iteratio
 epoch; batch k's wait is the time ``next()`` blocked for it, its step the time from having
 it to asking for the next one (the last: to the StopIteration, or to the iterator's end).
 Keras ``fit`` steps come timed from the split compiled step (or whole, with an estimated wait).
+
+The loop must run in the training thread (the one whose optimizer steps or backward passes
+the hooks counted; the main thread where none was seen). A loader iterated in another thread
+is a producer (a thread prefetcher): its ``next()`` times say how busy the producer was, not
+what training waited for. Then the steps are the training thread's hand-offs, the
+``queue.Queue.get`` calls that returned a batch, matched to the producer's batches in order
+(a queue is first in, first out) for their epochs; where the training thread took no batch
+from a queue, no step is drawn from the producer's figures and the record says why.
 """
 
 from __future__ import annotations
@@ -120,6 +128,104 @@ def _fit_steps(fits: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
     return out, estimated
 
 
+# --- threads: the training thread, and a producer's hand-off --------------------------------
+
+
+def _training_thread(doc: dict[str, Any]) -> tuple[int | None, str]:
+    """(index of the training thread, how it was known); (None, '') in a record without
+    threads (an older hooks record: every loop taken as the training one)."""
+    threads = doc.get("threads") or []
+    if not threads:
+        return None, ""
+    best = max(range(len(threads)), key=lambda i: threads[i].get("train_calls", 0))
+    if threads[best].get("train_calls", 0) > 0:
+        n = threads[best]["train_calls"]
+        return best, f"it ran the training calls ({n} optimizer steps and backward passes)"
+    main = next((i for i, t in enumerate(threads) if t.get("main")), None)
+    if main is None:
+        return None, ""
+    return main, "the main thread (no optimizer step or backward pass was seen in any thread)"
+
+
+def _loop_thread(doc: dict[str, Any], iterations: list[int]) -> int | None:
+    """The thread that took most of a loop's batches."""
+    b = doc.get("batches") or {}
+    its = set(iterations)
+    counts: dict[int, int] = defaultdict(int)
+    for i, t in zip(b.get("loop", []), b.get("thread", []), strict=False):
+        if i in its:
+            counts[int(t)] += 1
+    return max(counts, key=lambda t: counts[t]) if counts else None
+
+
+def _thread_name(doc: dict[str, Any], idx: int) -> str:
+    return str((doc.get("threads") or [])[idx].get("name") or f"thread {idx}")
+
+
+def _handoffs(doc: dict[str, Any], thread: int) -> tuple[str, list[tuple[float, float, int]]]:
+    """The training thread's busiest hand-off site and its gets (request, ready, samples) in
+    time order, sentinels (no batch) included; ('', []) when it took no batch from a queue."""
+    h = doc.get("handoffs") or {}
+    sites = h.get("sites") or []
+    rows: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
+    for t, site, t0, t1, n in zip(h.get("thread", []), h.get("site", []), h.get("request", []),
+                                  h.get("ready", []), h.get("samples", []), strict=False):  # fmt: skip
+        if int(t) == thread:
+            rows[int(site)].append((float(t0), float(t1), int(n)))
+    batched = {k: sum(1 for r in v if r[2] >= 0) for k, v in rows.items()}
+    best = max(batched, key=lambda k: batched[k], default=None)
+    if best is None or batched[best] == 0:
+        return "", []
+    return str(sites[best]) if best < len(sites) else "?", sorted(rows[best])
+
+
+def _handoff_steps(doc, iterations, batches, gets) -> list[dict[str, Any]]:
+    """The training thread's steps from its hand-offs: get k of a batch is the producer's
+    batch k (first in, first out), which gives its epoch; its step runs to the next get."""
+    epoch_of: list[int] = []
+    for e, i in enumerate(i for i in iterations if batches.get(i)):
+        epoch_of += [e] * len(batches[i])
+    out: list[dict[str, Any]] = []
+    by_epoch: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    k = 0
+    for j, (t0, t1, n) in enumerate(gets):
+        if n < 0 or k >= len(epoch_of):
+            continue
+        end = gets[j + 1][0] if j + 1 < len(gets) else _next_start(doc, t1)
+        by_epoch[epoch_of[k]].append(_step(epoch_of[k], len(by_epoch[epoch_of[k]]), t1, end,
+                                           (t0, t1), n))  # fmt: skip
+        k += 1
+    for e in sorted(by_epoch):
+        rows = by_epoch[e]
+        out += rows
+        out.append(_step(e, -1, rows[0]["wait_start"], rows[-1]["end"]))
+    return out
+
+
+def _producer(doc, main, train: int, how: str, thread: int, timing) -> list[dict[str, Any]]:
+    """A loop iterated outside the training thread: the steps of its hand-off, or none (with
+    why) when the training thread took no batch from a queue."""
+    producer = f"{main['kind']} at {_site(main['site'])} in thread '{_thread_name(doc, thread)}'"
+    train_name = _thread_name(doc, train)
+    site, gets = _handoffs(doc, train)
+    if not gets:
+        timing["why_none"] = (
+            f"the loader ({producer}) was iterated outside the training thread "
+            f"'{train_name}' ({how}): its next() times describe a producer, not what training "
+            "waited for, and the training thread took no batch from a queue.Queue that iosweep "
+            "can time (another hand-off: a deque, a pipe, a multiprocessing queue); no verdict "
+            "is drawn from the producer's figures"
+        )
+        return []
+    timing["loop"] = f"hand-off at {_site(site)} in thread '{train_name}', fed by {producer}"
+    timing["method"] = (
+        f"time the training thread ('{train_name}': {how}) blocked in queue.Queue.get for "
+        f"each batch; the loader is iterated by a producer thread ({producer}), whose next() "
+        "times say how busy it was, not what training waited for"
+    )
+    return _handoff_steps(doc, main["iterations"], _batches(doc), gets)
+
+
 def _candidates(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Every loop of the process: kind, site, iterations, batches, first start."""
     batches = _batches(doc)
@@ -153,6 +259,7 @@ def steps_from_hooks(doc: dict[str, Any]) -> dict[str, Any]:
         "loop": "",
         "wait": "",
         "method": "",
+        "why_none": "",
         "other_loops": [
             {"kind": c["kind"], "site": _site(c["site"]), "batches": c["batches"]}
             for c in cands[1:]
@@ -174,9 +281,16 @@ def steps_from_hooks(doc: dict[str, Any]) -> dict[str, Any]:
             "train step (Keras' own step, without its fetch): the wait is measured"
         )
     else:
-        steps = _loop_steps(doc, main["iterations"], _batches(doc))
+        train, how = _training_thread(doc)
+        thread = _loop_thread(doc, main["iterations"])
+        if train is not None:
+            timing["training_thread"] = f"{_thread_name(doc, train)}: {how}"
         timing["wait"] = WAIT_MEASURED
-        timing["method"] = f"time blocked in next() on the {main['kind']} iterator"
+        if train is not None and thread is not None and thread != train:
+            steps = _producer(doc, main, train, how, thread, timing)
+        else:
+            steps = _loop_steps(doc, main["iterations"], _batches(doc))
+            timing["method"] = f"time blocked in next() on the {main['kind']} iterator"
     for c in cands[1:]:
         for n, i in enumerate(c.get("iterations") or []):
             lp = doc["loops"][i]

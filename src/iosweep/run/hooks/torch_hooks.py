@@ -4,7 +4,8 @@ that returns a batch is a wait (asked .. returned), StopIteration ends the loop.
 Patched on the classes (``DataLoader.__iter__``, ``_BaseDataLoaderIter.__next__``), so every
 loader of the process is seen, however the script iterates it (``for``, ``enumerate``,
 ``next``, a library's training loop). Forked loader workers run their own code paths and
-are not touched.
+are not touched. Optimizer steps and backward passes are counted per thread: the thread that
+runs them is the training thread (:mod:`.steps`).
 """
 
 from __future__ import annotations
@@ -53,11 +54,14 @@ def patch(module: Any, rec: Recorder) -> str:
         if r is None:
             return real_next(self)
         t0 = time.time()
+        r.inside.on = True  # the loader's own queues (pin memory) are not hand-offs
         try:
             batch = real_next(self)
         except StopIteration:
             r.stop(self, t0)
             raise
+        finally:
+            r.inside.on = False
         r.batch(self, "torch", t0, time.time(), batch)
         return batch
 
@@ -66,4 +70,33 @@ def patch(module: Any, rec: Recorder) -> str:
     return "torch.utils.data.DataLoader"
 
 
-PATCHES = {"torch.utils.data.dataloader": patch}
+def _count_train_call(*_args: Any) -> None:
+    r = recorder()
+    if r is not None:
+        r.train_call()
+
+
+def patch_optimizer(module: Any, rec: Recorder) -> str:
+    """Every optimizer's steps, through torch's global step hook (torch >= 2.0)."""
+    module.register_optimizer_step_post_hook(_count_train_call)
+    return ""
+
+
+def patch_backward(module: Any, rec: Recorder) -> str:
+    """``Tensor.backward``: a training step without a torch optimizer still runs one."""
+    cls = module.Tensor
+    real_backward = cls.backward
+
+    def backward(self, *args, **kwargs):
+        _count_train_call()
+        return real_backward(self, *args, **kwargs)
+
+    cls.backward = backward
+    return ""
+
+
+PATCHES = {
+    "torch.utils.data.dataloader": patch,
+    "torch.optim.optimizer": patch_optimizer,
+    "torch._tensor": patch_backward,
+}

@@ -1,0 +1,111 @@
+"""PyTorch with a thread prefetcher around its DataLoader (the BackgroundGenerator pattern: a
+producer thread iterates the loader and puts batches on a queue.Queue; the training loop in
+the main thread takes them off it). Each rank trains on its own share of .npy sample files,
+without a process group.
+
+The script times its own main thread, the truth the hooks must match: each ``next()`` on the
+prefetcher (the wait), the epochs, and the AU they give, written to ``--truth``.
+"""
+
+import argparse
+import glob
+import json
+import os
+import queue
+import threading
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+
+def spin(ms):
+    end = time.perf_counter() + ms / 1000.0
+    while time.perf_counter() < end:
+        pass
+
+
+class Samples(torch.utils.data.Dataset):
+    def __init__(self, files, sample_ms):
+        self.files, self.sample_ms = files, sample_ms
+
+    def __len__(self):
+        return len(self.files)
+
+    def __getitem__(self, i):
+        x = np.load(self.files[i])
+        spin(self.sample_ms)  # "decoding and augmenting"
+        return torch.from_numpy(x), i % 4
+
+
+class BackgroundGenerator(threading.Thread):
+    """prefetch_generator's class, as users copy it: a daemon thread filling a queue."""
+
+    def __init__(self, generator, max_prefetch=2):
+        super().__init__(daemon=True, name="prefetcher")
+        self.queue = queue.Queue(max_prefetch)
+        self.generator = generator
+        self.start()
+
+    def run(self):
+        for item in self.generator:
+            self.queue.put(item)
+        self.queue.put(None)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = self.queue.get()
+        if item is None:
+            raise StopIteration
+        return item
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--rank", type=int, default=0)
+    ap.add_argument("--world-size", type=int, default=1)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--bs", type=int, default=8)
+    ap.add_argument("--sample-ms", type=float, default=0.0)
+    ap.add_argument("--step-ms", type=float, default=0.0)
+    ap.add_argument("--truth", required=True)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    files = sorted(glob.glob(os.path.join(a.data, "*.npy")))[a.rank :: a.world_size]
+    if not files:
+        raise SystemExit(f"no .npy files in {a.data}")
+    loader = torch.utils.data.DataLoader(Samples(files, a.sample_ms), batch_size=a.bs)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(256, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    truth = {"rank": a.rank, "epochs": [], "samples": 0}
+    for _epoch in range(a.epochs):
+        it = BackgroundGenerator(loader)
+        start = time.time()
+        wait, steps = 0.0, 0
+        while True:
+            t0 = time.time()
+            try:
+                x, y = next(it)
+            except StopIteration:
+                end = t0
+                break
+            wait += time.time() - t0
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            time.sleep(a.step_ms / 1000.0)  # "the rest of the model", off the GIL as kernels are
+            steps += 1
+            truth["samples"] += len(x)
+        truth["epochs"].append({"start": start, "end": end, "wait": wait, "steps": steps})
+    time_all = sum(e["end"] - e["start"] for e in truth["epochs"])
+    truth["au"] = 1.0 - sum(e["wait"] for e in truth["epochs"]) / time_all
+    with open(a.truth, "w") as f:
+        json.dump(truth, f)
+
+
+if __name__ == "__main__":
+    main()
