@@ -9,7 +9,6 @@ prefetcher (the wait), the epochs, and the AU they give, written to ``--truth``.
 
 import argparse
 import glob
-import json
 import os
 import queue
 import threading
@@ -17,6 +16,7 @@ import time
 
 import numpy as np
 import torch
+from own_truth import Truth
 from torch import nn
 
 
@@ -81,30 +81,23 @@ def main():
     loader = torch.utils.data.DataLoader(Samples(files, a.sample_ms), batch_size=a.bs)
     model = nn.Sequential(nn.Flatten(), nn.Linear(256, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    truth = {"rank": a.rank, "epochs": [], "samples": 0}
+    truth = Truth(a.rank)
     for _epoch in range(a.epochs):
         it = BackgroundGenerator(loader)
-        start = time.time()
-        wait, steps = 0.0, 0
+        truth.epoch_start()
         while True:
             t0 = time.time()
             try:
                 x, y = next(it)
             except StopIteration:
-                end = t0
+                truth.epoch_end(t0)
                 break
-            wait += time.time() - t0
+            truth.waited(t0, time.time(), len(x))
             opt.zero_grad()
             nn.functional.cross_entropy(model(x), y).backward()
             opt.step()
             time.sleep(a.step_ms / 1000.0)  # "the rest of the model", off the GIL as kernels are
-            steps += 1
-            truth["samples"] += len(x)
-        truth["epochs"].append({"start": start, "end": end, "wait": wait, "steps": steps})
-    time_all = sum(e["end"] - e["start"] for e in truth["epochs"])
-    truth["au"] = 1.0 - sum(e["wait"] for e in truth["epochs"]) / time_all
-    with open(a.truth, "w") as f:
-        json.dump(truth, f)
+    truth.write(a.truth)
 
 
 if __name__ == "__main__":

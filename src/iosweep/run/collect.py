@@ -200,6 +200,70 @@ def hooks_timing(per_rank: dict[str, dict[str, Any]], n_ranks: int) -> dict[str,
     return out
 
 
+# --- the rank's processes and host, as the sampler saw them ------------------------------------
+
+MANIFEST_SAMPLES = 300  # samples a rank's series keeps in the manifest (cumulative: deltas exact)
+MANIFEST_PROCS = 64  # processes a rank keeps, busiest first
+
+
+def collect_procs(run_dir: Path, ranks: list[int], timeout: float) -> dict[str, Any]:
+    """Each rank's record of :mod:`iosweep.run.procstat` (``progress/procs-rank-R.json``),
+    waiting up to ``timeout`` s for the samplers, which write once the rank is gone:
+    ``{rank: record}``, and ``{rank: {"error": why}}`` for a rank without one."""
+    deadline = time.monotonic() + timeout
+    progress = run_dir / "progress"
+    out: dict[str, Any] = {}
+    todo = list(ranks)
+    while True:
+        for r in list(todo):
+            doc, err = progress / f"procs-rank-{r}.json", progress / f"procs-rank-{r}.error"
+            if doc.exists():
+                try:
+                    out[str(r)] = _procs_record(json.loads(doc.read_text()))
+                except (OSError, ValueError, KeyError) as e:
+                    out[str(r)] = {"error": f"{doc.name}: {type(e).__name__}: {e}"}
+                todo.remove(r)
+            elif err.exists():
+                out[str(r)] = {"error": err.read_text(errors="replace").strip()}
+                todo.remove(r)
+        if not todo or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
+    for r in todo:
+        out[str(r)] = {"error": "the sampler of the rank's processes left no record"}
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
+
+
+def _procs_record(doc: dict[str, Any]) -> dict[str, Any]:
+    series = doc["series"]
+    n = len(series["t"])
+    step = max(1, -(-n // MANIFEST_SAMPLES))
+    keep = list(range(0, n, step))
+    if n and keep[-1] != n - 1:
+        keep.append(n - 1)  # the last sample: the totals
+    procs = sorted(doc["procs"].items(), key=lambda kv: -(kv[1].get("cpu_s") or 0))
+    return {
+        k: doc[k]
+        for k in (
+            "host",
+            "pid",
+            "start",
+            "end",
+            "interval_s",
+            "cores",
+            "io_readable",
+            "overhead_cpu_s",
+        )
+    } | {
+        "processes_seen": len(procs),
+        "procs": [{"pid": int(pid), **rec} for pid, rec in procs[:MANIFEST_PROCS]],
+        "series": {k: [v[i] for i in keep] for k, v in series.items()},
+        "mapped_files": dict(
+            sorted((doc.get("mapped_files") or {}).items(), key=lambda kv: -kv[1])[:MANIFEST_PROCS]
+        ),
+    }
+
+
 # --- the traces, once the tracers have written them ----------------------------------------------
 
 

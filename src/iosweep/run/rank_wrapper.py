@@ -4,7 +4,8 @@ The launcher starts ``python -m iosweep.run.rank_wrapper --run-dir DIR [--hooks]
 ARGS...`` once per rank. The wrapper writes ``DIR/ranks/rank-R.json`` ({rank, local_rank, size,
 pid, host}), fills ``{rank}``, ``{local_rank}`` and ``{world_size}`` in the arguments, and then
 *execs* PROGRAM, so that pid is the traced process's pid: that is how the merge ties a
-per-process log to its rank. ``--hooks`` puts iosweep's step hooks on the program's Python
+per-process log to its rank. Just before, it starts the sampler of the rank's processes and
+host (:mod:`iosweep.run.procstat`; ``IOSWEEP_PROCSTAT=0`` leaves it out). ``--hooks`` puts iosweep's step hooks on the program's Python
 path (:mod:`iosweep.run.hooks`), active in that pid only. Stdlib only, so it runs under any
 interpreter.
 """
@@ -97,6 +98,10 @@ def main(argv: list[str] | None = None) -> None:
         env = hooks_environment(env, run_dir, rank)
     program = fill_rank(program, rank, local_rank, size)
     sys.stdout.flush()
+    if os.environ.get("IOSWEEP_PROCSTAT", "1") != "0":
+        from iosweep.run import procstat
+
+        procstat.start(run_dir / "progress" / f"procs-rank-{rank}.json", rank)
     try:
         os.execvpe(program[0], program, env)
     except OSError as e:  # what the launcher's log must say, rather than a traceback

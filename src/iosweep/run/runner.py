@@ -31,6 +31,7 @@ from iosweep.files import write_text
 from iosweep.provenance import git_revision
 from iosweep.run import slurm
 from iosweep.run.collect import (
+    collect_procs,
     collect_progress,
     exited_ranks,
     read_json_files,
@@ -54,6 +55,7 @@ from iosweep.run.tracers import TracerError, TracerSpec, resolve_tracer
 from iosweep.workloads import Workload, all_workloads
 
 RUN_SUBDIRS = ("ranks", "traces", "progress", "checkpoints")
+PROCS_WAIT = 10.0  # s for the samplers of the ranks' processes to write (procstat.MAX_INTERVAL+)
 
 
 def _tool_version(argv: list[str]) -> str:
@@ -529,6 +531,7 @@ def _collect(
             log,
         )
     manifest["trace_problems"] = {str(k): v for k, v in trace_problems.items()}
+    manifest["procs"] = collect_procs(run_dir, [r["rank"] for r in ranks], PROCS_WAIT)
     # What the job wrote, as on disk: lets the analysis notice writes a tracer missed
     # (DFTracer does not see torch.save's checkpoint writes).
     manifest["outputs"] = [

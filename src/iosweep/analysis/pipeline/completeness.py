@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from iosweep.analysis.pipeline.host import blind_reads
 from iosweep.trace.darshan.runtime import excluded_by_default
 from iosweep.trace.schema import RunMeta
 from iosweep.units import human_bytes
@@ -86,6 +87,30 @@ def _dataset_check(
     return None
 
 
+def _blind_check(pipeline: dict[str, Any]) -> dict | None:
+    """Reads the tracer could not see, found by the kernel's account of the ranks' processes
+    (:mod:`.host`): memory-mapped data, or read calls well past the traced bytes."""
+    host = pipeline.get("host") or {}
+    traced = int((pipeline.get("totals") or {}).get("bytes_read_in_epochs") or 0)
+    how = blind_reads(host, traced)
+    if not how:
+        return None
+    figures = [f"{human_bytes(host['rchar'])} through read calls"] if host.get("rchar") else []
+    if host.get("read_bytes") is not None:
+        figures.append(f"{human_bytes(host['read_bytes'])} from storage")
+    if host.get("majflt") is not None:
+        figures.append(f"{host['majflt']:,.0f} major page faults")
+    return {
+        "kind": "dataset-reads",
+        "expected": None,
+        "seen": traced,
+        "message": f"the trace holds {human_bytes(traced)} of reads in the epochs, a lower bound: "
+        "the ranks' processes read data the tracer did not see (during training, by the "
+        f"kernel's counts: {', '.join(figures) or 'not readable'})",
+        "why": how,
+    }
+
+
 def _checkpoint_check(checkpoints: dict[str, Any]) -> dict | None:
     disk = checkpoints.get("on_disk") or {}
     traced = int(checkpoints.get("bytes_written") or 0)
@@ -119,6 +144,11 @@ def completeness_checks(
     check = _dataset_check(meta, dataset_bytes, dataset_files, pipeline)
     if check:
         check["why"] = _why_blind(meta)
+    blind = _blind_check(pipeline)
+    if check and blind:
+        check["why"] = "; ".join(w for w in (check["why"], "the data were " + blind["why"]) if w)
+    check = check or blind
+    if check:
         out.append(check)
     check = _checkpoint_check(checkpoints)
     if check:

@@ -13,6 +13,7 @@ VERDICTS = {
     "input-bound-storage": "Input-bound by storage",
     "input-bound-preprocessing": "Input-bound by preprocessing",
     "loop-bound": "Held back by the loop itself, not by its data",
+    "host-cpu-bound": "Held back by the host's CPU",
     "startup": "Dominated by start-up",
 }
 

@@ -21,7 +21,7 @@ The run's verdict, from these totals, is :mod:`.verdict`'s.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ from iosweep.analysis import intervals
 from iosweep.analysis.data import READ, RunData, category_matches
 from iosweep.analysis.patterns.metadata import KINDS
 from iosweep.analysis.pipeline.epochs import steps_frame
+from iosweep.analysis.pipeline.host import blind_storage, host_bound, host_summary
 from iosweep.analysis.pipeline.verdict import estimated, verdict
 from iosweep.analysis.settings import AnalysisSettings
 
@@ -377,6 +378,8 @@ class PipelineFacts:
     run_end: float
     io_span: tuple[float, float] | None  # the first operation's start, the last one's end
     no_steps_reason: str
+    procs: dict[str, Any] = field(default_factory=dict)  # the manifest's sampler records
+    clock_zero: float = 0.0
 
 
 def pipeline_facts(rd: RunData) -> PipelineFacts:
@@ -390,6 +393,8 @@ def pipeline_facts(rd: RunData) -> PipelineFacts:
         rd.run_end,
         (float(np.min(ops.start)), float(np.max(ops.end))) if len(ops) else None,
         "" if has_steps else _no_steps_reason(rd),
+        (rd.meta.manifest or {}).get("procs") or {},
+        rd.meta.clock_zero,
     )
 
 
@@ -429,6 +434,8 @@ def pipeline_summary(
         "estimated" if timing.get("wait") == "estimated" else "timed" if facts.timed else "gaps"
     )
     v = verdict(tot, context, s, wait_is_lower_bound=source == "estimated")
+    host = host_summary(facts.procs, facts.clock_zero, t)
+    v = blind_storage(host_bound(v, host, context), host, tot["bytes_read_in_epochs"])
     if source == "estimated":
         v = estimated(v, timing["method"])
     return {
@@ -441,6 +448,7 @@ def pipeline_summary(
         "epochs": _epochs(t),
         "verdict": v,
         "coverage": _coverage(facts.io_span, t),
+        "host": host,
     }
 
 

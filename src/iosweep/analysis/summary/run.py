@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from iosweep.analysis.summary.base import _Model
+from iosweep.analysis.summary.host import Host
 
 
 class Issue(_Model):
@@ -403,6 +404,7 @@ class Verdict(_Model):
         "input-bound-storage",
         "input-bound-preprocessing",
         "loop-bound",
+        "host-cpu-bound",
         "startup",
         "undecided",
     ]
@@ -511,6 +513,7 @@ class Pipeline(_Model):
     coverage: str = ""  # a warning when the steps do not fall within the trace
     unoverlapped: Unoverlapped = Field(default_factory=lambda: Unoverlapped(available=False))
     dlio: DlioAu | None = None
+    host: Host = Field(default_factory=lambda: Host(available=False))
 
 
 class FileShape(_Model):

@@ -1,0 +1,252 @@
+"""Whether the host's cores held the ranks back, and what the ranks' processes did that no
+tracer saw: CPU time of each rank's process and of every process below it (loader workers),
+the time the rank's main thread waited for a core, the host's CPU use, page faults and bytes
+read, over each rank's training window. From the run's sampler records (the manifest's
+``procs``, written by :mod:`iosweep.run.procstat`); a trace from elsewhere has none, and its
+figures are "not measured", never zero.
+
+Counters are cumulative, sampled every ``interval_s``: a window's figure is the difference of
+the series interpolated at its bounds (a process's last interval before it ends is missed).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from iosweep.units import human_bytes
+
+HOST_BUSY_SHARE = 0.9  # of the usable cores: above it, the host had no core to spare
+# of the time the job's threads were runnable, the share they waited for a core: above it,
+# they were short of cores (a thread is runnable when running or waiting on a run queue)
+CORE_WAIT_SHARE = 0.25
+MAPPED_MIN = 1 << 20  # a data file mapped smaller than this is not a dataset's
+STORAGE_MIN = 16 << 20  # bytes from storage outside the trace that make a wait storage's
+UNTRACED_MIN = 4 << 20  # read-call bytes past the traced ones that say the tracer missed reads
+NOT_MEASURED = (
+    "not measured: the run has no record of its processes (a trace from elsewhere, or a run "
+    "made before iosweep sampled them)"
+)
+
+
+def _delta(series: dict[str, list], key: str, lo: float, hi: float) -> float | None:
+    t = np.asarray(series.get("t") or [], dtype=float)
+    v = series.get(key) or []
+    if len(t) < 2 or len(v) != len(t) or any(x is None for x in v):
+        return None
+    y = np.asarray(v, dtype=float)
+    return float(np.interp(hi, t, y) - np.interp(lo, t, y))
+
+
+def _windows(t: pd.DataFrame, clock_zero: float) -> dict[int, tuple[float, float]]:
+    """Each rank's training window, Unix seconds: its first epoch's start to its last's end."""
+    if t.empty:
+        return {}
+    g = t.groupby("rank")
+    return {int(r): (float(lo) + clock_zero, float(hi) + clock_zero)
+            for r, lo, hi in zip(g["start"].min().index, g["start"].min(), g["end"].max(), strict=True)}  # fmt: skip
+
+
+def _rank_figures(rank: int, rec: dict[str, Any], window: tuple[float, float]) -> dict[str, Any]:
+    s = rec["series"]
+    lo, hi = max(window[0], s["t"][0]), min(window[1], s["t"][-1])
+    span = hi - lo
+    d = {k: _delta(s, k, lo, hi) for k in ("rank_cpu", "cpu", "rank_runq", "runq", "host_busy",
+                                            "majflt", "minflt", "rchar", "read_bytes")}  # fmt: skip
+    usable = (rec.get("cores") or {}).get("usable")
+
+    def per(x: float | None) -> float | None:
+        return x / span if x is not None and span > 0 else None
+
+    other = d["cpu"] - d["rank_cpu"] if d["cpu"] is not None and d["rank_cpu"] is not None else None
+    runnable = d["cpu"] + d["runq"] if d["cpu"] is not None and d["runq"] is not None else None
+    io = bool(rec.get("io_readable"))
+    return {
+        "rank": rank,
+        "host": rec.get("host", ""),
+        "window_s": span,
+        "covered_share": span / (window[1] - window[0]) if window[1] > window[0] else None,
+        "cores_usable": usable,
+        "rank_cores": per(d["rank_cpu"]),
+        "other_cores": per(other),
+        "rank_runq_share": per(d["rank_runq"]),
+        "core_wait_share": d["runq"] / runnable if runnable and d["runq"] is not None else None,
+        "host_busy_cores": per(d["host_busy"]),
+        "processes": int(rec.get("processes_seen") or 0),
+        "majflt": d["majflt"],
+        "minflt": d["minflt"],
+        "rchar": d["rchar"] if io else None,
+        "read_bytes": d["read_bytes"] if io else None,
+        "overhead_cpu_s": rec.get("overhead_cpu_s"),
+        "interval_s": rec.get("interval_s"),
+    }
+
+
+def host_summary(procs: dict[str, Any], clock_zero: float, t: pd.DataFrame) -> dict[str, Any]:
+    """The run's host figures over its ranks' training windows (:class:`summary.Host`)."""
+    recs = {int(r): v for r, v in (procs or {}).items() if isinstance(v, dict)}
+    errors = {r: v["error"] for r, v in recs.items() if v.get("error")}
+    good = {r: v for r, v in recs.items() if not v.get("error") and v.get("series", {}).get("t")}
+    windows = _windows(t, clock_zero)
+    ranks = [_rank_figures(r, good[r], windows[r]) for r in sorted(good) if r in windows]
+    ranks = [f for f in ranks if f["window_s"] > 0]
+    if not ranks:
+        reason = NOT_MEASURED if not recs else (
+            "no rank's processes were sampled during its training steps"
+            + (f" ({'; '.join(f'rank {r}: {e}' for r, e in sorted(errors.items()))})" if errors else "")
+        )  # fmt: skip
+        return {"available": False, "reason": reason}
+    nodes: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for f in ranks:
+        nodes[f["host"]].append(f)
+    per_node = []
+    for host, fs in sorted(nodes.items()):
+        cores = min((f["cores_usable"] for f in fs if f["cores_usable"]), default=None)
+        node_busy = _mean([f["host_busy_cores"] for f in fs])
+        used = sum((f["rank_cores"] or 0) + (f["other_cores"] or 0) for f in fs)
+        per_node.append({"host": host, "ranks": len(fs), "cores_usable": cores,
+                         "busy_share": node_busy / cores if node_busy is not None and cores else None,
+                         "job_cores": used})  # fmt: skip
+    busy = [float(n["busy_share"]) for n in per_node if n["busy_share"] is not None]
+    mapped: dict[str, int] = {}
+    for rec in good.values():
+        for path, size in (rec.get("mapped_files") or {}).items():
+            if size >= MAPPED_MIN:
+                mapped[path] = max(mapped.get(path, 0), int(size))
+    return {
+        "available": True,
+        "reason": "",
+        "missing_ranks": sorted(set(recs) - {f["rank"] for f in ranks}),
+        "errors": {str(r): e for r, e in sorted(errors.items())},
+        "ranks": ranks,
+        "nodes": per_node,
+        "busy_share": max(busy) if busy else None,
+        "rank_cores": _mean([f["rank_cores"] for f in ranks]),
+        "other_cores": _mean([f["other_cores"] for f in ranks]),
+        "rank_runq_share": _mean([f["rank_runq_share"] for f in ranks]),
+        "core_wait_share": _mean([f["core_wait_share"] for f in ranks]),
+        "majflt": _sum([f["majflt"] for f in ranks]),
+        "rchar": _sum([f["rchar"] for f in ranks]),
+        "read_bytes": _sum([f["read_bytes"] for f in ranks]),
+        "overhead_cpu_s": _sum([f["overhead_cpu_s"] for f in ranks]),
+        "mapped_files": dict(sorted(mapped.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }
+
+
+def _mean(xs: list[float | None]) -> float | None:
+    v = [x for x in xs if x is not None]
+    return float(np.mean(v)) if v else None
+
+
+def _sum(xs: list[float | None]) -> float | None:
+    v = [x for x in xs if x is not None]
+    return float(sum(v)) if v else None
+
+
+def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
+    """Where the host had no core to spare during training and the job's threads waited for
+    one: a verdict of preprocessing or of the loop becomes host-CPU-bound (more loader
+    workers cannot help; the loop is not slow by itself, it waits for a core); a
+    compute-bound run stays so (its data keep up) and says its compute is slowed by sharing
+    cores. Storage and start-up verdicts stand (their cause is elsewhere)."""
+    kinds = ("compute-bound", "input-bound-preprocessing", "loop-bound")
+    if v["kind"] not in kinds or not host.get("available"):
+        return v
+    busy, short = host.get("busy_share"), host.get("core_wait_share")
+    if busy is None or busy < HOST_BUSY_SHARE or short is None or short < CORE_WAIT_SHARE:
+        return v
+    node = max(host["nodes"], key=lambda n: n["busy_share"] or 0)
+    cores = node["cores_usable"]
+    w = ctx.get("loader_workers")
+    rank_c, other_c, runq = host["rank_cores"], host["other_cores"], host["rank_runq_share"]
+    figures = (
+        f"the host's {cores:g} usable cores were {busy:.0%} busy during training, "
+        f"{node['ranks']} rank(s) on it using {node['job_cores']:.2f} cores "
+        f"({_cores(rank_c)} a rank in its own process, {_cores(other_c)} a rank in loader "
+        f"workers and other processes below it); their threads waited for a core "
+        f"{_share(short)} of the time they could run (a rank's main thread {_share(runq)} of "
+        "the time)"
+    )
+    levers = [
+        f"fewer processes per core: {node['ranks']} rank(s)"
+        + (f" x (1 + {w} loader workers)" if isinstance(w, int) else " and their loader workers")
+        + f" share {cores:g} cores; loader workers beyond the cores the ranks leave free only "
+        "add waiting",
+        "more cores per rank: fewer ranks per node, or a node with more cores",
+        "cheaper preprocessing: samples stored pre-decoded or pre-resized, or decoded on the "
+        "accelerator (e.g. DALI)",
+    ]
+    numbers = v["numbers"] | {"host_busy_share": busy, "host_cores_usable": float(cores or 0),
+                              "rank_runq_share": runq, "core_wait_share": short}  # fmt: skip
+    if v["kind"] == "compute-bound":
+        text = v["text"] + f"; but {figures}: the compute itself is slowed by sharing cores"
+        return v | {"text": text, "levers": levers[:2], "numbers": numbers}
+    text = (
+        v["text"].split(";")[0].split(", but")[0]
+        + f"; {figures}: the ranks and their workers want more CPU than the host gives"
+    )
+    return v | {"kind": "host-cpu-bound", "title": "Held back by the host's CPU",
+                "text": text, "levers": levers, "numbers": numbers}  # fmt: skip
+
+
+def _cores(x: float | None) -> str:
+    return "?" if x is None else f"{x:.2f} cores"
+
+
+def _share(x: float | None) -> str:
+    return "?" if x is None else f"{x:.0%}"
+
+
+def blind_reads(host: dict[str, Any], traced: int) -> str:
+    """How the ranks' processes read data the trace does not hold ('' when nothing says so):
+    files memory-mapped, or read calls (the kernel's count) well past the traced bytes."""
+    if not host.get("available"):
+        return ""
+    mapped = host.get("mapped_files") or {}
+    if mapped:
+        path = next(iter(mapped))
+        more = f" and {len(mapped) - 1} more" if len(mapped) > 1 else ""
+        return (
+            f"memory-mapped ({path}{more}, {human_bytes(sum(mapped.values()))} on disk): a read by "
+            "page fault calls no read function (np.load(mmap_mode=...), Arrow / Hugging Face "
+            "datasets, LMDB)"
+        )
+    rchar = host.get("rchar")
+    if rchar is not None and rchar - traced >= UNTRACED_MIN and traced < 0.5 * rchar:
+        return (
+            f"read through calls the tracer does not intercept ({human_bytes(rchar)} through read "
+            f"calls by the kernel's count, /proc/PID/io, against {human_bytes(traced)} traced): "
+            "numpy's np.load and other C stdio reads through a duplicated descriptor under "
+            "DFTracer, a library with its own I/O path, or files outside the traced directories"
+        )
+    return ""
+
+
+def blind_storage(v: dict[str, Any], host: dict[str, Any], traced: int) -> dict[str, Any]:
+    """A wait called preprocessing because no traced read was in flight is storage's where the
+    data were read outside the trace and much of them came from storage in training."""
+    how = blind_reads(host, traced)
+    outside = host.get("read_bytes") if host.get("available") else None
+    if v["kind"] != "input-bound-preprocessing" or not how or outside is None:
+        return v
+    if outside < STORAGE_MIN or outside < 2 * traced:
+        return v
+    majflt = host.get("majflt")
+    faults = f", {majflt:,.0f} major page faults" if majflt is not None else ""
+    text = v["text"].split(";")[0] + (
+        f"; the data were {how}, so the trace cannot place their reads in the wait: the ranks' "
+        f"processes read {human_bytes(outside)} from storage during training{faults} (the "
+        "kernel's counts): the wait is storage's, not preprocessing's"
+    )
+    levers = [
+        "stage the data to node-local storage or memory (sweep.staging: node-local)",
+        "read in larger, sequential pieces (whole samples or shards; madvise(MADV_SEQUENTIAL) "
+        "or a read call instead of page faults on a memory map)",
+        "more loader workers, to keep more reads in flight",
+    ]
+    numbers = v["numbers"] | {"storage_bytes_outside_trace": float(outside)}
+    return v | {"kind": "input-bound-storage", "title": "Input-bound by storage",
+                "text": text, "levers": levers, "numbers": numbers}  # fmt: skip

@@ -1,0 +1,39 @@
+"""The training scripts' own account of their main thread, the truth the hooks must match:
+each batch's wait (asked .. had), each epoch's bounds, and AU as iosweep defines it (MLPerf
+Storage's manner: compute over epoch time, the first step's wait and the first step left out).
+"""
+
+import json
+import time
+
+
+class Truth:
+    def __init__(self, rank, **extra):
+        self.doc = {"rank": rank, "epochs": [], "samples": 0, **extra}
+        self.waits = []
+        self.start = None
+
+    def epoch_start(self):
+        self.start, self.waits = time.time(), []
+
+    def waited(self, asked, had, samples):
+        self.waits.append((asked, had))
+        self.doc["samples"] += samples
+
+    def epoch_end(self, end):
+        w = self.waits
+        compute = [(w[k + 1][0] if k + 1 < len(w) else end) - w[k][1] for k in range(len(w))]
+        self.doc["epochs"].append({
+            "start": self.start, "end": end, "steps": len(w),
+            "wait": sum(b - a for a, b in w),
+            "first_wait": w[0][1] - w[0][0] if w else 0.0,
+            "first_step": compute[0] if w else 0.0,
+            "compute": sum(compute[1:]),
+        })  # fmt: skip
+
+    def write(self, path):
+        e = self.doc["epochs"]
+        rest = sum(x["end"] - x["start"] - x["first_wait"] - x["first_step"] for x in e)
+        self.doc["au"] = sum(x["compute"] for x in e) / rest
+        with open(path, "w") as f:
+            json.dump(self.doc, f)
