@@ -27,6 +27,7 @@ from iosweep.run.program import resolve_python
 from iosweep.run.runner import run_point
 from iosweep.run.workload_data import prepare_workload_data
 from iosweep.trace.ingest import ingest
+from iosweep.trace.store import open_store
 from iosweep.workloads import all_workloads
 
 pytestmark = pytest.mark.integration
@@ -50,14 +51,16 @@ def npy(tmp_path_factory) -> Path:
     return out
 
 
-def _own_job(tmp: Path, data: Path, command: str, tracer: str = "auto") -> tuple[dict, dict]:
-    """Run a user's command as a workload of 2 ranks, ingest and analyse it: (manifest,
-    summary)."""
+def _own_job(
+    tmp: Path, data: Path, command: str, launch: str = "mpi", ppn: int = 2
+) -> tuple[dict, dict]:
+    """Run a user's command as a workload of ``ppn`` ranks (tracer ``auto``), ingest and
+    analyse it: (manifest, summary)."""
     config = validate_config({
         "workloads": {"own": {"command": command, "workdir": str(JOBS), "framework": "pytorch",
-                              "data": str(data)}},
-        "sweep": {"workloads": ["own"], "frameworks": ["pytorch"], "procs_per_node": [2],
-                  "epochs": [3], "loader_workers": [0], "tracers": [tracer]},
+                              "data": str(data), "launch": launch}},
+        "sweep": {"workloads": ["own"], "frameworks": ["pytorch"], "procs_per_node": [ppn],
+                  "epochs": [3], "loader_workers": [0], "tracers": ["auto"]},
         "training": {"collect_wait": 20, "timeout": 600},
     })  # fmt: skip
     (point,) = expand_sweep(config)
@@ -223,3 +226,30 @@ def test_np_load_reads_past_the_tracer_are_counted_and_the_trace_called_a_lower_
     if traced < 0.9 * truth:  # DFTracer missed numpy's stdio reads: said, with the cause
         check = _dataset_check(sm)
         assert "lower bound" in check["message"] and "np.load" in check["why"], check
+
+
+def test_ranks_the_job_spawns_itself_are_found_traced_and_counted(tmp_path, npy):
+    """``python spawn_ddp.py`` (launch: single): mp.spawn starts 2 DDP ranks; the launched
+    process only waits for them."""
+    truth = tmp_path / "truth"
+    truth.mkdir()
+    man, sm = _own_job(tmp_path, npy, (
+        f"{{python}} spawn_ddp.py --data {{data}} --nprocs 2 --epochs {{epochs}} --step-ms 30 "
+        f"--truth {truth}"), launch="single", ppn=1)  # fmt: skip
+    own = [json.loads((truth / f"rank-{r}.json").read_text()) for r in (0, 1)]
+    # each rank is the process that joined the group as it (the launched one only waited)
+    assert [(r["rank"], r["pid"]) for r in man["ranks"]] == [(0, own[0]["pid"]), (1, own[1]["pid"])]
+    assert man["self_started"] == {"ranks": [0, 1], "world_size": 2, "launched": 1, "unseen": []}
+    (issue,) = [i for i in sm["issues"] if i["kind"] == "self-started-rank"]
+    assert (
+        "started 2 rank(s) itself" in issue["message"] and "`launch: torchrun`" in issue["message"]
+    )
+    p = sm["pipeline"]
+    assert p["totals"]["ranks"] == 2 and p["totals"]["samples"] == sum(o["samples"] for o in own)
+    assert p["totals"]["au"] == pytest.approx(np.mean([o["au"] for o in own]), abs=AU_TOLERANCE)
+    # each rank's traced reads are its own share of the files (DistributedSampler, no shuffle)
+    seg = open_store(tmp_path / "run" / "store").table("segments").to_pandas()
+    seg = seg[(seg["op"] == "read") & seg["path"].astype(str).str.endswith(".npy")]
+    files = sorted(str(f) for f in npy.glob("*.npy"))
+    for r in (0, 1):
+        assert set(seg.loc[seg["rank"] == r, "path"].astype(str)) == set(files[r::2])

@@ -107,11 +107,14 @@ def collect_progress(
     files and the step records (``timing``: ``script``, ``hooks`` or ``none``); return the rank
     records."""
     ranks = read_json_files(run_dir / "ranks", "rank-*.json")
-    manifest["ranks"] = sorted(ranks, key=lambda r: r["rank"])
+    own = self_started(manifest, run_dir, ranks)
+    taken = {r["rank"] for r in own}  # a launched coordinator's rank, taken by its child
+    manifest["ranks"] = sorted([*(r for r in ranks if r["rank"] not in taken), *own],
+                               key=lambda r: r["rank"])  # fmt: skip
     if timing == "script":
         finished = _script_records(manifest, run_dir)
     elif timing == "hooks":
-        finished = _hook_records(manifest, run_dir)
+        finished = _hook_records(manifest, run_dir, own)
     else:
         finished = {r["rank"] for r in ranks}
         manifest["timing"] = {"source": "none", "why_none": "the workload's timing is `none`"}
@@ -137,10 +140,50 @@ def _script_records(manifest: dict[str, Any], run_dir: Path) -> set[int]:
     return {int(r) for r in manifest["phases"]}
 
 
-def _hook_records(manifest: dict[str, Any], run_dir: Path) -> set[int]:
-    """A user's job timed by the step hooks: ``progress/hooks-rank-R.json``."""
+def self_started(manifest: dict[str, Any], run_dir: Path, ranks: list[dict]) -> list[dict]:
+    """Ranks the job started itself: processes below a launched rank that joined its process
+    group (``progress/joins/``, written by the hooks) as a rank no launcher started, or as the
+    rank of a launched process that never joined (a coordinator: ``mp.spawn``'s parent).
+    Their rank records (``started_by``: the launched rank they ran under), and
+    ``manifest["self_started"]`` saying so, with the group's ranks never seen."""
+    keys = ("pid", "host", "rank", "world_size")
+    joins = [j for j in read_json_files(run_dir / "progress" / "joins", "join-*.json")
+             if all(k in j for k in keys)]  # fmt: skip
+    launched = {(r["host"], int(r["pid"])): r for r in ranks}
+    joined = {(j["host"], int(j["pid"])) for j in joins}
+    # a launched rank whose own process never joined: its rank number is free for a child
+    free = {int(r["rank"]) for key, r in launched.items() if key not in joined}
+    known = {int(r["rank"]) for r in ranks} - free
+    own: list[dict] = []
+    for j in sorted(joins, key=lambda j: (int(j["rank"]), int(j["pid"]))):
+        if (j["host"], int(j["pid"])) in launched or int(j["rank"]) in known:
+            continue
+        parent = launched.get((j["host"], int(j.get("ppid") or 0)))
+        local = j.get("local_rank")
+        own.append({"rank": int(j["rank"]), "pid": int(j["pid"]), "host": j["host"],
+                    "local_rank": int(str(local)) if str(local).isdigit() else int(j["rank"]),
+                    "size": int(j["world_size"]),
+                    "started_by": parent["rank"] if parent else None})  # fmt: skip
+        known.add(int(j["rank"]))
+    world = max((int(j["world_size"]) for j in joins), default=0)
+    unseen = sorted(set(range(world)) - known - free)
+    if own or unseen:
+        manifest["self_started"] = {"ranks": [r["rank"] for r in own], "world_size": world,
+                                    "launched": len(ranks), "unseen": unseen}  # fmt: skip
+    return own
+
+
+def _hook_records(manifest: dict[str, Any], run_dir: Path, own: list[dict]) -> set[int]:
+    """A user's job timed by the step hooks: ``progress/hooks-rank-R.json``, and for a rank the
+    job started itself its process's ``hooks-child-PID.json``."""
     finished, errors, per_rank = set(), {}, {}
-    for doc in read_json_files(run_dir / "progress", "hooks-rank-*.json"):
+    taken = {r["rank"] for r in own}
+    docs = [d for d in read_json_files(run_dir / "progress", "hooks-rank-*.json")
+            if int(d.get("rank") or 0) not in taken]  # fmt: skip
+    for r in own:
+        for doc in read_json_files(run_dir / "progress", f"hooks-child-{r['pid']}.json"):
+            docs.append({**doc, "rank": r["rank"]})
+    for doc in docs:
         rank = int(doc.get("rank") or 0)
         rec = steps_from_hooks(doc)
         manifest["steps"] += [{"rank": rank, **s} for s in rec["steps"]]

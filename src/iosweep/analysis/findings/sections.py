@@ -150,9 +150,37 @@ def status_sections(
     }
 
 
-def coverage_issues(meta: RunMeta, actor_kind: str, ranks: pd.DataFrame) -> list[dict[str, Any]]:
-    """Ranks the run should have that left no trace (``ranks``: the ranks table)."""
+# what a job that starts its own ranks should do instead (README: "Ranks the job starts itself")
+LAUNCH_HINT = (
+    "to have the launcher start every rank, run it with `launch: torchrun` and its ranks per "
+    "node as `procs_per_node` (Lightning and accelerate then start no process of their own; "
+    "a script calling mp.spawn must leave the processes to torchrun)"
+)
+
+
+def self_started_issues(meta: RunMeta) -> list[dict[str, Any]]:
+    """Ranks the job started itself (the manifest's ``self_started``): found and counted, or
+    in its process group and never seen."""
+    own = (meta.manifest or {}).get("self_started") or {}
     out: list[dict[str, Any]] = []
+    if own.get("ranks"):
+        names = ", ".join(f"rank {r}" for r in own["ranks"])
+        out.append(asdict(Issue(names, "self-started-rank", (
+            f"the job started {len(own['ranks'])} rank(s) itself ({names}) beside the "
+            f"{own.get('launched')} its launcher started: found when they joined its process "
+            f"group, they are traced and counted as ranks; {LAUNCH_HINT}"), "warning")))  # fmt: skip
+    if own.get("unseen"):
+        out.append(asdict(Issue("process group", "self-started-rank", (
+            f"the job's process group has {own.get('world_size')} ranks, but ranks "
+            f"{own['unseen']} were never seen (another host, or a process without iosweep's "
+            f"hooks): they are missing from the analysis; {LAUNCH_HINT}"), "warning")))  # fmt: skip
+    return out
+
+
+def coverage_issues(meta: RunMeta, actor_kind: str, ranks: pd.DataFrame) -> list[dict[str, Any]]:
+    """Ranks the run should have that left no trace (``ranks``: the ranks table), and ranks
+    the job started itself."""
+    out: list[dict[str, Any]] = self_started_issues(meta)
     if meta.tracer == "none":
         return out
     expected = {r.rank for r in meta.ranks}

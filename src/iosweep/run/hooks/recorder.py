@@ -340,7 +340,10 @@ class _Quitter:
 
 def install(out: str) -> Recorder:
     """Start recording in this process: patch the frameworks as they are imported, record the
-    exit status, write the record at exit."""
+    exit status, write the record at exit. In the rank's own process ``out`` is the rank's
+    record; in a Python process below it, ``hooks-child-PID.json`` beside it, which becomes a
+    rank's record if the process joins the job's process group as a rank the launcher did
+    not start (:func:`iosweep.run.hooks.torch_hooks.patch_c10d` writes the join)."""
     global _REC
     from iosweep.run.hooks import tf_hooks, torch_hooks
 

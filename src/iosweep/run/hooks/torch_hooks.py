@@ -10,7 +10,11 @@ runs them is the training thread (:mod:`.steps`).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import json
+import os
+import socket
 import time
 from typing import Any
 
@@ -95,8 +99,42 @@ def patch_backward(module: Any, rec: Recorder) -> str:
     return ""
 
 
+def _record_join(module: Any) -> None:
+    """This process joined the job's process group: its rank, written beside the step records
+    (``progress/joins/``), so that a rank the job started itself is found and counted."""
+    out = os.environ.get("IOSWEEP_HOOKS_OUT", "")
+    if not out:
+        return
+    try:
+        rank, size = int(module.get_rank()), int(module.get_world_size())
+    except Exception:  # a group torch cannot describe: nothing to record
+        return
+    host = socket.gethostname()
+    doc = {"pid": os.getpid(), "ppid": os.getppid(), "host": host, "rank": rank,
+           "world_size": size, "local_rank": os.environ.get("LOCAL_RANK"), "time": time.time()}  # fmt: skip
+    folder = os.path.join(os.path.dirname(out), "joins")
+    with contextlib.suppress(OSError):
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, f"join-{host}-{os.getpid()}.json"), "w") as f:
+            json.dump(doc, f)
+
+
+def patch_c10d(module: Any, rec: Recorder) -> str:
+    """``init_process_group``: who joined the job's process group, as which rank."""
+    real = module.init_process_group
+
+    def init_process_group(*args, **kwargs):
+        out = real(*args, **kwargs)
+        _record_join(module)
+        return out
+
+    module.init_process_group = init_process_group
+    return ""
+
+
 PATCHES = {
     "torch.utils.data.dataloader": patch,
+    "torch.distributed.distributed_c10d": patch_c10d,
     "torch.optim.optimizer": patch_optimizer,
     "torch._tensor": patch_backward,
 }

@@ -1,8 +1,10 @@
 """iosweep's step hooks, loaded by Python at start-up in every process of a rank.
 
-Active only in the rank's own process (the pid the rank wrapper names): a Python program the
-job starts is left alone. Then the interpreter's own ``sitecustomize``, if it has one, runs
-as it would have without us.
+In the rank's own process (the pid the rank wrapper names) they write the rank's record; in a
+Python program the job starts (a subprocess, a ``spawn``-ed process), a record of its own
+(``hooks-child-PID.json``), kept only if that process joins the job's process group as a rank
+the launcher did not start (Lightning's ``Trainer(devices=N)``, ``mp.spawn``). Then the
+interpreter's own ``sitecustomize``, if it has one, runs as it would have without us.
 """
 
 import os
@@ -10,12 +12,15 @@ import sys
 
 
 def _install() -> None:
-    if os.environ.get("IOSWEEP_RANK_PID") != str(os.getpid()):
+    out = os.environ.get("IOSWEEP_HOOKS_OUT", "")
+    if not out:
         return
+    if os.environ.get("IOSWEEP_RANK_PID") != str(os.getpid()):
+        out = os.path.join(os.path.dirname(out), f"hooks-child-{os.getpid()}.json")
     try:
         from iosweep.run.hooks import recorder
 
-        recorder.install(os.environ.get("IOSWEEP_HOOKS_OUT", ""))
+        recorder.install(out)
     except Exception as e:  # never stop the user's job
         print(f"iosweep: step hooks not installed: {type(e).__name__}: {e}", file=sys.stderr)
 
