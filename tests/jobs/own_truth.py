@@ -11,7 +11,7 @@ class Truth:
     def __init__(self, rank, **extra):
         self.doc = {"rank": rank, "epochs": [], "samples": 0, **extra}
         self.waits = []
-        self.start = None
+        self.start = None  # None: no epoch open
 
     def epoch_start(self):
         self.start, self.waits = time.time(), []
@@ -21,6 +21,9 @@ class Truth:
         self.doc["samples"] += samples
 
     def epoch_end(self, end):
+        """The open epoch ends at ``end`` (once: a second end of the same epoch is ignored)."""
+        if self.start is None:
+            return
         w = self.waits
         compute = [(w[k + 1][0] if k + 1 < len(w) else end) - w[k][1] for k in range(len(w))]
         self.doc["epochs"].append({
@@ -30,6 +33,7 @@ class Truth:
             "first_step": compute[0] if w else 0.0,
             "compute": sum(compute[1:]),
         })  # fmt: skip
+        self.start = None
 
     def write(self, path):
         e = self.doc["epochs"]
