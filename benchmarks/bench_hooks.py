@@ -9,7 +9,10 @@ the machine's speed falls on every variant alike:
   steps/s after 20 warm-up steps. Variants: untimed; with iosweep's hooks (the rank wrapper's
   variables: ``sitecustomize`` on the path, the hooks' record written at exit); under
   ``torch.profiler.profile(activities=[CPU])``, which is how PyTorch users see the time spent
-  in ``DataLoader.__next__`` (its "enumerate(DataLoader)" events).
+  in ``DataLoader.__next__`` (its "enumerate(DataLoader)" events); watched by iosweep's sampler
+  of a rank's processes (``iosweep.run.procstat``, as the rank wrapper starts it: /proc every
+  0.5 s), whose own CPU time per second of the run is printed beside (target: <= 1% of the
+  loop's time).
 - **keras** (``--keras``, needs ``.venv-tf``): ``Model.fit`` over ``tf.data`` (batch 32),
   untimed and with the hooks (whose split adds one eager fetch per step); steps/s from the
   fit's own epoch times (the second epoch).
@@ -106,9 +109,27 @@ def _env(hooks: bool, out: Path) -> dict[str, str]:
     return env
 
 
+def _sampled(python: str, script: Path, steps: int, step_ms: float, out: Path) -> dict:
+    """The untimed loop, watched by the sampler of a rank's processes from its start."""
+    env = _env(False, out)
+    loop = subprocess.Popen([python, str(script), str(steps), "plain", str(step_ms)], env=env,
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    watcher = subprocess.Popen([python, "-m", "iosweep.run.procstat", str(loop.pid), str(out)],
+                               env={**env, "PYTHONPATH": str(ROOT / "src")})  # fmt: skip
+    stdout, _ = loop.communicate()
+    watcher.wait(timeout=60)
+    rec = json.loads(stdout.strip().splitlines()[-1])
+    doc = json.loads(out.read_text())
+    rec["sampler_cpu_share"] = doc["overhead_cpu_s"] / max(doc["end"] - doc["start"], 1e-9)
+    rec["samples"] = len(doc["series"]["t"])
+    return rec
+
+
 def _one(python: str, script: Path, steps: int, variant: str, step_ms: float, tmp: Path) -> dict:
     out = tmp / f"hooks-{variant}.json"
     out.unlink(missing_ok=True)
+    if variant == "sampler":
+        return _sampled(python, script, steps, step_ms, out)
     hooks = variant == "hooks"
     # the hooks record in the pid the rank wrapper names: here, the interpreter exec'd by sh
     cmd = ["sh", "-c", 'IOSWEEP_RANK_PID=$$ exec "$0" "$@"', python, str(script), str(steps),
@@ -134,6 +155,10 @@ def _table(name: str, results: dict[str, list[dict]]) -> None:
         if variant == "hooks":
             per = statistics.median(r["hook_s_per_step"] for r in runs)
             extra = f"   hooks' own bookkeeping: {per * 1e6:.1f} us/step"
+        if variant == "sampler":
+            per = statistics.median(r["sampler_cpu_share"] for r in runs)
+            n = statistics.median(r["samples"] for r in runs)
+            extra = f"   sampler's own CPU: {per:.2%} of the run's time ({n:.0f} samples)"
         print(f"  {variant:9s} {min(v):9.1f} {statistics.median(v):9.1f} {max(v):9.1f}   "
               f"ratio {med:.3f} (cost {1 - med:+.1%}){extra}")  # fmt: skip
 
@@ -160,7 +185,12 @@ def main() -> None:
         (tmp / "torch_loop.py").write_text(TORCH_LOOP)
         (tmp / "keras_loop.py").write_text(KERAS_LOOP)
         loops = [
-            ("torch DataLoader", a.python, tmp / "torch_loop.py", ["plain", "hooks", "profile"])
+            (
+                "torch DataLoader",
+                a.python,
+                tmp / "torch_loop.py",
+                ["plain", "hooks", "sampler", "profile"],
+            )
         ]
         if a.keras:
             loops.append(("Keras fit", a.tf_python, tmp / "keras_loop.py", ["plain", "hooks"]))

@@ -109,8 +109,9 @@ def collect_progress(
     ranks = read_json_files(run_dir / "ranks", "rank-*.json")
     own = self_started(manifest, run_dir, ranks)
     taken = {r["rank"] for r in own}  # a launched coordinator's rank, taken by its child
-    manifest["ranks"] = sorted([*(r for r in ranks if r["rank"] not in taken), *own],
-                               key=lambda r: r["rank"])  # fmt: skip
+    manifest["ranks"] = sorted(
+        [*(r for r in ranks if r["rank"] not in taken), *own], key=lambda r: r["rank"]
+    )
     if timing == "script":
         finished = _script_records(manifest, run_dir)
     elif timing == "hooks":
@@ -147,8 +148,11 @@ def self_started(manifest: dict[str, Any], run_dir: Path, ranks: list[dict]) -> 
     Their rank records (``started_by``: the launched rank they ran under), and
     ``manifest["self_started"]`` saying so, with the group's ranks never seen."""
     keys = ("pid", "host", "rank", "world_size")
-    joins = [j for j in read_json_files(run_dir / "progress" / "joins", "join-*.json")
-             if all(k in j for k in keys)]  # fmt: skip
+    joins = [
+        j
+        for j in read_json_files(run_dir / "progress" / "joins", "join-*.json")
+        if all(k in j for k in keys)
+    ]
     launched = {(r["host"], int(r["pid"])): r for r in ranks}
     joined = {(j["host"], int(j["pid"])) for j in joins}
     # a launched rank whose own process never joined: its rank number is free for a child
@@ -160,16 +164,26 @@ def self_started(manifest: dict[str, Any], run_dir: Path, ranks: list[dict]) -> 
             continue
         parent = launched.get((j["host"], int(j.get("ppid") or 0)))
         local = j.get("local_rank")
-        own.append({"rank": int(j["rank"]), "pid": int(j["pid"]), "host": j["host"],
-                    "local_rank": int(str(local)) if str(local).isdigit() else int(j["rank"]),
-                    "size": int(j["world_size"]),
-                    "started_by": parent["rank"] if parent else None})  # fmt: skip
+        own.append(
+            {
+                "rank": int(j["rank"]),
+                "pid": int(j["pid"]),
+                "host": j["host"],
+                "local_rank": int(str(local)) if str(local).isdigit() else int(j["rank"]),
+                "size": int(j["world_size"]),
+                "started_by": parent["rank"] if parent else None,
+            }
+        )
         known.add(int(j["rank"]))
     world = max((int(j["world_size"]) for j in joins), default=0)
     unseen = sorted(set(range(world)) - known - free)
     if own or unseen:
-        manifest["self_started"] = {"ranks": [r["rank"] for r in own], "world_size": world,
-                                    "launched": len(ranks), "unseen": unseen}  # fmt: skip
+        manifest["self_started"] = {
+            "ranks": [r["rank"] for r in own],
+            "world_size": world,
+            "launched": len(ranks),
+            "unseen": unseen,
+        }
     return own
 
 
@@ -178,8 +192,11 @@ def _hook_records(manifest: dict[str, Any], run_dir: Path, own: list[dict]) -> s
     job started itself its process's ``hooks-child-PID.json``."""
     finished, errors, per_rank = set(), {}, {}
     taken = {r["rank"] for r in own}
-    docs = [d for d in read_json_files(run_dir / "progress", "hooks-rank-*.json")
-            if int(d.get("rank") or 0) not in taken]  # fmt: skip
+    docs = [
+        d
+        for d in read_json_files(run_dir / "progress", "hooks-rank-*.json")
+        if int(d.get("rank") or 0) not in taken
+    ]
     for r in own:
         for doc in read_json_files(run_dir / "progress", f"hooks-child-{r['pid']}.json"):
             docs.append({**doc, "rank": r["rank"]})

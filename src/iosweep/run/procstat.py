@@ -38,8 +38,21 @@ CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # cumulative, the tree's: CPU s (rank_cpu: its own process), run-queue wait s (rank_runq: its
 # main thread), faults, bytes; host_busy/host_iowait: the host's CPU s since boot; rss_file:
 # the file pages resident in the live processes' mappings now (not cumulative)
-SERIES = ("t", "host_busy", "host_iowait", "rank_cpu", "cpu", "rank_runq", "runq",
-          "majflt", "minflt", "rchar", "read_bytes", "rss_file", "procs")  # fmt: skip
+SERIES = (
+    "t",
+    "host_busy",
+    "host_iowait",
+    "rank_cpu",
+    "cpu",
+    "rank_runq",
+    "runq",
+    "majflt",
+    "minflt",
+    "rchar",
+    "read_bytes",
+    "rss_file",
+    "procs",
+)
 
 
 def _read(path: str) -> str | None:
@@ -59,8 +72,14 @@ def proc_stat(pid: int) -> dict[str, Any] | None:
     f = text[text.rfind(")") + 2 :].split()
     if f[0] in ("Z", "X"):
         return None
-    return {"name": name, "ppid": int(f[1]), "minflt": int(f[7]), "majflt": int(f[9]),
-            "cpu": (int(f[11]) + int(f[12])) / CLK_TCK, "threads": int(f[17])}  # fmt: skip
+    return {
+        "name": name,
+        "ppid": int(f[1]),
+        "minflt": int(f[7]),
+        "majflt": int(f[9]),
+        "cpu": (int(f[11]) + int(f[12])) / CLK_TCK,
+        "threads": int(f[17]),
+    }
 
 
 def proc_io(pid: int) -> tuple[int, int] | None:
@@ -86,8 +105,22 @@ def rss_file(pid: int) -> int | None:
 
 # mappings that are code or the runtime's, not data: shared libraries, Python's own files,
 # shared memory (torch's tensors between processes), devices, anonymous and special regions
-_NOT_DATA = (".so", "/lib/python", "/site-packages/", "/dist-packages/", "/usr/lib", "/lib/",
-             "/usr/share/", "/dev/", "/proc/", "/sys/", "/memfd:", "/SYSV", "/torch_", "/i18n/")  # fmt: skip
+_NOT_DATA = (
+    ".so",
+    "/lib/python",
+    "/site-packages/",
+    "/dist-packages/",
+    "/usr/lib",
+    "/lib/",
+    "/usr/share/",
+    "/dev/",
+    "/proc/",
+    "/sys/",
+    "/memfd:",
+    "/SYSV",
+    "/torch_",
+    "/i18n/",
+)
 
 
 def _executable(path: str, seen: dict[str, bool] = {}) -> bool:  # noqa: B006 (a cache)
@@ -232,8 +265,12 @@ def cores(env: dict[str, str] | None = None) -> dict[str, Any]:
     except (AttributeError, OSError):
         affinity = None
     slurm = env.get("SLURM_CPUS_PER_TASK")
-    out = {"online": os.cpu_count(), "affinity": affinity, "cgroup_quota": cgroup_cpu_quota(),
-           "slurm_cpus_per_task": int(slurm) if slurm and slurm.isdigit() else None}  # fmt: skip
+    out = {
+        "online": os.cpu_count(),
+        "affinity": affinity,
+        "cgroup_quota": cgroup_cpu_quota(),
+        "slurm_cpus_per_task": int(slurm) if slurm and slurm.isdigit() else None,
+    }
     limits = [v for k, v in out.items() if k != "online" and v]
     out["usable"] = min([*limits, out["online"] or 0]) or None
     return out
@@ -255,18 +292,31 @@ class Sampler:
             return
         rec = self.procs.get(pid)
         if rec is None:
-            rec = self.procs[pid] = {"role": "rank" if pid == self.pid else "child",
-                                     "name": st["name"], "ppid": st["ppid"], "first": now,
-                                     "threads_max": 0, "rchar": None, "read_bytes": None,
-                                     "runq_s": None, "rss_file_max": None}  # fmt: skip
+            rec = self.procs[pid] = {
+                "role": "rank" if pid == self.pid else "child",
+                "name": st["name"],
+                "ppid": st["ppid"],
+                "first": now,
+                "threads_max": 0,
+                "rchar": None,
+                "read_bytes": None,
+                "runq_s": None,
+                "rss_file_max": None,
+            }
         io, rq = proc_io(pid), runq_wait(pid)
         rss = rss_file(pid)
         if rec["first"] == now or (rss or 0) - rec.get("rss_at_maps", 0) >= MAPS_GROWTH:
             rec["rss_at_maps"] = rss or 0
             for path, size in mapped_files(pid).items():
                 self.mapped[path] = _size_on_disk(path, size)
-        rec.update(last=now, cpu_s=st["cpu"], majflt=st["majflt"], minflt=st["minflt"],
-                   name=st["name"], threads_max=max(rec["threads_max"], st["threads"]))  # fmt: skip
+        rec.update(
+            last=now,
+            cpu_s=st["cpu"],
+            majflt=st["majflt"],
+            minflt=st["minflt"],
+            name=st["name"],
+            threads_max=max(rec["threads_max"], st["threads"]),
+        )
         if io is not None:
             rec["rchar"], rec["read_bytes"] = io
         if rq is not None:
@@ -287,15 +337,21 @@ class Sampler:
         host = host_cpu()
         procs = self.procs.values()
         rank = self.procs.get(self.pid, {})
-        row = {"t": now, "host_busy": host[0] if host else None,
-               "host_iowait": host[1] if host else None, "rank_cpu": rank.get("cpu_s"),
-               "cpu": sum(p["cpu_s"] for p in procs), "rank_runq": rank.get("main_runq_s"),
-               "runq": sum(p["runq_s"] or 0 for p in procs),
-               "majflt": sum(p["majflt"] for p in procs), "minflt": sum(p["minflt"] for p in procs),
-               "rchar": sum(p["rchar"] or 0 for p in procs),
-               "read_bytes": sum(p["read_bytes"] or 0 for p in procs),
-               "rss_file": sum(p.get("rss_file") or 0 for p in procs if p["last"] == now),
-               "procs": sum(1 for p in procs if p["last"] == now)}  # fmt: skip
+        row = {
+            "t": now,
+            "host_busy": host[0] if host else None,
+            "host_iowait": host[1] if host else None,
+            "rank_cpu": rank.get("cpu_s"),
+            "cpu": sum(p["cpu_s"] for p in procs),
+            "rank_runq": rank.get("main_runq_s"),
+            "runq": sum(p["runq_s"] or 0 for p in procs),
+            "majflt": sum(p["majflt"] for p in procs),
+            "minflt": sum(p["minflt"] for p in procs),
+            "rchar": sum(p["rchar"] or 0 for p in procs),
+            "read_bytes": sum(p["read_bytes"] or 0 for p in procs),
+            "rss_file": sum(p.get("rss_file") or 0 for p in procs if p["last"] == now),
+            "procs": sum(1 for p in procs if p["last"] == now),
+        }
         for k in SERIES:
             self.series[k].append(row[k])
         if len(self.series["t"]) > MAX_SAMPLES:
@@ -306,12 +362,21 @@ class Sampler:
 
     def document(self, rank: int) -> dict[str, Any]:
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        return {"format": FORMAT, "rank": rank, "pid": self.pid, "host": socket.gethostname(),
-                "start": self.start, "end": time.time(), "interval_s": self.interval,
-                "cores": cores(), "io_readable": any(p["rchar"] is not None for p in self.procs.values()),
-                "overhead_cpu_s": usage.ru_utime + usage.ru_stime,
-                "procs": {str(k): v for k, v in self.procs.items()}, "series": self.series,
-                "mapped_files": self.mapped}  # fmt: skip
+        return {
+            "format": FORMAT,
+            "rank": rank,
+            "pid": self.pid,
+            "host": socket.gethostname(),
+            "start": self.start,
+            "end": time.time(),
+            "interval_s": self.interval,
+            "cores": cores(),
+            "io_readable": any(p["rchar"] is not None for p in self.procs.values()),
+            "overhead_cpu_s": usage.ru_utime + usage.ru_stime,
+            "procs": {str(k): v for k, v in self.procs.items()},
+            "series": self.series,
+            "mapped_files": self.mapped,
+        }
 
 
 def watch(pid: int, out: Path, rank: int, interval: float = INTERVAL) -> None:

@@ -165,15 +165,35 @@ def self_started_issues(meta: RunMeta) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if own.get("ranks"):
         names = ", ".join(f"rank {r}" for r in own["ranks"])
-        out.append(asdict(Issue(names, "self-started-rank", (
-            f"the job started {len(own['ranks'])} rank(s) itself ({names}) beside the "
-            f"{own.get('launched')} its launcher started: found when they joined its process "
-            f"group, they are traced and counted as ranks; {LAUNCH_HINT}"), "warning")))  # fmt: skip
+        out.append(
+            asdict(
+                Issue(
+                    names,
+                    "self-started-rank",
+                    (
+                        f"the job started {len(own['ranks'])} rank(s) itself ({names}) beside the "
+                        f"{own.get('launched')} its launcher started: found when they joined its process "
+                        f"group, they are traced and counted as ranks; {LAUNCH_HINT}"
+                    ),
+                    "warning",
+                )
+            )
+        )
     if own.get("unseen"):
-        out.append(asdict(Issue("process group", "self-started-rank", (
-            f"the job's process group has {own.get('world_size')} ranks, but ranks "
-            f"{own['unseen']} were never seen (another host, or a process without iosweep's "
-            f"hooks): they are missing from the analysis; {LAUNCH_HINT}"), "warning")))  # fmt: skip
+        out.append(
+            asdict(
+                Issue(
+                    "process group",
+                    "self-started-rank",
+                    (
+                        f"the job's process group has {own.get('world_size')} ranks, but ranks "
+                        f"{own['unseen']} were never seen (another host, or a process without iosweep's "
+                        f"hooks): they are missing from the analysis; {LAUNCH_HINT}"
+                    ),
+                    "warning",
+                )
+            )
+        )
     return out
 
 

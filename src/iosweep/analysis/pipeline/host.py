@@ -46,16 +46,30 @@ def _windows(t: pd.DataFrame, clock_zero: float) -> dict[int, tuple[float, float
     if t.empty:
         return {}
     g = t.groupby("rank")
-    return {int(r): (float(lo) + clock_zero, float(hi) + clock_zero)
-            for r, lo, hi in zip(g["start"].min().index, g["start"].min(), g["end"].max(), strict=True)}  # fmt: skip
+    return {
+        int(r): (float(lo) + clock_zero, float(hi) + clock_zero)
+        for r, lo, hi in zip(g["start"].min().index, g["start"].min(), g["end"].max(), strict=True)
+    }
 
 
 def _rank_figures(rank: int, rec: dict[str, Any], window: tuple[float, float]) -> dict[str, Any]:
     s = rec["series"]
     lo, hi = max(window[0], s["t"][0]), min(window[1], s["t"][-1])
     span = hi - lo
-    d = {k: _delta(s, k, lo, hi) for k in ("rank_cpu", "cpu", "rank_runq", "runq", "host_busy",
-                                            "majflt", "minflt", "rchar", "read_bytes")}  # fmt: skip
+    d = {
+        k: _delta(s, k, lo, hi)
+        for k in (
+            "rank_cpu",
+            "cpu",
+            "rank_runq",
+            "runq",
+            "host_busy",
+            "majflt",
+            "minflt",
+            "rchar",
+            "read_bytes",
+        )
+    }
     usable = (rec.get("cores") or {}).get("usable")
 
     def per(x: float | None) -> float | None:
@@ -94,10 +108,18 @@ def host_summary(procs: dict[str, Any], clock_zero: float, t: pd.DataFrame) -> d
     ranks = [_rank_figures(r, good[r], windows[r]) for r in sorted(good) if r in windows]
     ranks = [f for f in ranks if f["window_s"] > 0]
     if not ranks:
-        reason = NOT_MEASURED if not recs else (
-            "no rank's processes were sampled during its training steps"
-            + (f" ({'; '.join(f'rank {r}: {e}' for r, e in sorted(errors.items()))})" if errors else "")
-        )  # fmt: skip
+        reason = (
+            NOT_MEASURED
+            if not recs
+            else (
+                "no rank's processes were sampled during its training steps"
+                + (
+                    f" ({'; '.join(f'rank {r}: {e}' for r, e in sorted(errors.items()))})"
+                    if errors
+                    else ""
+                )
+            )
+        )
         return {"available": False, "reason": reason}
     nodes: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for f in ranks:
@@ -107,9 +129,15 @@ def host_summary(procs: dict[str, Any], clock_zero: float, t: pd.DataFrame) -> d
         cores = min((f["cores_usable"] for f in fs if f["cores_usable"]), default=None)
         node_busy = _mean([f["host_busy_cores"] for f in fs])
         used = sum((f["rank_cores"] or 0) + (f["other_cores"] or 0) for f in fs)
-        per_node.append({"host": host, "ranks": len(fs), "cores_usable": cores,
-                         "busy_share": node_busy / cores if node_busy is not None and cores else None,
-                         "job_cores": used})  # fmt: skip
+        per_node.append(
+            {
+                "host": host,
+                "ranks": len(fs),
+                "cores_usable": cores,
+                "busy_share": node_busy / cores if node_busy is not None and cores else None,
+                "job_cores": used,
+            }
+        )
     busy = [float(n["busy_share"]) for n in per_node if n["busy_share"] is not None]
     mapped: dict[str, int] = {}
     for rec in good.values():
@@ -179,8 +207,12 @@ def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> 
         "cheaper preprocessing: samples stored pre-decoded or pre-resized, or decoded on the "
         "accelerator (e.g. DALI)",
     ]
-    numbers = v["numbers"] | {"host_busy_share": busy, "host_cores_usable": float(cores or 0),
-                              "rank_runq_share": runq, "core_wait_share": short}  # fmt: skip
+    numbers = v["numbers"] | {
+        "host_busy_share": busy,
+        "host_cores_usable": float(cores or 0),
+        "rank_runq_share": runq,
+        "core_wait_share": short,
+    }
     if v["kind"] == "compute-bound":
         text = v["text"] + f"; but {figures}: the compute itself is slowed by sharing cores"
         return v | {"text": text, "levers": levers[:2], "numbers": numbers}
@@ -188,8 +220,13 @@ def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> 
         v["text"].split(";")[0].split(", but")[0]
         + f"; {figures}: the ranks and their workers want more CPU than the host gives"
     )
-    return v | {"kind": "host-cpu-bound", "title": "Held back by the host's CPU",
-                "text": text, "levers": levers, "numbers": numbers}  # fmt: skip
+    return v | {
+        "kind": "host-cpu-bound",
+        "title": "Held back by the host's CPU",
+        "text": text,
+        "levers": levers,
+        "numbers": numbers,
+    }
 
 
 def _cores(x: float | None) -> str:
@@ -248,5 +285,10 @@ def blind_storage(v: dict[str, Any], host: dict[str, Any], traced: int) -> dict[
         "more loader workers, to keep more reads in flight",
     ]
     numbers = v["numbers"] | {"storage_bytes_outside_trace": float(outside)}
-    return v | {"kind": "input-bound-storage", "title": "Input-bound by storage",
-                "text": text, "levers": levers, "numbers": numbers}  # fmt: skip
+    return v | {
+        "kind": "input-bound-storage",
+        "title": "Input-bound by storage",
+        "text": text,
+        "levers": levers,
+        "numbers": numbers,
+    }

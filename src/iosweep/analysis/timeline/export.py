@@ -437,6 +437,56 @@ def _checkpoints(summary: dict[str, Any], tl: Timeline) -> list[dict[str, Any]]:
     return out
 
 
+# counter tracks from the sampler of each rank's processes (manifest ``procs``): name -> the
+# cumulative series whose rate each draws (seconds of CPU a second = cores busy)
+COUNTERS: dict[str, dict[str, tuple[str, ...]]] = {
+    "CPU (cores)": {"rank process": ("rank_cpu",), "processes below it": ("cpu", "rank_cpu")},
+    "waiting for a core (threads)": {"rank and below": ("runq",)},
+    "host CPU busy (cores)": {"all processes": ("host_busy",)},
+}
+
+
+def _rate(t: np.ndarray, series: dict[str, list], keys: tuple[str, ...]) -> np.ndarray | None:
+    vals = [series.get(k) or [] for k in keys]
+    if any(len(v) != len(t) or any(x is None for x in v) for v in vals):
+        return None
+    y = np.asarray(vals[0], dtype=float) - (
+        np.asarray(vals[1], dtype=float) if len(keys) > 1 else 0.0
+    )
+    return np.diff(y) / np.maximum(np.diff(t), 1e-9)
+
+
+def counters(meta: RunMeta, tl: Timeline) -> list[dict[str, Any]]:
+    """Counter events ("ph": "C") per rank in the window: its processes' CPU, their wait for a
+    core and the host's busy cores, each sample's rate since the previous one."""
+    out: list[dict[str, Any]] = []
+    lo, hi = tl.window
+    for rank, rec in ((meta.manifest or {}).get("procs") or {}).items():
+        series = rec.get("series") if isinstance(rec, dict) else None
+        if not series or len(series.get("t") or []) < 2 or not str(rank).isdigit():
+            continue
+        t = np.asarray(series["t"], dtype=float) - tl.clock_zero
+        for name, args in COUNTERS.items():
+            rates = {label: _rate(t, series, keys) for label, keys in args.items()}
+            if any(r is None for r in rates.values()):
+                continue
+            for i in np.flatnonzero((t[1:] >= lo) & (t[1:] < hi)):
+                values = {
+                    label: round(float(r[i]), 3) for label, r in rates.items() if r is not None
+                }
+                out.append(
+                    {
+                        "ph": "C",
+                        "name": name,
+                        "pid": _pid(int(rank)),
+                        "tid": 0,
+                        "ts": round(float(t[i + 1]) * 1e6, 3),
+                        "args": values,
+                    }
+                )
+    return out
+
+
 def events(meta: RunMeta, tl: Timeline, summary: dict[str, Any]) -> tuple[list[dict], pd.DataFrame]:
     """(metadata and marker events, the slices with their tids), in the order written."""
     slices, thread_meta = _tracks(meta, tl.slices)
@@ -459,6 +509,7 @@ def events(meta: RunMeta, tl: Timeline, summary: dict[str, Any]) -> tuple[list[d
                 {"why": tl.cut, "left_out": tl.left_out},
             )
         )
+    marks += counters(meta, tl)
     return procs + thread_meta + sorted(marks, key=lambda m: (m["pid"], m["ts"])), slices
 
 

@@ -139,6 +139,43 @@ def timing_text(p: Pipeline) -> str:
     return text + "."
 
 
+def host_text(p: Pipeline) -> str:
+    """What the ranks' processes did on their host's cores during training, from /proc; or
+    that it was not measured (a trace from elsewhere)."""
+    h = p.host
+    if not h.available:
+        return h.reason
+    n = max(h.nodes, key=lambda x: x.busy_share or 0) if h.nodes else None
+    parts = []
+    if n is not None and n.cores_usable:
+        busy = (
+            f", {fmt.share(n.busy_share)} busy during training" if n.busy_share is not None else ""
+        )
+        parts.append(f"{n.cores_usable:g} usable cores{busy}")
+    if h.rank_cores is not None:
+        parts.append(
+            f"a rank used {h.rank_cores:.2f} cores in its own process and "
+            f"{h.other_cores or 0:.2f} in the processes below it"
+        )
+    if h.core_wait_share is not None:
+        parts.append(
+            f"its threads waited for a core {fmt.share(h.core_wait_share)} of the time they could run"
+        )
+    moved = [
+        f"{fmt.human_bytes(v)} {what}"
+        for v, what in ((h.rchar, "through read calls"), (h.read_bytes, "from storage"))
+        if v is not None
+    ]
+    if h.majflt is not None:
+        moved.append(f"{h.majflt:,.0f} major page faults")
+    if moved:
+        parts.append("all ranks: " + ", ".join(moved))
+    interval = next((r.interval_s for r in h.ranks if r.interval_s), None)
+    return "; ".join(parts) + (
+        f" (the kernel's counts, sampled every {interval:g} s)" if interval else ""
+    )
+
+
 def _levers(ctx: Context, framework: str, wl: str) -> list[str]:
     """What each lever did, per series of the group; a series named by the parameters that
     tell it from the group's others (tracer, a job's own parameters ...)."""
@@ -189,6 +226,7 @@ def section(ctx: Context) -> list[dict[str, Any]]:
                 else Table(RUNS, []),
                 "au_label": p.au_label,
                 "timing": timing_text(p),
+                "host": host_text(p) if p.available else "",
                 "has_verdict": p.verdict is not None,
                 "completeness": [
                     c.message + (f": {c.why}" if c.why else "") for c in rep.summary.completeness

@@ -168,8 +168,14 @@ def _handoffs(doc: dict[str, Any], thread: int) -> tuple[str, list[tuple[float, 
     h = doc.get("handoffs") or {}
     sites = h.get("sites") or []
     rows: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
-    for t, site, t0, t1, n in zip(h.get("thread", []), h.get("site", []), h.get("request", []),
-                                  h.get("ready", []), h.get("samples", []), strict=False):  # fmt: skip
+    for t, site, t0, t1, n in zip(
+        h.get("thread", []),
+        h.get("site", []),
+        h.get("request", []),
+        h.get("ready", []),
+        h.get("samples", []),
+        strict=False,
+    ):
         if int(t) == thread:
             rows[int(site)].append((float(t0), float(t1), int(n)))
     batched = {k: sum(1 for r in v if r[2] >= 0) for k, v in rows.items()}
@@ -192,8 +198,9 @@ def _handoff_steps(doc, iterations, batches, gets) -> list[dict[str, Any]]:
         if n < 0 or k >= len(epoch_of):
             continue
         end = gets[j + 1][0] if j + 1 < len(gets) else _next_start(doc, t1)
-        by_epoch[epoch_of[k]].append(_step(epoch_of[k], len(by_epoch[epoch_of[k]]), t1, end,
-                                           (t0, t1), n))  # fmt: skip
+        by_epoch[epoch_of[k]].append(
+            _step(epoch_of[k], len(by_epoch[epoch_of[k]]), t1, end, (t0, t1), n)
+        )
         k += 1
     for e in sorted(by_epoch):
         rows = by_epoch[e]

@@ -110,8 +110,15 @@ def _record_join(module: Any) -> None:
     except Exception:  # a group torch cannot describe: nothing to record
         return
     host = socket.gethostname()
-    doc = {"pid": os.getpid(), "ppid": os.getppid(), "host": host, "rank": rank,
-           "world_size": size, "local_rank": os.environ.get("LOCAL_RANK"), "time": time.time()}  # fmt: skip
+    doc = {
+        "pid": os.getpid(),
+        "ppid": os.getppid(),
+        "host": host,
+        "rank": rank,
+        "world_size": size,
+        "local_rank": os.environ.get("LOCAL_RANK"),
+        "time": time.time(),
+    }
     folder = os.path.join(os.path.dirname(out), "joins")
     with contextlib.suppress(OSError):
         os.makedirs(folder, exist_ok=True)
