@@ -31,6 +31,7 @@ FORMAT = "iosweep.procs/1"
 INTERVAL = 0.5  # seconds between samples
 MAX_SAMPLES = 1200  # past it, every other sample goes and the interval doubles, up to:
 MAX_INTERVAL = 4.0
+FLUSH_S = 5.0  # the record is written this often while the rank runs
 # a process's mappings (a long file) are read when it is first seen and whenever its resident
 # file pages grew by this much since: a memory-mapped data file being read grows them
 MAPS_GROWTH = 1 << 20
@@ -379,17 +380,27 @@ class Sampler:
         }
 
 
-def watch(pid: int, out: Path, rank: int, interval: float = INTERVAL) -> None:
-    """Sample until ``pid`` is gone (or this process is told to stop), then write ``out``."""
-    sampler = Sampler(pid, interval)
-    stop = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    while not stop and sampler.sample():
-        time.sleep(sampler.interval)
+def _write(sampler: Sampler, out: Path, rank: int) -> None:
     tmp = out.with_suffix(f".{os.getpid()}.tmp")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp.write_text(json.dumps(sampler.document(rank)))
     os.replace(tmp, out)
+
+
+def watch(pid: int, out: Path, rank: int, interval: float = INTERVAL) -> None:
+    """Sample until ``pid`` is gone (or this process is told to stop), then write ``out``;
+    written every ``FLUSH_S`` before that too, so that a sampler killed with its job (a SLURM
+    step's processes when its task ends, a run stopped at its timeout) leaves what it saw."""
+    sampler = Sampler(pid, interval)
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    flushed = time.monotonic()
+    while not stop and sampler.sample():
+        if time.monotonic() - flushed >= FLUSH_S:
+            _write(sampler, out, rank)
+            flushed = time.monotonic()
+        time.sleep(sampler.interval)
+    _write(sampler, out, rank)
 
 
 def start(out: Path, rank: int, interval: float = INTERVAL) -> None:

@@ -220,6 +220,9 @@ class Recorder:
     def write(self) -> None:
         if os.getpid() != self.pid or not self.out:
             return
+        child = os.path.basename(self.out).startswith("hooks-child-")
+        if child and not (self.loops or self.fits or len(self.h_request)):
+            return  # a process below the rank that took no batch: nothing to keep
         tmp = f"{self.out}.{self.pid}.tmp"
         try:
             os.makedirs(os.path.dirname(self.out) or ".", exist_ok=True)
