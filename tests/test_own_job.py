@@ -124,7 +124,13 @@ def test_a_job_input_bound_by_construction_is_found_waiting_for_preprocessing(sw
     assert manifest["launcher"] == ("torchrun" if job == "tars" else "mpirun")
     p = sm["pipeline"]
     assert p["timing"]["source"] == "hooks" and p["timing"]["wait"] == "measured"
-    assert p["verdict"]["kind"] == "input-bound-preprocessing", p["verdict"]
+    # preprocessing, or, where the job's own ranks left no core free (2 ranks spinning, and
+    # Horovod's background thread, on CI's 2 cores), the host's CPU: the kernel's figures say
+    v, host = p["verdict"], p["host"]
+    assert v["kind"] in ("input-bound-preprocessing", "host-cpu-bound"), v
+    if v["kind"] == "host-cpu-bound":
+        assert v["trace_kind"] == "input-bound-preprocessing", v
+        assert host["busy_share"] >= 0.9 and host["core_wait_share"] >= 0.25, host
     assert p["totals"]["au"] < 0.5, p["totals"]
     assert p["totals"]["epochs"] == 2 and p["totals"]["ranks"] == 2
     steps = [s for s in manifest["steps"] if s["step"] >= 0]
@@ -144,7 +150,9 @@ def test_a_job_compute_bound_by_construction_is_found_compute_bound(sweep, job):
 def test_the_report_leads_with_each_jobs_verdict_and_says_how_it_was_timed(sweep):
     text = _report_text(sweep)
     for job, fw in (("npz", "pytorch"), ("tars", "pytorch"), ("keras", "tensorflow")):
-        assert f"{fw} · {job}-input: Input-bound by preprocessing" in text
+        title = {"input-bound-preprocessing": "Input-bound by preprocessing",
+                 "host-cpu-bound": "Held back by the host's CPU"}[_run(sweep, f"{job}-input")[1]["pipeline"]["verdict"]["kind"]]  # fmt: skip
+        assert f"{fw} · {job}-input: {title}" in text
         assert f"{fw} · {job}-compute: Compute-bound" in text
     assert (
         "Steps timed by iosweep's hooks, without changing the script: keras-fit at keras_fit.py:"

@@ -148,7 +148,10 @@ def replayed(tmp_path_factory) -> tuple[dict, dict, Path]:
 def test_the_replay_at_the_run_s_scale_has_its_au_and_its_verdict(replayed):
     real, rep, workload, report = replayed
     a, b = real["pipeline"], rep["pipeline"]
-    assert a["verdict"]["kind"] == b["verdict"]["kind"], (a["verdict"], b["verdict"])
+    # the replay's costs are sleeps that compete for no core: it is set beside the run's
+    # reading from its steps and trace (the same as its verdict unless the host's changed it)
+    kind = a["verdict"]["trace_kind"] or a["verdict"]["kind"]
+    assert kind == b["verdict"]["kind"], (a["verdict"], b["verdict"])
     au_real, au_rep = a["totals"]["au"], b["totals"]["au"]
     assert abs(au_real - au_rep) < AU_TOLERANCE, (au_real, au_rep)
     # DLIO's own account of the replay is read beside iosweep's (trace.dlio), and the
@@ -156,7 +159,7 @@ def test_the_replay_at_the_run_s_scale_has_its_au_and_its_verdict(replayed):
     assert b["dlio"]["au_mean"] is not None
     rp = b["dlio"]["replay"]
     assert rp["of_run"] == real["run_id"] and rp["au_of_run"] == pytest.approx(au_real, abs=1e-5)
-    assert rp["verdict_of_run"] == a["verdict"]["kind"] and rp["ranks_of_run"] == 2
+    assert rp["verdict_of_run"] == kind and rp["ranks_of_run"] == 2
     text = "\n".join(html_lines(report.read_text()))
     assert f"replays run {real['run_id']} (2 rank(s)) at 2 rank(s)" in text
     assert f"against the run's {au_real:.1%}" in text
@@ -169,7 +172,9 @@ def test_the_replay_at_the_run_s_scale_has_its_au_and_its_verdict(replayed):
     cells = text[text.index("Replays") :].split("\n")
     row = cells[cells.index(real["run_id"]) :][:10]
     assert row[:4] == [real["run_id"], "yes", "2", "2"], row
-    assert row[4:6] == [f"{au_real:.1%}", f"{au_rep:.1%}"] and row[8:] == [a["verdict"]["kind"]] * 2
+    assert row[4:6] == [f"{au_real:.1%}", f"{au_rep:.1%}"] and row[8:] == [kind] * 2
+    if a["verdict"]["kind"] == "host-cpu-bound":
+        assert any(x.startswith("the host's CPU: the run was held back") for x in rp["limits"])
 
 
 @pytest.mark.integration

@@ -216,7 +216,11 @@ def _outcome(summary: dict[str, Any]) -> dict[str, Measured]:
         "au": Measured(tot.get("au"), "the run's AU (iosweep's pipeline analysis)"),
         "samples_per_s": Measured(tot.get("samples_per_s"), "samples/s over all ranks"),
         "wait_per_rank": Measured(tot.get("wait_per_rank"), "data wait per rank, s"),
-        "verdict": Measured(v.get("kind"), "the run's verdict"),
+        "verdict": Measured(
+            v.get("trace_kind") or v.get("kind"),
+            "the run's verdict from its steps and trace"
+            + (f" (the run was {v['kind']} by its host's figures)" if v.get("trace_kind") else ""),
+        ),
     }
 
 
@@ -279,6 +283,13 @@ def measure_replay(rd: RunData, summary: dict[str, Any]) -> ReplayMeasures:
         **_outcome(summary),
     }
     limits = list(LIMITS)
+    v = (summary.get("pipeline") or {}).get("verdict") or {}
+    if v.get("kind") == "host-cpu-bound":
+        limits.append(
+            "the host's CPU: the run was held back by its host's cores (host-CPU-bound), which "
+            "sleeps do not reproduce; the replay is set beside the run's reading from its steps "
+            f"and trace alone ({v.get('trace_kind')})"
+        )
     if "checkpoint_bytes" in figures:
         limits.append(
             "checkpoints: one file of the measured size per writer (DLIO's model state as one "

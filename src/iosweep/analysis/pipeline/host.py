@@ -221,6 +221,7 @@ def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> 
         + f"; {figures}: the ranks and their workers want more CPU than the host gives"
     )
     return v | {
+        "trace_kind": v.get("trace_kind") or v["kind"],
         "kind": "host-cpu-bound",
         "title": "Held back by the host's CPU",
         "text": text,
@@ -286,6 +287,7 @@ def blind_storage(v: dict[str, Any], host: dict[str, Any], traced: int) -> dict[
     ]
     numbers = v["numbers"] | {"storage_bytes_outside_trace": float(outside)}
     return v | {
+        "trace_kind": v["kind"],
         "kind": "input-bound-storage",
         "title": "Input-bound by storage",
         "text": text,

@@ -435,7 +435,8 @@ def pipeline_summary(
     )
     v = verdict(tot, context, s, wait_is_lower_bound=source == "estimated")
     host = host_summary(facts.procs, facts.clock_zero, t)
-    v = blind_storage(host_bound(v, host, context), host, tot["bytes_read_in_epochs"])
+    # storage read outside the trace first: a wait it explains is not the host CPU's
+    v = host_bound(blind_storage(v, host, tot["bytes_read_in_epochs"]), host, context)
     if source == "estimated":
         v = estimated(v, timing["method"])
     return {

@@ -412,6 +412,10 @@ class Verdict(_Model):
     text: str
     numbers: dict[str, float | None]
     levers: list[str]
+    # the reading from the steps and the trace alone where the host's figures changed it
+    # (host-CPU-bound; storage read outside the trace): what a replay, whose costs are sleeps
+    # that compete for no core, compares with
+    trace_kind: str = ""
 
 
 class Timing(_Model):
