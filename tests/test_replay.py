@@ -200,7 +200,8 @@ def test_dlio_runs_as_a_sweep_point_with_iosweep_s_verdict_and_its_own_au(tmp_pa
     from iosweep.workloads import all_workloads
 
     cfg = yaml.safe_load((REPO / "examples" / "dlio" / "config.yaml").read_text())
-    cfg["sweep"] |= {"procs_per_node": [2], "loader_workers": [0]}
+    # 5 epochs (the example's 3 train ~6 s, about as long as DLIO's start-up on 2 busy cores)
+    cfg["sweep"] |= {"procs_per_node": [2], "loader_workers": [0], "epochs": [5]}
     cfg = validate_config(cfg)
     (point,) = expand_sweep(cfg)
     desc = prepare_workload_data(
@@ -217,8 +218,8 @@ def test_dlio_runs_as_a_sweep_point_with_iosweep_s_verdict_and_its_own_au(tmp_pa
     assert p["verdict"]["kind"] != "startup", p["verdict"]  # the training outlasts DLIO's imports
     theirs = json.loads((run / "dlio" / "summary.json").read_text())["metric"]
     assert p["dlio"]["au_mean"] == pytest.approx(theirs["train_au_mean_percentage"] / 100)
-    # 2 ranks x 3 epochs x 512 files / 2 ranks / batch 8
-    assert p["timing"]["batches"] == 2 * 3 * 32
+    # 2 ranks x 5 epochs x 512 files / 2 ranks / batch 8
+    assert p["timing"]["batches"] == 2 * 5 * 32
     assert sm["classes"]["dataset"]["files"] == 512
 
 

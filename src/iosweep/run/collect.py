@@ -266,14 +266,19 @@ MANIFEST_SAMPLES = 300  # samples a rank's series keeps in the manifest (cumulat
 MANIFEST_PROCS = 64  # processes a rank keeps, busiest first
 
 
-def collect_procs(run_dir: Path, ranks: list[int], timeout: float) -> dict[str, Any]:
+def collect_procs(run_dir: Path, ranks: list[dict], timeout: float) -> dict[str, Any]:
     """Each rank's record of :mod:`iosweep.run.procstat` (``progress/procs-rank-R.json``),
     waiting up to ``timeout`` s for the samplers, which write once the rank is gone:
-    ``{rank: record}``, and ``{rank: {"error": why}}`` for a rank without one."""
+    ``{rank: record}``, and ``{rank: {"error": why}}`` for a rank without one (its rank file
+    says whether its sampler was started)."""
     deadline = time.monotonic() + timeout
     progress = run_dir / "progress"
-    out: dict[str, Any] = {}
-    todo = list(ranks)
+    out: dict[str, Any] = {
+        str(r["rank"]): {"error": "not sampled (IOSWEEP_PROCSTAT=0)"}
+        for r in ranks
+        if r.get("procstat") is False
+    }
+    todo = [int(r["rank"]) for r in ranks if r.get("procstat") is not False]
     while True:
         for r in list(todo):
             doc, err = progress / f"procs-rank-{r}.json", progress / f"procs-rank-{r}.error"

@@ -73,12 +73,14 @@ def main(argv: list[str] | None = None) -> None:
     rank, local_rank, size = detect_rank(dict(os.environ))
     run_dir = args.run_dir
     (run_dir / "ranks").mkdir(parents=True, exist_ok=True)
+    sampled = os.environ.get("IOSWEEP_PROCSTAT", "1") != "0"
     info = {
         "rank": rank,
         "local_rank": local_rank,
         "size": size,
         "pid": os.getpid(),  # exec keeps the pid: this is the traced process
         "host": socket.gethostname(),
+        "procstat": sampled,  # its processes sampled (collect waits for that record)
     }
     (run_dir / "ranks" / f"rank-{rank}.json").write_text(json.dumps(info) + "\n")
 
@@ -98,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         env = hooks_environment(env, run_dir, rank)
     program = fill_rank(program, rank, local_rank, size)
     sys.stdout.flush()
-    if os.environ.get("IOSWEEP_PROCSTAT", "1") != "0":
+    if sampled:
         from iosweep.run import procstat
 
         procstat.start(run_dir / "progress" / f"procs-rank-{rank}.json", rank)

@@ -531,7 +531,7 @@ def _collect(
             log,
         )
     manifest["trace_problems"] = {str(k): v for k, v in trace_problems.items()}
-    manifest["procs"] = collect_procs(run_dir, [r["rank"] for r in ranks], PROCS_WAIT)
+    manifest["procs"] = collect_procs(run_dir, ranks, PROCS_WAIT)
     # What the job wrote, as on disk: lets the analysis notice writes a tracer missed
     # (DFTracer does not see torch.save's checkpoint writes).
     manifest["outputs"] = [
