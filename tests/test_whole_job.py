@@ -52,10 +52,14 @@ def npy(tmp_path_factory) -> Path:
 
 
 def _own_job(
-    tmp: Path, data: Path, command: str, launch: str = "mpi", ppn: int = 2
-) -> tuple[dict, dict]:
+    tmp: Path, data: Path, command: str, launch: str = "mpi", ppn: int = 2, per_rank: bool = True
+) -> tuple[dict, dict, list[dict]]:
     """Run a user's command as a workload of ``ppn`` ranks (tracer ``auto``), ingest and
-    analyse it: (manifest, summary)."""
+    analyse it: (manifest, summary, the script's own truth of ranks 0 and 1). The command
+    gets ``--truth``: a file a rank (``per_rank``), or the folder for them."""
+    truth = tmp / "truth"
+    truth.mkdir()
+    command += f" --truth {truth}" + ("/rank-{rank}.json" if per_rank else "")
     config = validate_config({
         "workloads": {"own": {"command": command, "workdir": str(JOBS), "framework": "pytorch",
                               "data": str(data), "launch": launch}},
@@ -73,19 +77,16 @@ def _own_job(
     man = run_point(config, point, run_dir, tmp / "ds", log=lambda m: None)
     assert man["status"] == "ok", (man["reason"], man["log_tail"])
     ingest([run_dir], run_dir / "store", manifest=run_dir / "manifest.json")
-    return man, analyze_run(run_dir / "store", run_dir / "analysis")
+    own = [json.loads((truth / f"rank-{r}.json").read_text()) for r in (0, 1)]
+    return man, analyze_run(run_dir / "store", run_dir / "analysis"), own
 
 
 @pytest.mark.parametrize("case", list(PREFETCH))
 def test_a_thread_prefetcher_is_judged_by_what_the_training_thread_waited_for(tmp_path, npy, case):
     sample_ms, step_ms, kind = PREFETCH[case]
-    truth = tmp_path / "truth"
-    truth.mkdir()
-    man, sm = _own_job(tmp_path, npy, (
+    man, sm, own = _own_job(tmp_path, npy, (
         "{python} thread_prefetch.py --data {data} --rank {rank} --world-size {world_size} "
-        f"--epochs {{epochs}} --sample-ms {sample_ms} --step-ms {step_ms} "
-        f"--truth {truth}/rank-{{rank}}.json"))  # fmt: skip
-    own = [json.loads((truth / f"rank-{r}.json").read_text()) for r in (0, 1)]
+        f"--epochs {{epochs}} --sample-ms {sample_ms} --step-ms {step_ms}"))  # fmt: skip
     p = sm["pipeline"]
     assert p["available"], p["reason"]
     assert p["verdict"]["kind"] == kind, (p["verdict"], p["totals"], [o["au"] for o in own])
@@ -174,13 +175,9 @@ def sample_files(tmp_path_factory) -> Path:
 def _blind_job(
     tmp: Path, data: Path, mode: str, step_ms: float, *flags: str
 ) -> tuple[dict, dict, list[dict]]:
-    truth = tmp / "truth"
-    truth.mkdir()
-    man, sm = _own_job(tmp, data, (
+    return _own_job(tmp, data, (
         "{python} blind_reads.py --data {data} --rank {rank} --world-size {world_size} "
-        f"--epochs {{epochs}} --mode {mode} --step-ms {step_ms} {' '.join(flags)} "
-        f"--truth {truth}/rank-{{rank}}.json"))  # fmt: skip
-    return man, sm, [json.loads((truth / f"rank-{r}.json").read_text()) for r in (0, 1)]
+        f"--epochs {{epochs}} --mode {mode} --step-ms {step_ms} {' '.join(flags)}"))  # fmt: skip
 
 
 def _dataset_check(sm: dict) -> dict:
@@ -240,12 +237,9 @@ SELF_STARTED = {
 def test_ranks_the_job_starts_itself_are_found_traced_and_counted(tmp_path, npy, job):
     """Run as one process (launch: single), the job starts 2 DDP ranks itself."""
     script, started = SELF_STARTED[job]
-    truth = tmp_path / "truth"
-    truth.mkdir()
-    man, sm = _own_job(tmp_path, npy, (
-        f"{{python}} {script} --data {{data}} --epochs {{epochs}} --step-ms 30 "
-        f"--truth {truth}"), launch="single", ppn=1)  # fmt: skip
-    own = [json.loads((truth / f"rank-{r}.json").read_text()) for r in (0, 1)]
+    man, sm, own = _own_job(
+        tmp_path, npy, f"{{python}} {script} --data {{data}} --epochs {{epochs}} --step-ms 30",
+        launch="single", ppn=1, per_rank=False)  # fmt: skip
     # each rank is the process that joined the group as it
     assert [(r["rank"], r["pid"]) for r in man["ranks"]] == [(0, own[0]["pid"]), (1, own[1]["pid"])]
     assert man["self_started"] == {"ranks": started, "world_size": 2, "launched": 1, "unseen": []}

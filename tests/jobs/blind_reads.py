@@ -15,12 +15,12 @@ dataset larger than the host's memory), so every sample of a memory map comes fr
 import argparse
 import glob
 import os
-import time
 
 import numpy as np
 import torch
 from own_truth import Truth
 from torch import nn
+from torch_parts import NpyFiles, sgd_step
 
 
 def evict(paths):
@@ -50,17 +50,6 @@ class Mapped(torch.utils.data.Dataset):
         self.array = None  # unmapped: the kernel keeps mapped pages in the cache
 
 
-class Files(torch.utils.data.Dataset):
-    def __init__(self, files):
-        self.files = files
-
-    def __len__(self):
-        return len(self.files)
-
-    def __getitem__(self, i):
-        return torch.from_numpy(np.load(self.files[i])), i % 4
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", required=True)
@@ -84,33 +73,19 @@ def main():
         paths, per_sample = [path], int(np.prod(shape[1:])) * 4
     else:
         paths = sorted(glob.glob(os.path.join(a.data, "*.npy")))[a.rank :: a.world_size]
-        data = Files(paths)
+        data = NpyFiles(paths)
         per_sample = os.path.getsize(paths[0])
     if not len(data):
         raise SystemExit(f"no samples in {a.data}")
     loader = torch.utils.data.DataLoader(data, batch_size=a.bs, shuffle=True)
-    model = nn.Sequential(nn.Flatten(), nn.LazyLinear(4))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    step = sgd_step(nn.Sequential(nn.Flatten(), nn.LazyLinear(4)), a.step_ms)
     truth = Truth(a.rank, sample_bytes=per_sample)
     for _epoch in range(a.epochs):
         if a.drop_cache:
             if a.mode == "mmap":
                 data.close()
             evict(paths)
-        truth.epoch_start()
-        it = iter(loader)
-        while True:
-            t0 = time.time()
-            try:
-                x, y = next(it)
-            except StopIteration:
-                truth.epoch_end(t0)
-                break
-            truth.waited(t0, time.time(), len(x))
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(x), y).backward()
-            opt.step()
-            time.sleep(a.step_ms / 1000.0)
+        truth.timed_epoch(iter(loader), step)
     truth.doc["bytes"] = truth.doc["samples"] * per_sample
     truth.write(a.truth)
 

@@ -13,22 +13,10 @@ import os
 import time
 
 import lightning as L
-import numpy as np
 import torch
 from own_truth import Truth
 from torch import nn
-
-
-class Samples(torch.utils.data.Dataset):
-    def __init__(self, files):
-        self.files = files
-
-    def __len__(self):
-        return len(self.files)
-
-    def __getitem__(self, i):
-        return torch.from_numpy(np.load(self.files[i])), i % 4
-
+from torch_parts import NpyFiles
 
 TRUTH = []  # this process's Truth, made when Lightning knows the rank
 
@@ -84,7 +72,7 @@ def main():
     ap.add_argument("--truth", required=True, help="a folder: rank-R.json per rank")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    data = Samples(sorted(glob.glob(os.path.join(a.data, "*.npy"))))
+    data = NpyFiles(sorted(glob.glob(os.path.join(a.data, "*.npy"))))
     loader = TimedLoader(data, batch_size=a.bs)
     trainer = L.Trainer(accelerator="cpu", devices=a.devices, strategy="ddp",
                         max_epochs=a.epochs, logger=False, enable_checkpointing=False,

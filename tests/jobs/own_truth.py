@@ -35,6 +35,20 @@ class Truth:
         })  # fmt: skip
         self.start = None
 
+    def timed_epoch(self, iterator, step):
+        """One epoch: each ``next(iterator)`` timed in this thread (the wait), ``step(batch)``
+        run on each batch, the epoch ended at the StopIteration."""
+        self.epoch_start()
+        while True:
+            t0 = time.time()
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                self.epoch_end(t0)
+                return
+            self.waited(t0, time.time(), len(batch[0]))
+            step(batch)
+
     def write(self, path):
         e = self.doc["epochs"]
         rest = sum(x["end"] - x["start"] - x["first_wait"] - x["first_step"] for x in e)

@@ -8,53 +8,28 @@ import argparse
 import glob
 import os
 import socket
-import time
 
-import numpy as np
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from own_truth import Truth
 from torch import nn
-
-
-class Samples(torch.utils.data.Dataset):
-    def __init__(self, files):
-        self.files = files
-
-    def __len__(self):
-        return len(self.files)
-
-    def __getitem__(self, i):
-        return torch.from_numpy(np.load(self.files[i])), i % 4
+from torch_parts import NpyFiles, sgd_step
 
 
 def rank_main(rank, world, port, a):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.set_num_threads(1)
-    data = Samples(sorted(glob.glob(os.path.join(a.data, "*.npy"))))
+    data = NpyFiles(sorted(glob.glob(os.path.join(a.data, "*.npy"))))
     sampler = torch.utils.data.distributed.DistributedSampler(data, world, rank, shuffle=False)
     loader = torch.utils.data.DataLoader(data, batch_size=a.bs, sampler=sampler)
     model = nn.parallel.DistributedDataParallel(nn.Sequential(nn.Flatten(), nn.Linear(256, 4)))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    step = sgd_step(model, a.step_ms)
     truth = Truth(rank, pid=os.getpid())
     for epoch in range(a.epochs):
         sampler.set_epoch(epoch)
-        truth.epoch_start()
-        it = iter(loader)
-        while True:
-            t0 = time.time()
-            try:
-                x, y = next(it)
-            except StopIteration:
-                truth.epoch_end(t0)
-                break
-            truth.waited(t0, time.time(), len(x))
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(x), y).backward()
-            opt.step()
-            time.sleep(a.step_ms / 1000.0)
+        truth.timed_epoch(iter(loader), step)
     truth.write(os.path.join(a.truth, f"rank-{rank}.json"))
     dist.destroy_process_group()
 

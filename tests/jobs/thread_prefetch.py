@@ -8,35 +8,23 @@ prefetcher (the wait), the epochs, and the AU they give, written to ``--truth``.
 """
 
 import argparse
+import functools
 import glob
 import os
 import queue
 import threading
 import time
 
-import numpy as np
 import torch
 from own_truth import Truth
 from torch import nn
+from torch_parts import NpyFiles, sgd_step
 
 
 def spin(ms):
     end = time.perf_counter() + ms / 1000.0
     while time.perf_counter() < end:
         pass
-
-
-class Samples(torch.utils.data.Dataset):
-    def __init__(self, files, sample_ms):
-        self.files, self.sample_ms = files, sample_ms
-
-    def __len__(self):
-        return len(self.files)
-
-    def __getitem__(self, i):
-        x = np.load(self.files[i])
-        spin(self.sample_ms)  # "decoding and augmenting"
-        return torch.from_numpy(x), i % 4
 
 
 class BackgroundGenerator(threading.Thread):
@@ -78,25 +66,12 @@ def main():
     files = sorted(glob.glob(os.path.join(a.data, "*.npy")))[a.rank :: a.world_size]
     if not files:
         raise SystemExit(f"no .npy files in {a.data}")
-    loader = torch.utils.data.DataLoader(Samples(files, a.sample_ms), batch_size=a.bs)
-    model = nn.Sequential(nn.Flatten(), nn.Linear(256, 4))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    data = NpyFiles(files, before=functools.partial(spin, a.sample_ms))
+    loader = torch.utils.data.DataLoader(data, batch_size=a.bs)
+    step = sgd_step(nn.Sequential(nn.Flatten(), nn.Linear(256, 4)), a.step_ms)
     truth = Truth(a.rank)
     for _epoch in range(a.epochs):
-        it = BackgroundGenerator(loader)
-        truth.epoch_start()
-        while True:
-            t0 = time.time()
-            try:
-                x, y = next(it)
-            except StopIteration:
-                truth.epoch_end(t0)
-                break
-            truth.waited(t0, time.time(), len(x))
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(x), y).backward()
-            opt.step()
-            time.sleep(a.step_ms / 1000.0)  # "the rest of the model", off the GIL as kernels are
+        truth.timed_epoch(BackgroundGenerator(loader), step)
     truth.write(a.truth)
 
 
