@@ -120,7 +120,9 @@ def _sampled(python: str, script: Path, steps: int, step_ms: float, out: Path) -
     watcher.wait(timeout=60)
     rec = json.loads(stdout.strip().splitlines()[-1])
     doc = json.loads(out.read_text())
-    rec["sampler_cpu_share"] = doc["overhead_cpu_s"] / max(doc["end"] - doc["start"], 1e-9)
+    span = max(doc["end"] - doc["start"], 1e-9)
+    rec["sampler_cpu_share"] = doc["overhead_cpu_s"] / span  # its samples
+    rec["sampler_process_share"] = doc["process_cpu_s"] / span  # with its interpreter's start
     rec["samples"] = len(doc["series"]["t"])
     return rec
 
@@ -157,8 +159,10 @@ def _table(name: str, results: dict[str, list[dict]]) -> None:
             extra = f"   hooks' own bookkeeping: {per * 1e6:.1f} us/step"
         if variant == "sampler":
             per = statistics.median(r["sampler_cpu_share"] for r in runs)
+            whole = statistics.median(r["sampler_process_share"] for r in runs)
             n = statistics.median(r["samples"] for r in runs)
-            extra = f"   sampler's own CPU: {per:.2%} of the run's time ({n:.0f} samples)"
+            extra = (f"   sampler's CPU: {per:.2%} of the run's time in its {n:.0f} samples, "
+                     f"{whole:.2%} with its own interpreter's start")  # fmt: skip
         print(f"  {variant:9s} {min(v):9.1f} {statistics.median(v):9.1f} {max(v):9.1f}   "
               f"ratio {med:.3f} (cost {1 - med:+.1%}){extra}")  # fmt: skip
 

@@ -286,6 +286,7 @@ class Sampler:
         self.series: dict[str, list[float]] = {k: [] for k in SERIES}
         self.start = time.time()
         self.mapped: dict[str, int] = {}  # data files memory-mapped: their size on disk
+        self.sampling_cpu = 0.0  # CPU seconds spent sampling (the sampler's cost to the host)
 
     def _proc(self, pid: int, now: float) -> None:
         st = proc_stat(pid)
@@ -330,6 +331,13 @@ class Sampler:
 
     def sample(self) -> bool:
         """One sample; False once the rank's process is gone."""
+        cpu0 = time.process_time()
+        try:
+            return self._sample()
+        finally:
+            self.sampling_cpu += time.process_time() - cpu0
+
+    def _sample(self) -> bool:
         now = time.time()
         if proc_stat(self.pid) is None:
             return False
@@ -373,7 +381,8 @@ class Sampler:
             "interval_s": self.interval,
             "cores": cores(),
             "io_readable": any(p["rchar"] is not None for p in self.procs.values()),
-            "overhead_cpu_s": usage.ru_utime + usage.ru_stime,
+            "overhead_cpu_s": self.sampling_cpu,  # the samples' cost, start-up aside
+            "process_cpu_s": usage.ru_utime + usage.ru_stime,
             "procs": {str(k): v for k, v in self.procs.items()},
             "series": self.series,
             "mapped_files": self.mapped,
