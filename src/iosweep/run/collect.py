@@ -320,6 +320,7 @@ def _procs_record(doc: dict[str, Any]) -> dict[str, Any]:
             "overhead_cpu_s",
         )
     } | {
+        "process_cpu_s": doc.get("process_cpu_s"),
         "processes_seen": len(procs),
         "procs": [{"pid": int(pid), **rec} for pid, rec in procs[:MANIFEST_PROCS]],
         "series": {k: [v[i] for i in keep] for k, v in series.items()},
