@@ -21,7 +21,9 @@ import pytest
 from conftest import REPO
 
 from iosweep.analysis.findings.run import analyze_run
+from iosweep.analysis.summary.io import read_summary
 from iosweep.config import expand_sweep, validate_config
+from iosweep.report.words import access_sentences
 from iosweep.run.imagenet import prepare_imagenet
 from iosweep.run.program import resolve_python
 from iosweep.run.runner import run_point
@@ -201,6 +203,12 @@ def test_memory_mapped_data_are_found_and_a_cold_wait_is_storage_not_preprocessi
     assert "lower bound" in check["message"] and check["why"].startswith("memory-mapped (")
     traced = p["totals"]["bytes_read_in_epochs"]
     assert traced < 0.1 * sum(o["bytes"] for o in own), traced  # the tracer saw the header only
+    # the report's account of the dataset's reads says what it rests on
+    model = read_summary(tmp_path / "run" / "analysis" / "summary.json")
+    (said,) = [x for x in access_sentences(model) if x.startswith("dataset reads:")]
+    assert said.endswith(
+        "the trace missed dataset reads: file sizes, coverage and bytes are lower bounds"
+    )
     if cache == "cold":
         # every epoch's samples came from storage: the kernel counted them, the trace could not
         assert p["host"]["read_bytes"] >= 0.5 * sum(o["bytes"] for o in own), p["host"]
