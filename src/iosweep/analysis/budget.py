@@ -27,6 +27,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from iosweep.analysis.subset import RankSubset
+from iosweep.cgroups import cgroup_dirs
 
 GIB = 1 << 30
 # Peak resident bytes of analyze_run, measured (see the module's docstring)
@@ -115,27 +116,14 @@ def cgroup_limit(
     """The tightest memory limit on this process's cgroup or those above it (v2
     ``memory.max``, v1 ``memory.limit_in_bytes``); None without one. A SLURM job's cgroup is
     nested (``/slurm/uid_0/job_12/step_0``): the root's file alone says nothing of it."""
-    try:
-        lines = proc_cgroup.read_text().splitlines()
-    except OSError:
-        return None
     limits = []
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if controllers == "":  # v2: one hierarchy
-            base, name = root, "memory.max"
-        elif "memory" in controllers.split(","):
-            base, name = root / "memory", "memory.limit_in_bytes"
-        else:
+    for d, v2 in cgroup_dirs("memory", proc_cgroup, root):
+        try:
+            text = (d / ("memory.max" if v2 else "memory.limit_in_bytes")).read_text().strip()
+        except OSError:
             continue
-        rel = Path(path.lstrip("/"))
-        for d in (rel, *rel.parents):
-            try:
-                text = (base / d / name).read_text().strip()
-            except OSError:
-                continue
-            if text.isdigit():
-                limits.append(int(text))
+        if text.isdigit():
+            limits.append(int(text))
     return min(limits) if limits else None
 
 

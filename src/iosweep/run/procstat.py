@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from iosweep.cgroups import cgroup_dirs
+
 FORMAT = "iosweep.procs/1"
 INTERVAL = 0.5  # seconds between samples
 MAX_SAMPLES = 1200  # past it, every other sample goes and the interval doubles, up to:
@@ -224,27 +226,10 @@ def host_cpu() -> tuple[float, float, float] | None:
 
 
 def cgroup_cpu_quota() -> float | None:
-    """Cores the process's cgroup may use (cgroup v2 ``cpu.max``, v1 CFS quota); None: no limit."""
-    best = None
-    for line in (_read("/proc/self/cgroup") or "").splitlines():
-        _, controllers, rel = line.split(":", 2)
-        base = "/sys/fs/cgroup" if not controllers else None
-        if "cpu" in controllers.split(","):
-            base = (
-                "/sys/fs/cgroup/cpu,cpuacct"
-                if os.path.isdir("/sys/fs/cgroup/cpu,cpuacct")
-                else "/sys/fs/cgroup/cpu"
-            )
-        if base is None:
-            continue
-        path = Path(base + rel)
-        for d in (path, *path.parents):
-            if not str(d).startswith(base):
-                break
-            q = _quota(d)
-            if q is not None:
-                best = q if best is None else min(best, q)
-    return best
+    """Cores the process's cgroup may use (cgroup v2 ``cpu.max``, v1 CFS quota), the tightest
+    up its hierarchy; None: no limit."""
+    quotas = [q for d, _ in cgroup_dirs("cpu") if (q := _quota(d)) is not None]
+    return min(quotas) if quotas else None
 
 
 def _quota(d: Path) -> float | None:
