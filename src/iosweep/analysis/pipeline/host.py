@@ -26,19 +26,37 @@ CORE_WAIT_SHARE = 0.25
 MAPPED_MIN = 1 << 20  # a data file mapped smaller than this is not a dataset's
 STORAGE_MIN = 16 << 20  # bytes from storage outside the trace that make a wait storage's
 UNTRACED_MIN = 4 << 20  # read-call bytes past the traced ones that say the tracer missed reads
+# the cumulative series a rank's window figures are differences of
+WINDOW_SERIES = (
+    "rank_cpu",
+    "cpu",
+    "rank_runq",
+    "runq",
+    "host_busy",
+    "majflt",
+    "minflt",
+    "rchar",
+    "read_bytes",
+)
 NOT_MEASURED = (
     "not measured: the run has no record of its processes (a trace from elsewhere, or a run "
     "made before iosweep sampled them)"
 )
 
 
-def _delta(series: dict[str, list], key: str, lo: float, hi: float) -> float | None:
+def _deltas(series: dict[str, list], keys: tuple[str, ...], lo: float, hi: float) -> dict:
+    """Each cumulative series' growth from ``lo`` to ``hi`` (interpolated at both); None for
+    a series with a gap."""
     t = np.asarray(series.get("t") or [], dtype=float)
-    v = series.get(key) or []
-    if len(t) < 2 or len(v) != len(t) or any(x is None for x in v):
-        return None
-    y = np.asarray(v, dtype=float)
-    return float(np.interp(hi, t, y) - np.interp(lo, t, y))
+    out: dict[str, float | None] = {}
+    for key in keys:
+        v = series.get(key) or []
+        if len(t) < 2 or len(v) != len(t) or any(x is None for x in v):
+            out[key] = None
+            continue
+        y = np.interp([lo, hi], t, np.asarray(v, dtype=float))
+        out[key] = float(y[1] - y[0])
+    return out
 
 
 def _windows(t: pd.DataFrame, clock_zero: float) -> dict[int, tuple[float, float]]:
@@ -46,9 +64,10 @@ def _windows(t: pd.DataFrame, clock_zero: float) -> dict[int, tuple[float, float
     if t.empty:
         return {}
     g = t.groupby("rank")
+    lo, hi = g["start"].min(), g["end"].max()
     return {
-        int(r): (float(lo) + clock_zero, float(hi) + clock_zero)
-        for r, lo, hi in zip(g["start"].min().index, g["start"].min(), g["end"].max(), strict=True)
+        int(r): (float(a) + clock_zero, float(b) + clock_zero)
+        for r, a, b in zip(lo.index, lo, hi, strict=True)
     }
 
 
@@ -56,20 +75,7 @@ def _rank_figures(rank: int, rec: dict[str, Any], window: tuple[float, float]) -
     s = rec["series"]
     lo, hi = max(window[0], s["t"][0]), min(window[1], s["t"][-1])
     span = hi - lo
-    d = {
-        k: _delta(s, k, lo, hi)
-        for k in (
-            "rank_cpu",
-            "cpu",
-            "rank_runq",
-            "runq",
-            "host_busy",
-            "majflt",
-            "minflt",
-            "rchar",
-            "read_bytes",
-        )
-    }
+    d = _deltas(s, WINDOW_SERIES, lo, hi)
     usable = (rec.get("cores") or {}).get("usable")
 
     def per(x: float | None) -> float | None:
@@ -107,20 +113,12 @@ def host_summary(procs: dict[str, Any], clock_zero: float, t: pd.DataFrame) -> d
     windows = _windows(t, clock_zero)
     ranks = [_rank_figures(r, good[r], windows[r]) for r in sorted(good) if r in windows]
     ranks = [f for f in ranks if f["window_s"] > 0]
+    if not ranks and not recs:
+        return {"available": False, "reason": NOT_MEASURED}
     if not ranks:
-        reason = (
-            NOT_MEASURED
-            if not recs
-            else (
-                "no rank's processes were sampled during its training steps"
-                + (
-                    f" ({'; '.join(f'rank {r}: {e}' for r, e in sorted(errors.items()))})"
-                    if errors
-                    else ""
-                )
-            )
-        )
-        return {"available": False, "reason": reason}
+        why = "; ".join(f"rank {r}: {e}" for r, e in sorted(errors.items()))
+        reason = "no rank's processes were sampled during its training steps"
+        return {"available": False, "reason": reason + (f" ({why})" if why else "")}
     nodes: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for f in ranks:
         nodes[f["host"]].append(f)
