@@ -17,6 +17,7 @@ Stdlib only: it runs under the job's interpreter.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import resource
@@ -126,13 +127,13 @@ _NOT_DATA = (
 )
 
 
-def _executable(path: str, seen: dict[str, bool] = {}) -> bool:  # noqa: B006 (a cache)
-    if path not in seen:
-        try:
-            seen[path] = bool(os.stat(path).st_mode & 0o111)
-        except OSError:
-            seen[path] = True
-    return seen[path]
+@functools.lru_cache(maxsize=4096)
+def _executable(path: str) -> bool:
+    """A program or library file (any execute bit), or one that cannot be looked at."""
+    try:
+        return bool(os.stat(path).st_mode & 0o111)
+    except OSError:
+        return True
 
 
 def _size_on_disk(path: str, default: int) -> int:

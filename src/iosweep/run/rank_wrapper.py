@@ -2,12 +2,12 @@
 
 The launcher starts ``python -m iosweep.run.rank_wrapper --run-dir DIR [--hooks] -- PROGRAM
 ARGS...`` once per rank. The wrapper writes ``DIR/ranks/rank-R.json`` ({rank, local_rank, size,
-pid, host}), fills ``{rank}``, ``{local_rank}`` and ``{world_size}`` in the arguments, and then
+pid, host, procstat}), fills ``{rank}``, ``{local_rank}`` and ``{world_size}`` in the arguments, and then
 *execs* PROGRAM, so that pid is the traced process's pid: that is how the merge ties a
 per-process log to its rank. Just before, it starts the sampler of the rank's processes and
-host (:mod:`iosweep.run.procstat`; ``IOSWEEP_PROCSTAT=0`` leaves it out). ``--hooks`` puts iosweep's step hooks on the program's Python
-path (:mod:`iosweep.run.hooks`), active in that pid only. Stdlib only, so it runs under any
-interpreter.
+host (:mod:`iosweep.run.procstat`; ``IOSWEEP_PROCSTAT=0`` leaves it out). ``--hooks`` puts
+iosweep's step hooks on the program's Python path (:mod:`iosweep.run.hooks`), active in that
+pid only. Stdlib only, so it runs under any interpreter.
 """
 
 from __future__ import annotations
