@@ -414,7 +414,9 @@ def test_io_overlap_with_compute_per_epoch(tmp_path):
         (0, "/data/a.npy", "read", 10, 10, 2.2, 2.8),  # between steps: exposed
         (0, "/data/a.npy", "read", 20, 10, 20.0, 21.0),  # after the epoch
     ]
-    sm = run(tmp_path, make_store(tmp_path / "s", segs, steps=steps), exposed_io_share=0.05)
+    # one steady step: min_steady_steps lowered to judge it (this test is about the loop)
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, steps=steps), exposed_io_share=0.05,
+             min_steady_steps=1)  # fmt: skip
     ov = pd.read_parquet(tmp_path / "out" / "overlap.parquet").set_index("epoch")
     assert ov.loc[0, "io_time"] == pytest.approx(1.6)
     assert ov.loc[0, "overlapped_io_time"] == pytest.approx(0.5)
@@ -445,7 +447,7 @@ def test_an_estimated_wait_is_never_read_as_loop_bound(tmp_path):
     segs = [(0, "/data/a.npy", "read", 0, 10, 0.5, 1.5)]
     timing = {"source": "hooks", "wait": "estimated", "method": "call time less the fastest"}
     store = make_store(tmp_path / "s", segs, steps=steps, manifest={"timing": timing})
-    v = run(tmp_path, store)["pipeline"]["verdict"]
+    v = run(tmp_path, store, min_steady_steps=1)["pipeline"]["verdict"]
     assert v["kind"] == "input-bound-preprocessing" and v["numbers"]["au"] == pytest.approx(0.125)
     assert "even by an estimate that can only underrate the wait" in v["text"]
 
@@ -1185,18 +1187,24 @@ def test_verdict_boundaries(kw, kind):
     assert (n["wait_per_rank_s"], n["epoch_time_per_rank_s"]) == (10.0, 60.0)
 
 
+def _texts(v: dict) -> list[str]:
+    return [lv["text"] for lv in v["levers"]]
+
+
 def test_verdict_text_and_levers_by_kind():
     from iosweep.analysis.pipeline.verdict import verdict
 
     s = AnalysisSettings()
     small = {"file_size_median": 100_000, "read_size_median": 65_536}
     v = verdict(_totals(read_in_wait_share=0.45), {"loader_workers": 4, **small}, s)
-    assert v["title"] == "Input-bound by storage"
+    # 10 s of wait in 60 s of epoch (no steady state given: of the whole epoch): 17%
+    assert v["title"] == "Input-bound by storage (moderately: 17% of the step time waiting)"
+    assert v["grade"] == "moderate"
     assert v["text"] == (
         "the ranks compute 50% of their epoch time (MLPerf-Storage-style AU) and wait 10.0 s of "
         "60.0 s for data; storage reads or metadata calls were in flight during 55% of that wait"
     )
-    assert v["levers"] == [
+    assert _texts(v) == [
         "stage the data to node-local storage (sweep.staging: node-local)",
         "pack the small files into larger record files (TFRecord, WebDataset tar, HDF5)",
         "larger reads (a bigger read buffer, whole-file reads)",
@@ -1205,7 +1213,7 @@ def test_verdict_text_and_levers_by_kind():
     # staged already, files and reads of 1 MiB (not small): only more reads in flight
     big = {"staging": "node-local", "file_size_median": 1 << 20, "read_size_median": 1 << 20}
     v = verdict(_totals(read_in_wait_share=0.45), big, s)
-    assert v["levers"] == ["more loader workers or deeper prefetch, to keep more reads in flight"]
+    assert _texts(v) == ["more loader workers or deeper prefetch, to keep more reads in flight"]
     v = verdict(_totals(au=0.95), {}, s)
     assert (v["title"], v["levers"]) == ("Compute-bound", [])
     assert v["text"].endswith("wait 10.0 s of 60.0 s for data; the input pipeline keeps up")
@@ -1215,10 +1223,16 @@ def test_verdict_text_and_levers_by_kind():
         "70.0 s passed before the first step, against 60.0 s of training in 1 epoch(s): the run "
         "is too short to judge its input pipeline"
     )
-    assert v["levers"] == ["run more steps or epochs before judging the input pipeline"]
+    assert _texts(v) == ["run more steps or epochs before judging the input pipeline"]
+    # the levers a sweep parameter turns say which, and which way
+    assert [(lv["param"], lv["direction"]) for lv in verdict(_totals(), {}, s)["levers"]] == [
+        ("loader_workers", "more"),
+        ("", ""),
+        ("", ""),
+    ]
     v = verdict(_totals(), {"loader_workers": 0}, s)
-    assert v["levers"][0].startswith("loader workers (DataLoader num_workers > 0")
-    assert len(v["levers"]) == 3 and v["levers"][2] == "store samples pre-decoded or pre-resized"
+    assert _texts(v)[0].startswith("loader workers (DataLoader num_workers > 0")
+    assert len(v["levers"]) == 3 and _texts(v)[2] == "store samples pre-decoded or pre-resized"
 
 
 def test_reads_before_training_are_not_counted_in_an_epoch(tmp_path):
@@ -1652,7 +1666,7 @@ def test_lever_series_by_hand():
             "samples_per_s": [900.0, 300.0, 1100.0, 1500.0, 200.0],
         }
     )
-    got = lever_series(df, ["framework", "loader_workers", "staging", "rep"])
+    got = lever_series(df, ["framework", "loader_workers", "staging", "rep"], AnalysisSettings())
     assert [(s["lever"], s["key"]) for s in got] == [
         ("loader_workers", {"framework": "pytorch", "staging": "none"}),
         ("staging", {"framework": "pytorch", "loader_workers": 8}),
@@ -1667,12 +1681,14 @@ def test_lever_series_by_hand():
     assert st["text"] == "staging none → node-local: AU 45% → 80%, samples/s 1,000 → 1,500"
     # an untraced run has samples/s but no AU: it is in the series, its AU a "?"
     df.loc[df["run_id"] == "w2", "au"] = np.nan
-    w = lever_series(df, ["framework", "loader_workers", "staging", "rep"])[0]
+    w = lever_series(df, ["framework", "loader_workers", "staging", "rep"], AnalysisSettings())[0]
     assert w["au"] == [None, pytest.approx(0.45)]
     assert w["text"] == "loader workers 2 → 8: AU ? → 45%, samples/s 300 → 1,000"
     # runs that do not say their framework (logs labelled by hand) still form their series
     unlabelled = lever_series(
-        df.assign(framework=None), ["framework", "loader_workers", "staging", "rep"]
+        df.assign(framework=None),
+        ["framework", "loader_workers", "staging", "rep"],
+        AnalysisSettings(),
     )
     assert [(s["lever"], s["key"]["framework"], s["values"]) for s in unlabelled] == [
         ("loader_workers", None, [2, 4, 8]),
@@ -1680,9 +1696,9 @@ def test_lever_series_by_hand():
     ]
     # a run with neither is not a point of any series
     df.loc[df["run_id"] == "w2", "samples_per_s"] = np.nan
-    assert lever_series(df, ["framework", "loader_workers", "staging", "rep"])[0]["lever"] == (
-        "staging"
-    )
+    assert lever_series(df, ["framework", "loader_workers", "staging", "rep"], AnalysisSettings())[
+        0
+    ]["lever"] == ("staging")
 
 
 @pytest.mark.parametrize(
@@ -1877,9 +1893,90 @@ def test_preprocessing_verdict_names_who_does_the_work(workers, who):
 
     tot = {"au": 0.11, "wait_per_rank": 54.0, "epoch_time_per_rank": 60.7,
            "read_in_wait_share": 0.05, "no_read_share": 0.9}  # fmt: skip
-    text = _verdict_text("input-bound-preprocessing", tot, {"loader_workers": workers}, 0.0)
+    text = _verdict_text(
+        "input-bound-preprocessing", tot, {"loader_workers": workers}, 0.0, AnalysisSettings()
+    )
     assert text == (
         "the ranks compute 11% of their epoch time (MLPerf-Storage-style AU) and wait 54.0 s of "
         "60.7 s for data; reads were in flight during only 5% of that wait (90% of it with no "
         f"read at all): the time goes to decoding, augmentation and collation in {who}"
     )
+
+
+def _steady(**kw) -> dict:
+    """Totals with a steady state: 60 s a rank in epochs, 50 s of it steady (100 steps after
+    each epoch's first), 25 s of compute in it (AU 50%); ``kw`` overrides."""
+    return _totals(
+        au=0.5, compute_per_rank=25.0, steady_time_per_rank=50.0, steady_steps_per_rank=100.0,
+        idle_per_rank=25.0, wait_per_rank=20.0, wait_share=0.4,
+    ) | kw  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("wait", "idle", "kind", "grade"),
+    [
+        # wait_grades [0.05, 0.2] of the 50 s steady state: 2.5 s and 10 s
+        (2.4, 2.4, "loop-bound", ""),  # 4.8%: a sliver, not input-bound, all of the idle time
+        (2.5, 25.0, "loop-bound", ""),  # 5%, but under half of the 25 s idle (input_wait_share)
+        (7.5, 10.0, "input-bound-preprocessing", "moderate"),  # 15%, most of the idle 10 s
+        (12.5, 25.0, "input-bound-preprocessing", "high"),  # 25%, half the idle 25 s
+        (9.9, 25.0, "loop-bound", ""),  # 19.8%, under half of the idle 25 s
+    ],
+)
+def test_a_wait_is_graded_by_its_share_of_the_step_time(wait, idle, kind, grade):
+    from iosweep.analysis.pipeline.verdict import verdict
+
+    s = AnalysisSettings(au_threshold=1.0)  # AU alone decides nothing here
+    tot = _steady(wait_per_rank=wait, wait_share=wait / 50.0, idle_per_rank=idle)
+    v = verdict(tot, {}, s)
+    assert (v["kind"], v["grade"]) == (kind, grade if kind.startswith("input") else "")
+    assert v["numbers"]["wait_share_of_step"] == pytest.approx(wait / 50.0)
+
+
+@pytest.mark.parametrize(
+    ("share", "grade", "words"),
+    [(0.049, "", None), (0.05, "moderate", "moderately: 5%"), (0.199, "moderate", "moderately: 20%"),
+     (0.2, "high", "highly: 20%"), (0.9, "high", "highly: 90%")],
+)  # fmt: skip
+def test_the_grades_are_xprofs(share, grade, words):
+    from iosweep.analysis.pipeline.verdict import grade as graded
+    from iosweep.analysis.pipeline.verdict import verdict
+
+    s = AnalysisSettings(au_threshold=1.0)  # AU alone decides nothing here
+    assert graded(share, s) == grade
+    # all of the idle time is waiting: only the grade decides whether it is input-bound
+    v = verdict(_steady(wait_per_rank=50 * share, idle_per_rank=50 * share, au=1 - share,
+                        wait_share=share), {}, s)  # fmt: skip
+    if words is None:
+        assert v["kind"] == "loop-bound" and "under the 5% at which" in v["text"]
+    else:
+        assert v["kind"] == "input-bound-preprocessing"
+        assert v["title"] == f"Input-bound by preprocessing ({words} of the step time waiting)"
+
+
+def test_a_run_mostly_in_its_first_wait_and_step_is_too_short_to_judge():
+    from iosweep.analysis.pipeline.verdict import verdict
+
+    s = AnalysisSettings()
+    # the issue's Keras fit job: 2 epochs of 16 steps a rank, 94% of each epoch in its first
+    # wait and step; 0.26 s left of 4.33 s, 30 steady steps (min_steady_share 25%)
+    tot = _steady(epoch_time_per_rank=4.33, steady_time_per_rank=0.26, steady_steps_per_rank=30.0,
+                  au=0.3, compute_per_rank=0.078, idle_per_rank=0.182, wait_per_rank=0.01,
+                  wait_share=0.01 / 0.26, training_time=4.33, run_time=8.0)  # fmt: skip
+    v = verdict(tot, {}, s)
+    assert (v["kind"], v["title"]) == ("too-short", "Too short to judge")
+    assert v["text"].startswith("the verdict would rest on 0.26 s of steady state a rank (30 steps")
+    # warm-up 4.07 s: 25% needs 4.07 / 3 = 1.357 s steady, at 0.26 / 30 s a step: 157 steps
+    assert "about 157 steady steps a rank" in v["text"]
+    assert "about 157 steady steps" in v["levers"][0]["text"]
+    # a quarter of the epoch time in steady state is enough; so are 5 steps
+    assert verdict(tot | {"steady_time_per_rank": 4.33 / 4}, {}, s)["kind"] != "too-short"
+    assert verdict(_steady(steady_steps_per_rank=4.0), {}, s)["kind"] == "too-short"
+    assert verdict(_steady(steady_steps_per_rank=5.0), {}, s)["kind"] != "too-short"
+
+
+def test_wait_grades_out_of_order_are_a_settings_error():
+    from iosweep.config import SettingsError
+
+    with pytest.raises(SettingsError, match="wait_grades"):
+        AnalysisSettings.from_dict({"wait_grades": [0.3, 0.1]})

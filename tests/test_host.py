@@ -94,7 +94,7 @@ def test_host_cpu_bound_where_no_core_was_free_and_threads_waited_for_one(
     if kind == "compute-bound":
         assert v["text"].endswith("the compute itself is slowed by sharing cores")
     if expected == "host-cpu-bound":
-        assert "1 rank(s) x (1 + 4 loader workers) share 2 cores" in v["levers"][0]
+        assert "1 rank(s) x (1 + 4 loader workers) share 2 cores" in v["levers"][0]["text"]
         assert f"their threads waited for a core {runq / (0.9 + runq):.0%}" in v["text"]
 
 

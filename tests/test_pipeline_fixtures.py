@@ -101,7 +101,7 @@ def test_two_workers_starve_the_gpu_on_decoding_not_storage(runs):
     assert v["kind"] == "input-bound-preprocessing"
     # the manifest's loader_workers: 2 (the README's W)
     assert v["text"].endswith("decoding, augmentation and collation in 2 loader workers")
-    assert "more loader workers" in v["levers"][0]
+    assert "more loader workers" in v["levers"][0]["text"]
     ins = {i["id"] for i in sm["insights"]}
     assert "input_bound_preprocessing" in ins and "exposed_io" not in ins
 

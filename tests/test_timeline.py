@@ -291,13 +291,14 @@ def test_show_prints_the_answer_plainly_and_colours_only_a_terminal(analysed):
     out, sm = analysed
     text = _show([str(out)])
     # AU by hand: (2 + 1.5) s of compute over (10 - 1 - 1) + (10 - 0.5 - 1) s
-    assert "Held back by the loop itself, not by its data (AU 21%)" in text
+    # one and two steps a rank after the first: under min_steady_steps (5), too short to judge
+    assert "Too short to judge (AU 21%)" in text
     assert "\033[" not in text and f"timeline: {out / 'timeline.json.gz'}" in text
-    assert "\033[1;33mHeld back" in _show([str(out)], tty=True)
+    assert "\033[1;33mToo short" in _show([str(out)], tty=True)
     assert "\033[" not in _show([str(out)], tty=True, env={"NO_COLOR": "1"})
     (rec,) = json.loads(_show([str(out.parent), "--json"]))  # a folder holding the analysis
-    assert rec["verdict"] == "loop-bound" and rec["au"] == pytest.approx(3.5 / 16.5)
-    assert rec["top_lever"] == sm["pipeline"]["verdict"]["levers"][0]
+    assert rec["verdict"] == "too-short" and rec["au"] == pytest.approx(3.5 / 16.5)
+    assert rec["top_lever"] == sm["pipeline"]["verdict"]["levers"][0]["text"]
 
 
 def test_analyze_prints_the_answer(tmp_path):
@@ -308,7 +309,7 @@ def test_analyze_prints_the_answer(tmp_path):
     (rec,) = json.loads(
         subprocess.run([*cmd, "--json"], capture_output=True, text=True, check=True).stdout
     )
-    assert rec["verdict"] == "loop-bound"
+    assert rec["verdict"] == "too-short"
 
 
 # --- a real reader of the format ------------------------------------------------------------------

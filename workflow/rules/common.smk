@@ -149,6 +149,7 @@ os.environ.update(IOSWEEP_WORKFLOW_ARGV=shlex.join(sys.argv))  # set here, for t
 def show_answers():
     """The end of a sweep: each analysed run's answer on the terminal (iosweep show)."""
     from iosweep.cli.show import show
+    from iosweep.analysis.settings import AnalysisSettings
     from iosweep.analysis.summary import SummaryError, read_summary
 
     found = []
@@ -158,4 +159,4 @@ def show_answers():
             found.append((read_summary(d), d))
         except (OSError, SummaryError, ValueError):
             continue  # not analysed in this sweep (failed point, --until a stage)
-    show(found)
+    show(found, settings=AnalysisSettings.from_dict(config.get("analysis")))

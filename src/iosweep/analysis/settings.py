@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from iosweep.config import check_section, section_defaults
+from iosweep.config import SettingsError, check_section, section_defaults
 
 OTHER = "other"
 
@@ -73,6 +73,10 @@ class AnalysisSettings:
     storage_wait_share: float = field(default_factory=_default("storage_wait_share"))
     input_wait_share: float = field(default_factory=_default("input_wait_share"))
     startup_share: float = field(default_factory=_default("startup_share"))
+    wait_grades: list[float] = field(default_factory=_default("wait_grades"))
+    min_steady_share: float = field(default_factory=_default("min_steady_share"))
+    min_steady_steps: int = field(default_factory=_default("min_steady_steps"))
+    lever_min_gain: float = field(default_factory=_default("lever_min_gain"))
     fs_bandwidth: float | None = field(default_factory=_default("fs_bandwidth"))
     fs_metadata_rate: float | None = field(default_factory=_default("fs_metadata_rate"))
     table_max_files: int = field(default_factory=_default("table_max_files"))
@@ -84,6 +88,12 @@ class AnalysisSettings:
         for f in fields(self):  # a share or time given as 1 is still a float
             if f.type == "float":
                 setattr(self, f.name, float(getattr(self, f.name)))
+        self.wait_grades = [float(g) for g in self.wait_grades]
+        if self.wait_grades[0] > self.wait_grades[1]:
+            raise SettingsError(
+                f"analysis.wait_grades: {self.wait_grades}: the moderate grade's share must not "
+                "be above the high grade's"
+            )
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> AnalysisSettings:

@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+from iosweep.analysis.findings.sweep import advised_levers
+from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.summary import AnalysisFailure, RunSummary, SummaryError, read_summary
 from iosweep.cli.report import find_analyses
 from iosweep.report.terminal import as_record, run_text
@@ -34,14 +36,23 @@ def use_color(stream=None) -> bool:
     return stream.isatty() and not os.environ.get("NO_COLOR")
 
 
-def show(summaries: list[tuple[RunSummary | AnalysisFailure, Path]], as_json: bool = False) -> None:
-    """Print each run's answer (text, or one JSON list)."""
+def show(
+    summaries: list[tuple[RunSummary | AnalysisFailure, Path]],
+    as_json: bool = False,
+    settings: AnalysisSettings | None = None,
+) -> None:
+    """Print each run's answer (text, or one JSON list), its levers as the measurements of
+    the runs shown together leave them (what the sweep's report advises too)."""
+    runs = [sm for sm, _ in summaries if isinstance(sm, RunSummary)]
+    advised = advised_levers(runs, settings)
     if as_json:
-        print(json.dumps([as_record(sm, d) for sm, d in summaries], indent=1))
+        print(
+            json.dumps([as_record(sm, d, advised.get(sm.run_id)) for sm, d in summaries], indent=1)
+        )
         return
     color = use_color()
     for sm, d in summaries:
-        print(run_text(sm, d, color))
+        print(run_text(sm, d, color, advised.get(sm.run_id)))
 
 
 def run(args: argparse.Namespace) -> int:

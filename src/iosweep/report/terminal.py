@@ -8,12 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from iosweep.analysis.summary import AnalysisFailure, RunSummary
+from iosweep.analysis.summary import AnalysisFailure, Lever, RunSummary
 
 # ANSI: only when the output is a terminal (the caller decides)
 _STYLE = {"bad": "\033[1;31m", "good": "\033[1;32m", "warn": "\033[1;33m", "dim": "\033[2m"}
 _RESET = "\033[0m"
-_TONE = {"compute-bound": "good", "input-bound-storage": "bad", "input-bound-preprocessing": "bad"}
+_TONE = {
+    "compute-bound": "good",
+    "input-bound-storage": "bad",
+    "input-bound-preprocessing": "bad",
+    "host-cpu-bound": "bad",
+}
 # insights that say the figures miss something (shown as warnings, whatever their severity)
 _COMPLETENESS = ("truncated_trace", "io_without_metadata", "no_io_recorded", "trace_missed_")
 
@@ -37,12 +42,17 @@ def _warnings(sm: RunSummary) -> list[str]:
     return out
 
 
-def as_record(sm: RunSummary | AnalysisFailure, where: Path | str) -> dict[str, Any]:
-    """The run's answer as plain data (``--json``)."""
+def as_record(
+    sm: RunSummary | AnalysisFailure, where: Path | str, levers: list[Lever] | None = None
+) -> dict[str, Any]:
+    """The run's answer as plain data (``--json``). ``levers``: the run's levers as its
+    sweep's measurements leave them (PipelineAcross.advised), where they differ from its
+    verdict's."""
     if isinstance(sm, AnalysisFailure):
         return {"run_id": sm.run_id, "analysis": str(where), "status": "error", "error": sm.error}
     p, t = sm.pipeline, sm.pipeline.totals
     v = p.verdict
+    top = (levers if levers is not None else v.levers if v else [])[:1]
     return {
         "run_id": sm.run_id,
         "analysis": str(where),
@@ -59,7 +69,8 @@ def as_record(sm: RunSummary | AnalysisFailure, where: Path | str) -> dict[str, 
         }
         if t
         else None,
-        "top_lever": v.levers[0] if v and v.levers else None,
+        "top_lever": top[0].text if top else None,
+        "top_lever_source": top[0].source if top else None,
         "why_no_verdict": "" if p.available else p.reason,
         "warnings": _warnings(sm),
         "timeline": str(Path(where) / sm.timeline.file) if sm.timeline.file else None,
@@ -82,7 +93,12 @@ def checks_line(sm: RunSummary) -> str:
     return "checks: " + "; ".join(parts)
 
 
-def run_text(sm: RunSummary | AnalysisFailure, where: Path | str, color: bool = False) -> str:
+def run_text(
+    sm: RunSummary | AnalysisFailure,
+    where: Path | str,
+    color: bool = False,
+    levers: list[Lever] | None = None,
+) -> str:
     """A few plain lines: what the run's analysis says first."""
     if isinstance(sm, AnalysisFailure):
         return f"{sm.run_id}: the analysis failed: {sm.error}\n  -> {where}"
@@ -90,7 +106,7 @@ def run_text(sm: RunSummary | AnalysisFailure, where: Path | str, color: bool = 
     def style(tone: str, text: str) -> str:
         return f"{_STYLE[tone]}{text}{_RESET}" if color and tone in _STYLE else text
 
-    r = as_record(sm, where)
+    r = as_record(sm, where, levers)
     n = sm.ranks.count
     head = f"{sm.run_id}: {sm.analysis_status}, {n} {sm.ranks.kind}{'s' if n != 1 else ''}"
     lines = [style("dim", head) if color else head]
@@ -106,7 +122,8 @@ def run_text(sm: RunSummary | AnalysisFailure, where: Path | str, color: bool = 
                 f"neither (decode, collate, ...) {_pct(ws['other'])}"
             )
         if r["top_lever"]:
-            lines.append(f"  first lever: {r['top_lever']}")
+            said = {"measured": " (as this sweep measured)", "predicted": " (predicted)"}
+            lines.append(f"  first lever{said.get(r['top_lever_source'], '')}: {r['top_lever']}")
     else:
         lines.append(
             f"  whether it waited for its data: not known: {p.reason or 'no step records'}"

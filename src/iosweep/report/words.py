@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from iosweep.analysis.summary import AppSave, CheckpointEvent, RunSummary
+from iosweep.analysis.summary import AppSave, CheckpointEvent, LeverSeries, RunSummary
 from iosweep.report import fmt
 
 # The analysis's access-strategy vocabulary, said for a reader (docs/analysis.md).
@@ -127,3 +127,9 @@ def checkpoint_gap(sm: RunSummary) -> str:
 def checkpoint_marks(sm: RunSummary) -> list[CheckpointEvent | AppSave]:
     """Checkpoint times for the temporal plot: traced bursts, else the script's own record."""
     return list(sm.checkpoints.marks)
+
+
+def lever_series_text(s: LeverSeries) -> str:
+    """What a lever's series measured, then what follows from it (the best value measured,
+    the model's predictions beside it, and beyond the sweep, said as predicted)."""
+    return s.text + "".join(f". {t[0].upper()}{t[1:]}" for t in (s.advice, s.beyond) if t)

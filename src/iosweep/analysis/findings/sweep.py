@@ -12,13 +12,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from iosweep.analysis.pipeline.advice import overrule, rate_columns
 from iosweep.analysis.pipeline.levers import pipeline_across
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.summary import (
     SUMMARY_FILE,
     InsightsAcross,
+    Lever,
     Overhead,
     PipelineAcross,
+    RunLevers,
+    RunSummary,
     Scaling,
     read_summary,
     to_dict,
@@ -91,6 +95,7 @@ def _row(sm: dict[str, Any]) -> dict[str, Any]:
     for cls, acc in (sm.get("access") or {}).items():
         for d in ("read", "write"):
             row[f"{cls}_{d}_strategy"] = (acc or {}).get(d) or ""
+    row |= rate_columns(sm.get("pipeline") or {})
     ins = sm.get("insights") or []
     row["insight_ids"] = ";".join(sorted({i["id"] for i in ins}))
     row["summary_path"] = sm.get("_path", "")
@@ -114,8 +119,8 @@ def _metrics(df: pd.DataFrame) -> list[str]:
     skip = {"issues", "insights", "incomplete", "tracer_overhead"}
     out = []
     for c in df.columns:
-        if c in skip or c in df.attrs.get("params", PARAM_COLUMNS):
-            continue
+        if c in skip or c in df.attrs.get("params", PARAM_COLUMNS) or c.startswith("rate_"):
+            continue  # (the rate model's inputs are the advice's, not metrics to scale)
         if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]):
             out.append(c)
     return out
@@ -425,6 +430,42 @@ def _overhead_verdict(
     return "above threshold" if ov > s.tracer_overhead_share else "below threshold"
 
 
+def advised(
+    sums: list[dict[str, Any]], df: pd.DataFrame, pipe: PipelineAcross, s: AnalysisSettings
+) -> list[RunLevers]:
+    """Each run's levers where the sweep measured a parameter one of them turns (or the run's
+    own series has a best value to lead with); the others keep their verdict's."""
+    if not pipe.levers or df.empty:
+        return []
+    rows = {str(r["run_id"]): r for r in df.to_dict("records")}
+    out = []
+    for d in sums:
+        v, row = ((d.get("pipeline") or {}).get("verdict") or {}), rows.get(str(d.get("run_id")))
+        if not v or row is None:
+            continue
+        own = [Lever.model_validate(lv) for lv in v.get("levers") or []]
+        levers = overrule(own, row, pipe.levers, s)
+        if levers != own:
+            out.append(RunLevers(run_id=str(d["run_id"]), levers=levers))
+    return out
+
+
+def advised_levers(
+    summaries: list[RunSummary], settings: AnalysisSettings | None = None
+) -> dict[str, list[Lever]]:
+    """Each run's levers as its sweep's measurements leave them (run id -> levers), for the
+    runs where they differ from the verdict's: what ``iosweep show`` and the end of a sweep
+    print, the same as the sweep analysis's ``pipeline.json``."""
+    settings = settings or AnalysisSettings()
+    sums = [to_dict(sm) for sm in summaries]
+    if len(sums) < 2:
+        return {}
+    df = sweep_table(sums)
+    params = df.attrs.get("params", PARAM_COLUMNS)
+    pipe = PipelineAcross.model_validate(pipeline_across(df, params, settings))
+    return {a.run_id: a.levers for a in advised(sums, df, pipe, settings)}
+
+
 def analyze_sweep(
     summaries: Iterable[dict[str, Any] | Path | str],
     out_dir: Path | str,
@@ -448,11 +489,13 @@ def analyze_sweep(
             )
             df.loc[m, "tracer_overhead"] = df.loc[m, "run_time"] / o["baseline_run_time_mean"] - 1
     params = df.attrs.get("params", PARAM_COLUMNS) if len(df) else []
+    across = PipelineAcross.model_validate(pipeline_across(df, params, settings))
+    across.advised = advised(sums, df, across, settings)
     models = (
         Scaling.model_validate(scaling(df) if len(df) else {"metrics": [], "series": []}),
         InsightsAcross.model_validate(insights_across(df, ov) if len(df) else {"series": []}),
         Overhead.model_validate({"points": ov}),
-        PipelineAcross.model_validate(pipeline_across(df, params, settings)),
+        across,
     )
     atomic_write(out_dir / "sweep.csv", lambda p: df.to_csv(p, index=False))
     atomic_write(out_dir / "sweep.parquet", lambda p: df.to_parquet(p, index=False))

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from iosweep.analysis.pipeline.verdict import lever
 from iosweep.units import human_bytes
 
 HOST_BUSY_SHARE = 0.9  # of the usable cores: above it, the host had no core to spare
@@ -197,13 +198,23 @@ def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> 
         "the time)"
     )
     levers = [
-        f"fewer processes per core: {node['ranks']} rank(s)"
-        + (f" x (1 + {w} loader workers)" if isinstance(w, int) else " and their loader workers")
-        + f" share {cores:g} cores; loader workers beyond the cores the ranks leave free only "
-        "add waiting",
-        "more cores per rank: fewer ranks per node, or a node with more cores",
-        "cheaper preprocessing: samples stored pre-decoded or pre-resized, or decoded on the "
-        "accelerator (e.g. DALI)",
+        lever(
+            f"fewer processes per core: {node['ranks']} rank(s)"
+            + (
+                f" x (1 + {w} loader workers)"
+                if isinstance(w, int)
+                else " and their loader workers"
+            )
+            + f" share {cores:g} cores; loader workers beyond the cores the ranks leave free only "
+            "add waiting",
+            "loader_workers",
+            "fewer",
+        ),
+        lever("more cores per rank: fewer ranks per node, or a node with more cores"),
+        lever(
+            "cheaper preprocessing: samples stored pre-decoded or pre-resized, or decoded on the "
+            "accelerator (e.g. DALI)"
+        ),
     ]
     numbers = v["numbers"] | {
         "host_busy_share": busy,
@@ -278,10 +289,16 @@ def blind_storage(v: dict[str, Any], host: dict[str, Any], traced: int) -> dict[
         "kernel's counts): the wait is storage's, not preprocessing's"
     )
     levers = [
-        "stage the data to node-local storage or memory (sweep.staging: node-local)",
-        "read in larger, sequential pieces (whole samples or shards; madvise(MADV_SEQUENTIAL) "
-        "or a read call instead of page faults on a memory map)",
-        "more loader workers, to keep more reads in flight",
+        lever(
+            "stage the data to node-local storage or memory (sweep.staging: node-local)",
+            "staging",
+            "on",
+        ),
+        lever(
+            "read in larger, sequential pieces (whole samples or shards; madvise(MADV_SEQUENTIAL) "
+            "or a read call instead of page faults on a memory map)"
+        ),
+        lever("more loader workers, to keep more reads in flight", "loader_workers", "more"),
     ]
     numbers = v["numbers"] | {"storage_bytes_outside_trace": float(outside)}
     return v | {

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from iosweep.analysis.pipeline.advice import advice_text, as_set, best_value, beyond, lever_points
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.units import human_bytes
 
@@ -50,8 +51,9 @@ def _runs(df: pd.DataFrame) -> pd.DataFrame:
     return df[df["au"].notna() | df.get("samples_per_s", pd.Series(dtype=float)).notna()]
 
 
-def lever_series(df: pd.DataFrame, params: list[str]) -> list[dict[str, Any]]:
-    """Every series of runs that differ only in one lever."""
+def lever_series(df: pd.DataFrame, params: list[str], s: AnalysisSettings) -> list[dict[str, Any]]:
+    """Every series of runs that differ only in one lever: what each value measured, the best
+    value, and the rate model's predictions beside them (:mod:`.advice`)."""
     runs = _runs(df)
     out = []
     for lever, words in LEVERS.items():
@@ -68,26 +70,30 @@ def lever_series(df: pd.DataFrame, params: list[str]) -> list[dict[str, Any]]:
                 samples_per_s=("samples_per_s", "mean"),
                 reps=("run_id", "count"),
             )
-            by = by.loc[
-                sorted(by.index, key=lambda v: _ORDER.get(v, v) if isinstance(v, str) else v)
-            ]
-            values = [_py(v) for v in by.index]
+            order = sorted(by.index, key=lambda v: _ORDER.get(v, v) if isinstance(v, str) else v)
+            by = by.loc[order]
+            values = [as_set(_py(v)) for v in by.index]
             au = [_py(v) for v in by["au"]]
             sps = [_py(v) for v in by["samples_per_s"]]
             text = (
                 f"{words} {' → '.join(str(v) for v in values)}: AU {' → '.join(_pct(a) for a in au)}, "
                 f"samples/s {' → '.join(_num(x) for x in sps)}"
             )
+            points = lever_points(g, lever, order, s)
             out.append(
                 {
                     "lever": lever,
-                    "key": {k: _py(v) for k, v in zip(rest, key, strict=True)},
+                    "key": {k: as_set(_py(v)) for k, v in zip(rest, key, strict=True)},
                     "values": values,
                     "au": au,
                     "compute_share": [_py(v) for v in by["compute_share"]],
                     "samples_per_s": sps,
                     "reps": [int(r) for r in by["reps"]],
                     "text": text,
+                    "points": points,
+                    "best": best_value(points),
+                    "advice": advice_text(lever, points, s),
+                    "beyond": beyond(g, lever, points, s),
                 }
             )
     return out
@@ -218,7 +224,7 @@ def _at(ranks: float, fs_bw: float, configured: float | None) -> str:
 
 def pipeline_across(df: pd.DataFrame, params: list[str], s: AnalysisSettings) -> dict[str, Any]:
     return {
-        "levers": lever_series(df, params),
+        "levers": lever_series(df, params, s),
         "scale": scale_series(df, params, s),
         "projection": projection(df, s),
         "au_threshold": s.au_threshold,

@@ -1,10 +1,12 @@
 """The verdict on a run's input pipeline: compute-bound, input-bound by storage or by
-preprocessing, dominated by start-up, or undecided (an estimated wait), with the numbers
-that decided it and the levers to try. Reads the totals of :mod:`.waits`; thresholds from
-the analysis settings."""
+preprocessing (graded, as XProf grades it, by the data wait's share of the step time),
+held back by the loop, dominated by start-up, too short to judge, or undecided (an
+estimated wait), with the numbers that decided it and the levers to try. Reads the totals of
+:mod:`.waits`; thresholds from the analysis settings."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 VERDICTS = {
@@ -15,7 +17,52 @@ VERDICTS = {
     "loop-bound": "Held back by the loop itself, not by its data",
     "host-cpu-bound": "Held back by the host's CPU",
     "startup": "Dominated by start-up",
+    "too-short": "Too short to judge",
 }
+GRADES = {"moderate": "moderately", "high": "highly"}
+
+
+def lever(text: str, param: str = "", direction: str = "") -> dict[str, str]:
+    """A lever to try (summary.Lever): its words, and the sweep parameter it turns and which
+    way, so that what the sweep measured of that parameter can overrule it."""
+    return {"text": text, "param": param, "direction": direction}
+
+
+def grade(wait_share: float | None, s) -> str:
+    """'' (not input-bound), 'moderate' or 'high', by the wait's share of the step time."""
+    if wait_share is None:
+        return ""
+    lo, hi = s.wait_grades
+    return "high" if wait_share >= hi else "moderate" if wait_share >= lo else ""
+
+
+def _too_short(tot: dict[str, Any], s) -> bool:
+    steady, steps = tot.get("steady_time_per_rank"), tot.get("steady_steps_per_rank")
+    if steady is None or steps is None:  # totals of an older summary: not said
+        return False
+    epoch = tot["epoch_time_per_rank"]
+    return steps < s.min_steady_steps or (epoch > 0 and steady < s.min_steady_share * epoch)
+
+
+def _kind(tot: dict[str, Any], s, wait_is_lower_bound: bool, wait_share: float | None) -> str:
+    au = tot["au"]
+    if tot["startup"] > s.startup_share * tot["run_time"] and tot["startup"] > tot["training_time"]:
+        return "startup"
+    if au is None:
+        return "startup"  # a single step per epoch: nothing but warm-up to judge
+    if _too_short(tot, s):
+        return "too-short"
+    if au >= s.au_threshold:
+        return "compute-bound"
+    idle = tot.get("idle_per_rank")
+    small = not grade(wait_share, s) and wait_share is not None
+    # the time not computing is mostly not spent waiting, or the wait is a sliver of the step
+    if not wait_is_lower_bound and (
+        small or (idle and tot["wait_per_rank"] < s.input_wait_share * idle)
+    ):
+        return "loop-bound"
+    storage = (tot["read_in_wait_share"] or 0.0) + (tot["meta_in_wait_share"] or 0.0)
+    return "input-bound-storage" if storage >= s.storage_wait_share else "input-bound-preprocessing"
 
 
 def verdict(
@@ -31,33 +78,29 @@ def verdict(
     wait = tot["wait_per_rank"]
     epoch = tot["epoch_time_per_rank"]
     storage = (tot["read_in_wait_share"] or 0.0) + (tot["meta_in_wait_share"] or 0.0)
-    if tot["startup"] > s.startup_share * tot["run_time"] and tot["startup"] > tot["training_time"]:
-        kind = "startup"
-    elif au is not None and au >= s.au_threshold:
-        kind = "compute-bound"
-    elif au is None:
-        kind = "startup"  # a single step per epoch: nothing but warm-up to judge
-    elif (
-        (idle := tot.get("idle_per_rank"))
-        and wait < s.input_wait_share * idle
-        and not wait_is_lower_bound
-    ):
-        kind = "loop-bound"  # most of the time not computing is not spent waiting either
-    else:
-        kind = (
-            "input-bound-storage"
-            if storage >= s.storage_wait_share
-            else "input-bound-preprocessing"
-        )
+    steady = tot.get("steady_time_per_rank")
+    wait_share = tot.get("wait_share")
+    if wait_share is None and steady is None and epoch > 0:
+        wait_share = wait / epoch  # totals without a steady state: of the whole epoch
+    kind = _kind(tot, s, wait_is_lower_bound, wait_share)
+    g = grade(wait_share, s) if kind.startswith("input-bound") else ""
+    title = VERDICTS[kind]
+    if g:
+        title += f" ({GRADES[g]}: {_pct(wait_share)} of the step time waiting)"
     return {
         "kind": kind,
-        "title": VERDICTS[kind],
-        "text": _verdict_text(kind, tot, context, storage),
+        "title": title,
+        "grade": g,
+        "text": _verdict_text(kind, tot, context, storage, s),
         "numbers": {
             "au": au,
             "au_threshold": s.au_threshold,
             "wait_per_rank_s": wait,
             "epoch_time_per_rank_s": epoch,
+            "steady_time_per_rank_s": steady,
+            "wait_share_of_step": wait_share,
+            "wait_grade_moderate": s.wait_grades[0],
+            "wait_grade_high": s.wait_grades[1],
             "idle_per_rank_s": tot.get("idle_per_rank"),
             "wait_share_of_idle": wait / tot["idle_per_rank"] if tot.get("idle_per_rank") else None,
             "input_wait_threshold": s.input_wait_share,
@@ -67,7 +110,7 @@ def verdict(
             "startup_s": tot["startup"],
             "training_s": tot["training_time"],
         },
-        "levers": _levers(kind, context),
+        "levers": _levers(kind, tot, context, s),
     }
 
 
@@ -75,13 +118,39 @@ def _pct(v: float | None) -> str:
     return "?" if v is None else f"{v:.0%}"
 
 
-def _verdict_text(kind: str, tot: dict[str, Any], ctx: dict[str, Any], storage: float) -> str:
+def _short_text(tot: dict[str, Any], s) -> str:
+    """How much steady state there was, against what a verdict needs, and how many steps
+    would be enough."""
+    steady, steps = tot["steady_time_per_rank"], tot["steady_steps_per_rank"]
+    epoch = tot["epoch_time_per_rank"]
+    warm = max(epoch - steady, 0.0)
+    # steady time a rank needs: at least min_steady_steps, and min_steady_share of the epoch
+    # time with the warm-up it has now (the first wait and step of each epoch)
+    m = s.min_steady_share
+    need_time = m * warm / (1 - m) if m < 1 else math.inf
+    per_step = steady / steps if steps > 0 else None
+    need = max(s.min_steady_steps, math.ceil(need_time / per_step) if per_step else 0)
+    return (
+        f"the verdict would rest on {steady:.2f} s of steady state a rank ({steps:g} steps after "
+        f"each epoch's first), {_pct(steady / epoch if epoch > 0 else None)} of its "
+        f"{epoch:.1f} s in epochs; the rest went to each epoch's first wait and first step "
+        "(loader start-up, compilation, warm-up), while the loader filled its prefetch buffer, "
+        f"which a short steady state drains instead of showing the pipeline's rate. A verdict "
+        f"needs at least {s.min_steady_steps} steady steps and {m:.0%} of the epoch time in "
+        f"steady state (analysis.min_steady_steps, min_steady_share): about {need:,} steady "
+        "steps a rank at these step times"
+    )
+
+
+def _verdict_text(kind: str, tot: dict[str, Any], ctx: dict[str, Any], storage: float, s) -> str:
     au, wait, epoch = tot["au"], tot["wait_per_rank"], tot["epoch_time_per_rank"]
     if kind == "startup":
         return (
             f"{tot['startup']:.1f} s passed before the first step, against {tot['training_time']:.1f} s "
             f"of training in {tot['epochs']} epoch(s): the run is too short to judge its input pipeline"
         )
+    if kind == "too-short":
+        return _short_text(tot, s)
     base = (
         f"the ranks compute {_pct(au)} of their epoch time (MLPerf-Storage-style AU) and wait "
         f"{wait:.1f} s of {epoch:.1f} s for data"
@@ -90,9 +159,16 @@ def _verdict_text(kind: str, tot: dict[str, Any], ctx: dict[str, Any], storage: 
         return base + "; the input pipeline keeps up"
     if kind == "loop-bound":
         idle = tot["idle_per_rank"]
+        share = tot.get("wait_share")
+        graded = (
+            f" (the wait is {_pct(share)} of the step time, under the "
+            f"{s.wait_grades[0]:.0%} at which it is graded input-bound)"
+            if share is not None and share < s.wait_grades[0]
+            else ""
+        )
         return (
-            base + f", but they do not compute for {idle:.1f} s: {idle - wait:.1f} s of it is "
-            "neither computing nor waiting for a batch, spent by the loop itself between steps "
+            base + f"{graded}, but they do not compute for {idle:.1f} s: {idle - wait:.1f} s of it "
+            "is neither computing nor waiting for a batch, spent by the loop itself between steps "
             "(logging, metrics, synchronisation, evaluation)"
         )
     w = ctx.get("loader_workers")
@@ -111,47 +187,77 @@ def _verdict_text(kind: str, tot: dict[str, Any], ctx: dict[str, Any], storage: 
     )
 
 
-def _levers(kind: str, ctx: dict[str, Any]) -> list[str]:
+WORKERS = "loader_workers"
+
+
+def _levers(kind: str, tot: dict[str, Any], ctx: dict[str, Any], s) -> list[dict[str, str]]:
     w, staged = ctx.get("loader_workers"), ctx.get("staging") == "node-local"
     small_files = (ctx.get("file_size_median") or 0) and ctx["file_size_median"] < (1 << 20)
     small_reads = (ctx.get("read_size_median") or 0) and ctx["read_size_median"] < (1 << 20)
     if kind == "startup":
-        return ["run more steps or epochs before judging the input pipeline"]
+        return [lever("run more steps or epochs before judging the input pipeline")]
+    if kind == "too-short":
+        return [
+            lever(
+                "run more steps per epoch (or more epochs) before judging the input pipeline: "
+                + _short_text(tot, s).rsplit(": ", 1)[-1]
+            )
+        ]
     if kind == "compute-bound":
         return []
     if kind == "loop-bound":
         return [
-            "profile the loop between steps (per-step logging, metric syncs such as .item(), "
-            "evaluation or checkpoints inside the epoch)"
+            lever(
+                "profile the loop between steps (per-step logging, metric syncs such as .item(), "
+                "evaluation or checkpoints inside the epoch)"
+            )
         ]
     if kind == "input-bound-preprocessing":
         out = [
-            "more loader workers (DataLoader num_workers, tf.data num_parallel_calls), as long as cores are free"
+            lever(
+                "more loader workers (DataLoader num_workers, tf.data num_parallel_calls), as long "
+                "as cores are free",
+                WORKERS,
+                "more",
+            )
         ]
         if w == 0:
-            out[0] = (
-                "loader workers (DataLoader num_workers > 0, tf.data num_parallel_calls) so batches are prepared while the step computes"
+            out[0]["text"] = (
+                "loader workers (DataLoader num_workers > 0, tf.data num_parallel_calls) so "
+                "batches are prepared while the step computes"
             )
         return [
             *out,
-            "cheaper preprocessing: decode at reduced size, or decode on the accelerator (e.g. DALI)",
-            "store samples pre-decoded or pre-resized",
+            lever(
+                "cheaper preprocessing: decode at reduced size, or decode on the accelerator (e.g. DALI)"
+            ),
+            lever("store samples pre-decoded or pre-resized"),
         ]
     out = []
     if not staged:
-        out.append("stage the data to node-local storage (sweep.staging: node-local)")
+        out.append(
+            lever(
+                "stage the data to node-local storage (sweep.staging: node-local)", "staging", "on"
+            )
+        )
     if small_files:
-        out.append("pack the small files into larger record files (TFRecord, WebDataset tar, HDF5)")
+        out.append(
+            lever("pack the small files into larger record files (TFRecord, WebDataset tar, HDF5)")
+        )
     if small_reads:
-        out.append("larger reads (a bigger read buffer, whole-file reads)")
-    out.append("more loader workers or deeper prefetch, to keep more reads in flight")
+        out.append(lever("larger reads (a bigger read buffer, whole-file reads)"))
+    out.append(
+        lever(
+            "more loader workers or deeper prefetch, to keep more reads in flight", WORKERS, "more"
+        )
+    )
     return out
 
 
 def estimated(v: dict[str, Any], method: str) -> dict[str, Any]:
     """A verdict on an estimated wait. The estimate is a lower bound of the wait, so it can
     show a run input-bound, never compute-bound: that reading becomes undecided."""
-    if v["kind"] == "startup":
+    if v["kind"] in ("startup", "too-short"):
         return v
     if v["kind"] == "compute-bound":
         au = v["numbers"]["au"]
@@ -161,8 +267,10 @@ def estimated(v: dict[str, Any], method: str) -> dict[str, Any]:
             "text": f"AU is at most {_pct(au)} by an estimate that can only underrate the wait "
             f"({method}); that does not show the input pipeline keeps up",
             "levers": [
-                "let iosweep measure the wait: Keras fit with steps_per_execution=1 on the default "
-                "strategy, or a loop over the dataset in eager code"
+                lever(
+                    "let iosweep measure the wait: Keras fit with steps_per_execution=1 on the "
+                    "default strategy, or a loop over the dataset in eager code"
+                )
             ],
         }
     return v | {

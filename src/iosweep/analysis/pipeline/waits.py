@@ -32,6 +32,7 @@ from iosweep.analysis.data import READ, RunData, category_matches
 from iosweep.analysis.patterns.metadata import KINDS
 from iosweep.analysis.pipeline.epochs import steps_frame
 from iosweep.analysis.pipeline.host import blind_storage, host_bound, host_summary
+from iosweep.analysis.pipeline.rates import rate_model
 from iosweep.analysis.pipeline.verdict import estimated, verdict
 from iosweep.analysis.settings import AnalysisSettings
 
@@ -271,7 +272,16 @@ def totals(t: pd.DataFrame, run_start: float, run_end: float) -> dict[str, Any]:
     )
     training = float(span.sum())
     samples = t["samples"].sum(min_count=1)
-    excl = (t["epoch_time"] - t["first_wait"] - t["first_step"]).sum()
+    steady = t["epoch_time"] - t["first_wait"] - t["first_step"]  # AU's denominator
+    excl = steady.sum()
+    per_rank = steady.groupby(t["rank"]).sum().mean()
+    # the samples of the steps after each epoch's first (batches alike within an epoch)
+    steady_samples = (
+        (t["samples"] * (t["steps"] - 1) / t["steps"].clip(lower=1))
+        .groupby(t["rank"])
+        .sum(min_count=1)
+        .mean()
+    )
     return {
         "ranks": int(t["rank"].nunique()),
         "epochs": int(t["epoch"].nunique()),
@@ -293,6 +303,12 @@ def totals(t: pd.DataFrame, run_start: float, run_end: float) -> dict[str, Any]:
             ),
             0.0,
         ),
+        "steady_time_per_rank": max(float(per_rank), 0.0),
+        "steady_steps_per_rank": float(
+            (t["steps"] - 1).clip(lower=0).groupby(t["rank"]).sum().mean()
+        ),
+        "steady_samples_per_rank": _nan_none(steady_samples),
+        "wait_share": _share(float(t.groupby("rank")["wait"].sum().mean()), float(per_rank)),
         "first_wait_max": float(t["first_wait"].max()),
         "first_step_max": float(t["first_step"].max()),
         "samples": _nan_none(samples),
@@ -450,6 +466,7 @@ def pipeline_summary(
         "verdict": v,
         "coverage": _coverage(facts.io_span, t),
         "host": host,
+        "rates": rate_model(tot, host, context.get("loader_workers"), s),
     }
 
 

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from iosweep.analysis.summary.base import _Model
+from iosweep.analysis.summary.pipeline import Lever
 
 Scalar = str | int | float | bool | None
 
@@ -116,6 +117,23 @@ class Overhead(_Model):
     points: list[OverheadPoint]
 
 
+class LeverPoint(_Model):
+    """One value of a lever in a series: what its runs measured, and what the rate model,
+    fed the series' other runs, predicted for it (iosweep.analysis.pipeline.advice)."""
+
+    value: Scalar
+    runs: int
+    samples_per_s: float | None  # mean over the repeats, all ranks, whole epochs
+    samples_per_s_min: float | None
+    samples_per_s_max: float | None
+    change: float | None  # against the value before it: mean / mean - 1
+    steady_samples_per_s: float | None  # measured in steady state (the model's own measure)
+    predicted: float | None  # steady samples/s predicted from the other runs (leave-one-out)
+    error: float | None  # predicted / steady measured - 1
+    bottleneck: str = ""  # the prediction's
+    predicted_from: str = ""  # the run it was predicted from
+
+
 class LeverSeries(_Model):
     """Runs that differ only in one lever of the input pipeline."""
 
@@ -127,6 +145,17 @@ class LeverSeries(_Model):
     samples_per_s: list[float | None]
     reps: list[int]
     text: str
+    points: list[LeverPoint] = Field(default_factory=list)
+    best: Scalar = None  # the value with the best mean samples/s
+    advice: str = ""  # what the measurements say to do, the model's prediction beside them
+    beyond: str = ""  # the model's prediction past the largest value, where the best is there
+
+
+class RunLevers(_Model):
+    """A run's levers as the sweep's measurements leave them (iosweep.analysis.pipeline.advice)."""
+
+    run_id: str
+    levers: list[Lever]
 
 
 class ScaleSeries(_Model):
@@ -162,6 +191,8 @@ class PipelineAcross(_Model):
     scale: list[ScaleSeries]
     projection: Projection | None
     au_threshold: float
+    # each run's levers where the sweep measured the parameter one of them turns
+    advised: list[RunLevers] = Field(default_factory=list)
 
 
 #: the JSON files of the sweep analysis and their models

@@ -34,6 +34,13 @@ class Context:
         leaves out what only training runs have (pipeline, frameworks, checkpoints)."""
         return any(r.training for r in self.runs)
 
+    def levers(self, run: RunView) -> list[str]:
+        """The run's levers to try as its sweep's measurements leave them (a lever measured
+        no better is gone, the best value measured leads), else its verdict's."""
+        v = run.summary.pipeline.verdict
+        advised = {a.run_id: a.levers for a in self.sweep.pipeline.advised}
+        return [lv.text for lv in advised.get(run.run_id, v.levers if v else [])]
+
     def sample(self, run: RunView) -> plots.OpsSample | None:
         """The analysis's sample of the run's operations (``ops_sample.parquet``)."""
         if run.slug not in self._samples:

@@ -144,7 +144,7 @@ def section(ctx: Context, r: RunView) -> dict[str, Any]:
         "access": access_sentences(sm),
         "mpiio": _mpiio(sm),
         "layers": _layers(sm),
-        "pipeline": _pipeline(sm),
+        "pipeline": _pipeline(sm) | {"levers": ctx.levers(r)},
         "timeline": _timeline(ctx, r),
         "checkpoints": checkpoint_sentence(sm),
         "insights": [
@@ -359,7 +359,6 @@ def _pipeline(sm: RunSummary) -> dict[str, Any]:
         "available": True,
         "title": p.verdict.title,
         "text": p.verdict.text[0].upper() + p.verdict.text[1:] + ".",
-        "levers": p.verdict.levers,
         "wait": [(name, fmt.share(v)) for name, v in wait if v is not None],
         "wait_source": _wait_source(p),
         "numbers": [

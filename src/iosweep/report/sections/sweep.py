@@ -12,6 +12,7 @@ from iosweep.report.figures import NODES_CAPTION, SCALING_CAPTION
 from iosweep.report.sections import Context
 from iosweep.report.sections.overview import _int, series_name
 from iosweep.report.tables import Column, Table, py, records_table
+from iosweep.report.words import lever_series_text
 
 # sweep metrics of training runs only: an application's logs (an MPI job's) have none
 TRAINING_METRICS = frozenset(
@@ -143,7 +144,7 @@ def pipeline_section(ctx: Context) -> dict[str, Any]:
             fig, "sweep/levers.png", "Levers of the input pipeline", LEVERS_CAPTION, ctx.anon
         )
     return {
-        "levers": [s.text for s in pa.levers],
+        "levers": [lever_series_text(s) for s in pa.levers],
         "figure": figure,
         "scale": scale,
         "projection": pa.projection.text if pa.projection else "",

@@ -12,6 +12,7 @@ from iosweep.report import fmt
 from iosweep.report.data import RunView
 from iosweep.report.sections import Context
 from iosweep.report.tables import Column, Table, records_table
+from iosweep.report.words import lever_series_text
 
 RUNS = [
     Column("label", "run"),
@@ -71,8 +72,8 @@ def _verdicts_said(runs: list[RunView]) -> str:
     kinds: dict[str, list[RunView]] = defaultdict(list)
     for r in runs:
         v = r.summary.pipeline.verdict
-        if v is not None:
-            kinds[v.title].append(r)
+        if v is not None:  # by kind and grade: each run's own share of the wait is its own
+            kinds[v.title.split(" (")[0] + (f" ({v.grade}ly)" if v.grade else "")].append(r)
     parts = []
     for title, rs in sorted(kinds.items(), key=lambda kv: -len(kv[1])):
         workers = sorted(
@@ -189,7 +190,7 @@ def _levers(ctx: Context, framework: str, wl: str) -> list[str]:
     out = []
     for s in series:
         named = ", ".join(f"{k} {s.key.get(k)}" for k in differ)
-        out.append(s.text + (f" ({named})" if named else ""))
+        out.append(s.text + (f" ({named})" if named else "") + lever_series_text(s)[len(s.text) :])
     return out
 
 
@@ -217,7 +218,7 @@ def section(ctx: Context) -> list[dict[str, Any]]:
                 if p.verdict
                 else (p.reason[:1].upper() + p.reason[1:] + "."),
                 "where": where_io_happens(rep.summary),
-                "levers": (p.verdict.levers if p.verdict else []),
+                "levers": ctx.levers(rep),
                 "trends": _levers(ctx, fw, wl),
                 # the pipeline's columns (AU, compute per epoch ...) mean nothing for an
                 # application's logs

@@ -4,7 +4,8 @@ Every epoch the file list is shuffled (the same permutation on every rank, seede
 epoch) and sharded by rank, so each rank reads a disjoint part of the files and a different
 part each epoch; ``map(num_parallel_calls=W)`` reads (``tf.io.read_file``), decodes
 (``decode_jpeg``) and crops each file, then batches are prefetched (W = 0: no parallelism,
-no prefetch). Keras' ResNet50 (``weights=None``) trains with a ``DistributedGradientTape``;
+no prefetch). A ResNet-18 (basic blocks, as He et al. and the PyTorch workload's, in Keras
+layers) or Keras' ResNet50 (``weights=None``) trains with a ``DistributedGradientTape``;
 rank 0 writes a TF checkpoint (model and optimizer) after every epoch.
 
 Each step records its compute and, apart, the time the rank waited for that batch; under
@@ -29,11 +30,33 @@ MEAN = (0.485, 0.456, 0.406)  # tensors only inside main: TF's threads are set f
 STD = (0.229, 0.224, 0.225)
 
 
+def resnet18(tf, shape: tuple[int, int, int], classes: int):
+    """ResNet-18 in Keras layers: the PyTorch workload's network (basic blocks, 2-2-2-2)."""
+    L = tf.keras.layers
+
+    def conv_bn(x, width: int, k: int, stride: int):
+        x = L.Conv2D(width, k, stride, padding="same", use_bias=False)(x)
+        return L.BatchNormalization()(x)
+
+    inp = L.Input(shape)
+    x = L.MaxPool2D(3, 2, padding="same")(L.ReLU()(conv_bn(inp, 64, 7, 2)))
+    cin = 64
+    for i in range(4):
+        width = 64 * 2**i
+        for j in range(2):
+            stride = 2 if j == 0 and i > 0 else 1
+            y = conv_bn(L.ReLU()(conv_bn(x, width, 3, stride)), width, 3, 1)
+            skip = x if stride == 1 and cin == width else conv_bn(x, width, 1, stride)
+            x, cin = L.ReLU()(L.Add()([y, skip])), width
+    out = L.Dense(classes, activation="softmax")(L.GlobalAveragePooling2D()(x))
+    return tf.keras.Model(inp, out)
+
+
 def parse_args(argv=None):
     p = base_parser(__doc__, lr=0.01)
     p.add_argument("--loader-workers", type=int, default=0)
     p.add_argument("--image-size", type=int, default=64)
-    p.add_argument("--arch", default="resnet50", help="ignored: always Keras' ResNet50")
+    p.add_argument("--arch", choices=["resnet18", "resnet50"], default="resnet18")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     return p.parse_args(argv)
 
@@ -98,8 +121,11 @@ def main(argv=None) -> int:
     paths, labels, classes = image_files(args.data)
     paths_a, labels_a = np.array(paths), np.array(labels, np.int64)
 
-    model = tf.keras.applications.ResNet50(
-        weights=None, input_shape=(args.image_size, args.image_size, 3), classes=len(classes)
+    shape = (args.image_size, args.image_size, 3)
+    model = (
+        resnet18(tf, shape, len(classes))
+        if args.arch == "resnet18"
+        else tf.keras.applications.ResNet50(weights=None, input_shape=shape, classes=len(classes))
     )
     loss_fn = tf.losses.SparseCategoricalCrossentropy(from_logits=False)
     opt = tf.optimizers.SGD(args.lr * size, momentum=0.9)

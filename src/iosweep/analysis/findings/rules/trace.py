@@ -55,7 +55,7 @@ def input_bound(c: Context) -> list[Outcome]:
         v["title"],
         v["text"][0].upper() + v["text"][1:],
         numbers,
-        "; ".join(v["levers"]),
+        "; ".join(lv["text"] for lv in v["levers"]),
     )
     return [found("input_bound", title, ins)]
 
