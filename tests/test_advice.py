@@ -54,6 +54,16 @@ def test_the_rate_model_by_hand_on_one_core_a_rank():
     assert two["au"] == pytest.approx(0.4)  # 4 ms of compute a sample x 100 samples/s
 
 
+def test_loader_threads_in_the_ranks_own_process_cost_its_cpu_less_its_compute():
+    # tf.data's parallel map: no process below the rank; 10 ms of CPU a sample, 4 ms compute
+    r, _ = rate_inputs(_tot(), _host(rank_cores=1.0, other_cores=0.0), 2)
+    assert r is not None and r.prep_s == pytest.approx(0.006)
+    assert r.prep_source.startswith("the rank's CPU time a sample less its compute time")
+    # forked workers: their own CPU, 0.5 cores x 12 s / 1,200 samples = 5 ms
+    r, _ = rate_inputs(_tot(), _host(rank_cores=1.0, other_cores=0.5), 2)
+    assert r is not None and r.prep_s == pytest.approx(0.005) and r.cpu_s == pytest.approx(0.015)
+
+
 def test_the_rate_model_without_the_hosts_figures_is_an_upper_bound():
     # 4 workers, the host not measured: a worker's cost is its wall time, 4 / 100 = 40 ms
     m = rate_model(_tot(), {"available": False}, 4, S)

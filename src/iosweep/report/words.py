@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from iosweep.analysis.summary import AppSave, CheckpointEvent, LeverSeries, RunSummary
+from iosweep.analysis.summary import AppSave, CheckpointEvent, LeverSeries, RateModel, RunSummary
 from iosweep.report import fmt
 
 # The analysis's access-strategy vocabulary, said for a reader (docs/analysis.md).
@@ -133,3 +133,17 @@ def lever_series_text(s: LeverSeries) -> str:
     """What a lever's series measured, then what follows from it (the best value measured,
     the model's predictions beside it, and beyond the sweep, said as predicted)."""
     return s.text + "".join(f". {t[0].upper()}{t[1:]}" for t in (s.advice, s.beyond) if t)
+
+
+def rates_text(m: RateModel) -> str:
+    """The rate model's predictions in a sentence, each with its bottleneck; '' without one."""
+    if not m.available or not m.predictions:
+        return ""
+    preds = "; ".join(
+        f"{p.workers}: {p.samples_per_s:,.0f} samples/s, AU {p.au:.0%} ({p.bottleneck})"
+        for p in m.predictions
+    )
+    return (
+        f"In steady state this run measured {m.samples_per_s or 0:,.0f} samples/s with "
+        f"{m.workers} loader workers; with other counts the model predicts {preds}"
+    )

@@ -4,7 +4,8 @@ from them (docs/analysis.md "Advice from evidence").
 For a series of runs that differ only in one lever (:func:`.levers.lever_series`), each
 value's measured samples/s (mean and range of its repeats) and its change from the value
 before; the best value measured; and beside each value the rate model's prediction from
-the series' *other* runs (:mod:`.rates`: leave-one-out, from the run of the nearest value),
+the series' *other* runs (:mod:`.rates`: leave-one-out, interpolated between the runs of
+the two values beside it, or from the nearest past the ends),
 with its error against what was measured.
 
 Then a run's levers (its verdict's rules of thumb) are overruled where the sweep measured
@@ -76,23 +77,40 @@ def _mean(x: pd.Series) -> float | None:
     return float(x.mean()) if len(x) else None
 
 
+def _from(g: pd.DataFrame, lever: str, at: Any, value: Any, s) -> tuple[float, str, str] | None:
+    """The model fed the runs of ``at`` (their mean), predicting ``value``."""
+    preds = [(predict(r, int(value), s), str(row["run_id"])) for _, row in g[g[lever] == at].iterrows()
+             if (r := _inputs(row)) is not None]  # fmt: skip
+    if not preds:
+        return None
+    rate = sum(p["samples_per_s"] for p, _ in preds) / len(preds)
+    return rate, preds[0][0]["bottleneck"], ", ".join(run for _, run in preds)
+
+
 def _predicted(g: pd.DataFrame, lever: str, value: Any, s) -> dict[str, Any]:
-    """The steady samples/s the model predicts for ``value`` from the runs of the nearest
-    other value (a mean where two are as near); nothing for a lever it does not model."""
+    """The steady samples/s the model predicts for ``value`` from the series' other runs:
+    between two measured values, fed each neighbour's runs and interpolated linearly in the
+    workers (each run's model holds its own per-sample costs, which grow with the processes
+    on the cores); past them, fed the nearest's. Nothing for a lever it does not model."""
     if lever != "loader_workers" or "rate_samples_per_s" not in g:
         return {}
-    others = g[g[lever] != value]
-    fed = [(abs(float(r[lever]) - float(value)), r) for _, r in others.iterrows()
-           if _inputs(r) is not None]  # fmt: skip
-    if not fed:
+    fed = sorted({float(v) for v in g.loc[g["rate_samples_per_s"].notna(), lever]} - {float(value)})
+    lo = [v for v in fed if v < float(value)]
+    hi = [v for v in fed if v > float(value)]
+    below = _from(g, lever, lo[-1], value, s) if lo else None
+    above = _from(g, lever, hi[0], value, s) if hi else None
+    if below and above:
+        x = (float(value) - lo[-1]) / (hi[0] - lo[-1])
+        near = below if x <= 0.5 else above
+        return {
+            "predicted": below[0] + (above[0] - below[0]) * x,
+            "bottleneck": near[1],
+            "predicted_from": f"{below[2]}, {above[2]}",
+        }
+    one = below or above
+    if one is None:
         return {}
-    near = min(d for d, _ in fed)
-    preds = [(predict(_inputs(r), int(value), s), r) for d, r in fed if d == near]  # type: ignore[arg-type]
-    return {
-        "predicted": sum(p["samples_per_s"] for p, _ in preds) / len(preds),
-        "bottleneck": preds[0][0]["bottleneck"],
-        "predicted_from": ", ".join(str(r["run_id"]) for _, r in preds),
-    }
+    return {"predicted": one[0], "bottleneck": one[1], "predicted_from": one[2]}
 
 
 def lever_points(g: pd.DataFrame, lever: str, values: list[Any], s) -> list[dict[str, Any]]:
@@ -171,11 +189,14 @@ def advice_text(lever: str, points: list[dict[str, Any]], s) -> str:
     )
     pred = [p for p in points if p["predicted"] is not None]
     if pred:
-        text += "; the rate model, fed each value's nearest other runs, predicted " + ", ".join(
-            f"{p['value']}: {_num(p['predicted'])} against {_num(p['steady_samples_per_s'])} "
-            f"measured in steady state ({p['error']:+.0%}, {p['bottleneck']})"
-            for p in pred
-            if p["error"] is not None
+        text += (
+            "; the rate model, fed the runs beside each value (not its own), predicted "
+            + ", ".join(
+                f"{p['value']}: {_num(p['predicted'])} against {_num(p['steady_samples_per_s'])} "
+                f"measured in steady state ({p['error']:+.0%}, {p['bottleneck']})"
+                for p in pred
+                if p["error"] is not None
+            )
         )
     return text
 
@@ -228,10 +249,11 @@ def overrule(
                 text=f"{words} {sr.best}: measured best in this series ({_num(top.samples_per_s)} "
                 f"samples/s against {_num(mine.samples_per_s)} with {own}, {gain:+.0%})",
                 param=sr.lever, direction="set", source="measured"))  # fmt: skip
-        elif dropped:
+        elif dropped and mine is not None:
             lead.append(Lever(
-                text=f"keep {words} {own}: this sweep measured no other value better "
-                f"({sr.advice.split(';')[0]})",
+                text=f"keep {words} {own}: no other value this sweep measured beat it by "
+                f"{s.lever_min_gain:.0%} or more ({own}: {_num(mine.samples_per_s)} samples/s; "
+                f"the best, {sr.best}: {_num(top.samples_per_s)})",
                 param=sr.lever, direction="set", source="measured"))  # fmt: skip
     return lead + out
 

@@ -198,7 +198,9 @@ def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> 
         "the time)"
     )
     levers = [
-        lever(
+        lever(f"fewer processes per core: {node['ranks']} rank(s) share {cores:g} cores")
+        if w == 0  # no loader workers to have fewer of
+        else lever(
             f"fewer processes per core: {node['ranks']} rank(s)"
             + (
                 f" x (1 + {w} loader workers)"

@@ -7,8 +7,11 @@ slowest one sets the pace:
 
 - **compute**: 1 / the step's compute time a sample (steady state, measured);
 - **preprocessing**: W loader workers prepare W / p samples a second, p the loader
-  processes' CPU seconds a sample (the kernel's count; where the host was not measured, the
-  workers' wall time a sample, W / the measured rate: an upper bound of p); with no workers
+  processes' CPU seconds a sample (the kernel's count; loader threads in the rank's own
+  process, as tf.data's: the rank's CPU a sample less its compute time while it had a
+  core; where the host was
+  not measured, the workers' wall time a sample, W / the measured rate: an upper bound of
+  p); with no workers
   the rank does it in turn with its steps, 1 / (compute + p), p then the data wait a sample
   less the time its thread waited for a core;
 - **the host's CPU**: the cores usable per rank / the CPU seconds all of a rank's processes
@@ -31,7 +34,13 @@ from typing import Any
 
 PREP_CPU = "the loader processes' CPU time a sample (the kernel's count)"
 PREP_WAIT = "the data wait a sample in the rank's own process (no loader workers)"
-PREP_WALL = "the workers' wall time a sample (W / measured rate; the host's CPU not measured)"
+PREP_THREADS = (
+    "the rank's CPU time a sample less its compute time while it had a core (loader threads "
+    "in the rank's own process, as tf.data's)"
+)
+# below this many cores in the processes under a rank, its loader runs in its own threads
+THREADS_ONLY = 0.01
+PREP_WALL = "the workers' wall time a sample (W / measured rate: an upper bound of their cost)"
 
 
 @dataclass(frozen=True)
@@ -59,24 +68,31 @@ def rate_inputs(
     if not n or not steady or n <= 0 or steady <= 0 or tot["compute_per_rank"] <= 0:
         return None, "no steady state with samples and compute to take rates from"
     rate = n / steady
-    compute_s = tot["compute_per_rank"] / n
+    short = (host.get("core_wait_share") or 0.0) if host.get("available") else 0.0
+    running = 1.0 - short  # of a thread's runnable time, the share it had a core
+    # the compute's cost a sample: the time it ran on a core (its wall time less its wait for
+    # one); where the host has no core to spare, the host's CPU limit holds the rate
+    compute_s = tot["compute_per_rank"] / n * running
     ranks = int(tot["ranks"])
     per_rank = (tot.get("samples") or 0) / ranks  # over the epochs, as the host's window
     window = tot["epoch_time_per_rank"]
     cpu_s = prep_s = cores = None
+    source = PREP_CPU
     if host.get("available") and per_rank > 0:
         rank_c, other_c = host.get("rank_cores"), host.get("other_cores")
         if rank_c is not None:
             cpu_s = (rank_c + (other_c or 0.0)) * window / per_rank
-        if workers > 0 and other_c:
+        if workers > 0 and other_c is not None and other_c >= THREADS_ONLY:
             prep_s = other_c * window / per_rank
+        elif workers > 0 and cpu_s is not None and cpu_s > compute_s:
+            # the loader works in threads of the rank's own process (tf.data): its CPU is
+            # the rank's less one core for the length of the compute
+            prep_s, source = cpu_s - compute_s, PREP_THREADS
         node = max(host.get("nodes") or [{}], key=lambda x: x.get("busy_share") or 0)
         if node.get("cores_usable") and node.get("ranks"):
             cores = float(node["cores_usable"]) / int(node["ranks"])
-    source = PREP_CPU
     if workers == 0:
-        short = host.get("core_wait_share") if host.get("available") else None
-        prep_s, source = tot["wait_per_rank"] / n * (1.0 - (short or 0.0)), PREP_WAIT
+        prep_s, source = tot["wait_per_rank"] / n * running, PREP_WAIT
     elif prep_s is None:
         prep_s, source = workers / rate, PREP_WALL
     read = tot.get("bytes_read_in_epochs") or 0

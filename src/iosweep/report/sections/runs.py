@@ -22,7 +22,12 @@ from iosweep.report.sections import Context
 from iosweep.report.sections.frameworks import epochs, hosts, marks, strategies
 from iosweep.report.sections.overview import numbers
 from iosweep.report.tables import Column, Table, frame_table, records_table
-from iosweep.report.words import access_sentences, checkpoint_gap, checkpoint_sentence
+from iosweep.report.words import (
+    access_sentences,
+    checkpoint_gap,
+    checkpoint_sentence,
+    rates_text,
+)
 
 
 def _yes(v: Any) -> str:
@@ -144,7 +149,12 @@ def section(ctx: Context, r: RunView) -> dict[str, Any]:
         "access": access_sentences(sm),
         "mpiio": _mpiio(sm),
         "layers": _layers(sm),
-        "pipeline": _pipeline(sm) | {"levers": ctx.levers(r)},
+        "pipeline": _pipeline(sm)
+        | {
+            "levers": ctx.levers(r),
+            "rates": rates_text(sm.pipeline.rates),
+            "rate_assumptions": sm.pipeline.rates.assumptions,
+        },
         "timeline": _timeline(ctx, r),
         "checkpoints": checkpoint_sentence(sm),
         "insights": [

@@ -73,7 +73,8 @@ def _verdicts_said(runs: list[RunView]) -> str:
     for r in runs:
         v = r.summary.pipeline.verdict
         if v is not None:  # by kind and grade: each run's own share of the wait is its own
-            kinds[v.title.split(" (")[0] + (f" ({v.grade}ly)" if v.grade else "")].append(r)
+            graded = v.grade and v.kind.startswith("input-bound")
+            kinds[v.title.split(" (")[0] + (f" ({v.grade}ly)" if graded else "")].append(r)
     parts = []
     for title, rs in sorted(kinds.items(), key=lambda kv: -len(kv[1])):
         workers = sorted(
@@ -85,7 +86,7 @@ def _verdicts_said(runs: list[RunView]) -> str:
             else ""
         )
         parts.append(
-            f"{title.lower()} in {len(rs)} of {len(runs)} run{'s' if len(runs) != 1 else ''}{extra}"
+            f"{title[0].lower()}{title[1:]} in {len(rs)} of {len(runs)} run{'s' if len(runs) != 1 else ''}{extra}"
         )
     return "; ".join(parts)
 
