@@ -78,8 +78,13 @@ def test_no_advised_lever_was_measured_worse(sweep):
                 assert _measured_better(runs, int(row.loader_workers), lv["direction"], 0.05), (
                     row.run_id, lv, runs[["loader_workers", "samples_per_s"]])  # fmt: skip
             if lv["source"] == "measured" and lv["direction"] == "set":
-                best = int(runs.set_index("loader_workers")["samples_per_s"].idxmax())
-                assert f"loader workers {best}" in lv["text"], (row.run_id, lv)
+                sps = runs.set_index("loader_workers")["samples_per_s"]
+                best, own = int(sps.idxmax()), int(row.loader_workers)
+                if lv["text"].startswith("keep "):  # nothing measured beat it by 5%
+                    assert lv["text"].startswith(f"keep loader workers {own}:"), lv
+                    assert sps[best] < sps[own] * 1.05, (row.run_id, lv, sps)
+                else:  # the best measured leads
+                    assert lv["text"].startswith(f"loader workers {best}: measured best"), lv
     assert checked or advised  # something was advised about the workers, or overruled
 
 
@@ -87,14 +92,27 @@ def test_the_report_show_and_the_end_of_the_sweep_say_the_same(sweep):
     results, log = sweep
     df = _table(results)
     advised = {a["run_id"]: a["levers"] for a in _pipeline(results)["advised"]}
-    text = "\n".join(html_lines((results / "report" / "report.html").read_text()))
+    lines = html_lines((results / "report" / "report.html").read_text())
+    text = "\n".join(lines)
     for framework in ("pytorch", "tensorflow"):
-        best = int(
-            df[df["framework"] == framework].set_index("loader_workers")["samples_per_s"].idxmax()
+        sps = df[df["framework"] == framework].set_index("loader_workers")["samples_per_s"]
+        best = int(sps.idxmax())
+        # the group's verdict card, first in the report: its lever table's conclusion
+        start = next(
+            i for i, ln in enumerate(lines) if ln.startswith(f"{framework} · ImageNet-style: ")
         )
-        assert f"measured best: loader workers {best} (" in text.split(framework)[1] or (
-            f"Measured best: loader workers {best} (" in text
-        )
+        card = "\n".join(lines[start : start + 20])
+        assert f"Measured best: loader workers {best} (" in card, card
+        # and the card's levers agree with it: the best leads, or this run's count is kept
+        # where nothing measured beat it by 5%
+        (tried,) = [ln for ln in lines[start : start + 30] if ln.startswith("Levers to try:")][
+            :1
+        ] or [""]
+        advice = tried.removeprefix("Levers to try:").strip() or lines[lines.index(tried) + 1]
+        if "loader workers" in advice.split(";")[0]:
+            assert advice.startswith(
+                (f"loader workers {best}: measured best", "keep loader workers")
+            ), advice
     assert "loader workers 0.0" not in text and "→ 2.0" not in text  # as set
     shown = subprocess.run([sys.executable, "-m", "iosweep", "show", str(results), "--json"],
                            capture_output=True, text=True, check=True).stdout  # fmt: skip
