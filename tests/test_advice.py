@@ -15,7 +15,7 @@ from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.summary import Lever, LeverSeries, PipelineAcross
 
 S = AnalysisSettings()
-PARAMS = ["framework", "loader_workers", "staging", "rep"]
+PARAMS = ["framework", "loader_workers", "staging", "batch_size", "rep"]
 
 
 def _tot(**kw) -> dict:
@@ -140,6 +140,11 @@ def test_the_best_value_measured_leads_and_only_ways_that_helped_stay():
     # value (2) beats this run's: the measurement leads, not the rule
     got = overrule([FEWER, MORE], point | {"loader_workers": 4}, [sr], S)
     assert got[0].text.startswith("loader workers 2: measured best") and got[1:] == [FEWER]
+    # a sweep table's float column (a gap elsewhere) is the same point: 16.0 is 16
+    (sr16,) = _series(_table([0, 2, 4], [157.0, 170.0, 134.0]).assign(batch_size=16))
+    assert sr16.key["batch_size"] == 16
+    got = overrule([MORE], point | {"batch_size": 16.0, "loader_workers": 2.0}, [sr16], S)
+    assert MORE not in got
     # another framework's run is not this series'
     assert overrule([MORE], {"framework": "tensorflow", "staging": "none",
                              "loader_workers": 2}, [sr], S) == [MORE]  # fmt: skip

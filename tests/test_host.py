@@ -5,6 +5,7 @@ making, against what the test did (CPU burnt, bytes read, a file mapped)."""
 from __future__ import annotations
 
 import json
+import mmap
 import multiprocessing as mp
 import os
 import time
@@ -166,3 +167,19 @@ def test_the_sampler_sees_a_process_tree_as_the_kernel_counts_it(tmp_path):
     assert rank["rchar"] >= 8 << 20
     assert doc["mapped_files"] == {str(mapped): mapped.stat().st_size}
     assert doc["cores"]["usable"] == min(v for k, v in doc["cores"].items() if v and k != "usable")
+
+
+def test_the_mpi_runtimes_shared_memory_is_no_data_file(tmp_path):
+    # Open MPI's session directory maps PMIx's data store into every rank (found by make run:
+    # it was called a memory-mapped dataset the trace missed); a data file beside it counts
+    seg = tmp_path / "ompi.vm.0" / "pid.7374" / "pmix_dstor_ds21_7374" / "smdataseg-1882193921-0"
+    seg.parent.mkdir(parents=True)
+    data = tmp_path / "shard.bin"
+    for f in (seg, data):
+        f.write_bytes(b"x" * (1 << 20))
+    with seg.open("rb") as a, data.open("rb") as b:
+        maps = [mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) for f in (a, b)]
+        found = procstat.mapped_files(os.getpid())
+        for m in maps:
+            m.close()
+    assert str(data) in found and str(seg) not in found

@@ -137,6 +137,24 @@ def test_workers_and_staging_trends_across_the_sweep(h100):
     assert 1.33 <= untraced["samples_per_s"][1] / untraced["samples_per_s"][0] <= 1.46
 
 
+@pytest.mark.slow
+def test_the_advice_on_the_h100_runs_is_more_workers(h100):
+    # README: 2 -> 8 -> 16 workers gave 324 -> 937 -> 1,461 images/s (Darshan): the sweep's
+    # best is its largest count, and the advice for the runs below it says more workers
+    pipe = h100["sweep"]["pipeline"]
+    (w,) = [s for s in pipe["levers"]
+            if s["lever"] == "loader_workers" and s["key"]["tracer"] == "darshan"]  # fmt: skip
+    assert w["best"] == 16 and w["advice"].startswith("measured best: loader workers 16 (")
+    advised = {a["run_id"].rsplit("_", 1)[-1]: a["levers"] for a in pipe["advised"]}
+    for run in ("darshan2", "darshan8"):
+        texts = [lv["text"] for lv in advised[run]]
+        assert texts[0].startswith("loader workers 16: measured best in this series"), texts
+        assert any(t.startswith("more loader workers") for t in texts), texts
+    # past the sweep, the model fed the 16-worker run says what more would give, as predicted
+    assert w["beyond"].startswith("predicted, not measured: loader workers ")
+    assert "Levers to try: loader workers 16: measured best in this series" in _text(h100["html"])
+
+
 def test_the_staged_darshan_run_is_known_blind(runs):
     sm = runs["darshan8shm"]
     (check,) = sm["completeness"]

@@ -108,8 +108,17 @@ def rss_file(pid: int) -> int | None:
 
 
 # mappings that are code or the runtime's, not data: shared libraries, Python's own files,
-# shared memory (torch's tensors between processes), devices, anonymous and special regions
+# shared memory (torch's tensors between processes; the MPI runtime's segments: Open MPI's
+# session directory with PMIx's data store, its shared-memory transports), devices,
+# anonymous and special regions
 _NOT_DATA = (
+    "/ompi.",
+    "/openmpi-sessions",
+    "pmix",
+    "/vader",
+    "/psm2",
+    "/ucx",
+    "/nccl-",
     ".so",
     "/lib/python",
     "/site-packages/",

@@ -217,8 +217,17 @@ def _helps(series: LeverSeries, own: Any, direction: str, s) -> bool | None:
     return any(better(pts[v], pts[own], s) for v in ahead)
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Two parameter values alike, as set (2.0 is 2; NaN, a gap in a float column, is None)."""
+
+    def norm(v: Any) -> str:
+        return "None" if v is None or (isinstance(v, float) and math.isnan(v)) else str(as_set(v))
+
+    return norm(a) == norm(b)
+
+
 def _matches(series: LeverSeries, point: dict[str, Any]) -> bool:
-    return all(str(point.get(k)) == str(v) for k, v in series.key.items())
+    return all(_same(point.get(k), v) for k, v in series.key.items())
 
 
 def overrule(
