@@ -31,7 +31,10 @@ def test_importing_the_report_loads_no_trace_or_analysis_code():
     assert sorted(out.stdout.split()) == [
         "iosweep.analysis",
         "iosweep.analysis.summary",
-        *(f"iosweep.analysis.summary.{m}" for m in ("base", "host", "io", "run", "sweep")),
+        *(
+            f"iosweep.analysis.summary.{m}"
+            for m in ("base", "host", "io", "pipeline", "run", "sweep")
+        ),
     ]
 
 

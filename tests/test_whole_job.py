@@ -152,7 +152,7 @@ def test_ranks_and_workers_past_the_hosts_cores_are_held_back_by_the_host_not_th
     assert v["kind"] in ("host-cpu-bound", "compute-bound"), (v, host)
     if v["kind"] == "compute-bound":
         assert v["text"].endswith("the compute itself is slowed by sharing cores"), v["text"]
-    assert "fewer processes per core" in v["levers"][0]
+    assert "fewer processes per core" in v["levers"][0]["text"]
 
 
 @pytest.fixture(scope="module")
