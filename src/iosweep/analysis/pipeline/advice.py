@@ -259,10 +259,15 @@ def overrule(
                 f"samples/s against {_num(mine.samples_per_s)} with {own}, {gain:+.0%})",
                 param=sr.lever, direction="set", source="measured"))  # fmt: skip
         elif dropped and mine is not None:
+            best = (
+                "the best measured"
+                if sr.best == own
+                else f"the best, {sr.best}: {_num(top.samples_per_s)}"
+            )
             lead.append(Lever(
                 text=f"keep {words} {own}: no other value this sweep measured beat it by "
-                f"{s.lever_min_gain:.0%} or more ({own}: {_num(mine.samples_per_s)} samples/s; "
-                f"the best, {sr.best}: {_num(top.samples_per_s)})",
+                f"{s.lever_min_gain:.0%} or more ({own}: {_num(mine.samples_per_s)} samples/s, "
+                f"{best})",
                 param=sr.lever, direction="set", source="measured"))  # fmt: skip
     return lead + out
 
