@@ -1980,3 +1980,25 @@ def test_wait_grades_out_of_order_are_a_settings_error():
 
     with pytest.raises(SettingsError, match="wait_grades"):
         AnalysisSettings.from_dict({"wait_grades": [0.3, 0.1]})
+
+
+def test_a_wait_with_only_a_metadata_call_in_flight_is_metadata_not_reads(tmp_path):
+    # Steps every 2 s (1-2, 3-4, ... 13-14): six waits of 1 s between them (2-3 ... 12-13). A
+    # read in flight 2.2-2.6 s (0.4 s of the first wait), an open 4.1-4.4 s (0.3 s of the
+    # second, traced as an event as DFTracer traces it), nothing in the others. By hand: of
+    # the 6 s of wait, 0.4 s reads, 0.3 s metadata, 5.3 s neither; read + metadata alone
+    # would not tell a metadata call counted as a read.
+    steps = [(0, 0, -1, 0.0, 14.0)] + [(0, 0, s, 1.0 + 2 * s, 2.0 + 2 * s) for s in range(7)]
+    segs = [(0, "/data/a.bin", "read", 0, 4096, 2.2, 2.6)]
+    events = [{"rank": 0, "cat": "POSIX", "name": "open64", "start": 4.1, "end": 4.4,
+               "path": "/data/b.bin", "pid": 1000}]  # fmt: skip
+    sm = run(tmp_path, make_store(tmp_path / "s", segs, steps=steps, app_events=events))
+    (row,) = pd.read_parquet(tmp_path / "out" / "pipeline.parquet").to_dict("records")
+    assert row["wait"] == pytest.approx(6.0)
+    assert row["read_in_wait"] == pytest.approx(0.4)
+    assert row["meta_in_wait"] == pytest.approx(0.3)
+    assert row["other_in_wait"] == pytest.approx(5.3)
+    t = sm["pipeline"]["totals"]
+    assert t["read_in_wait_share"] == pytest.approx(0.4 / 6)
+    assert t["meta_in_wait_share"] == pytest.approx(0.3 / 6)
+    assert t["no_read_share"] == pytest.approx(5.6 / 6)  # the open is not a read
