@@ -2002,3 +2002,14 @@ def test_a_wait_with_only_a_metadata_call_in_flight_is_metadata_not_reads(tmp_pa
     assert t["read_in_wait_share"] == pytest.approx(0.4 / 6)
     assert t["meta_in_wait_share"] == pytest.approx(0.3 / 6)
     assert t["no_read_share"] == pytest.approx(5.6 / 6)  # the open is not a read
+
+
+def test_a_ranks_bandwidth_is_over_the_union_of_its_io_time(tmp_path):
+    # Rank 0 and a loader worker of it (pid 1001) read 100 bytes each, over 1-3 s and 2-4 s:
+    # the rank's I/O took 3 s of wall time (the union), 4 s summed. By hand: 200 B / 3 s.
+    segs = [(0, "/data/a.bin", "read", 0, 100, 1.0, 3.0, 1000),
+            (0, "/data/b.bin", "read", 0, 100, 2.0, 4.0, 1001)]  # fmt: skip
+    run(tmp_path, make_store(tmp_path / "s", segs))
+    (r,) = pd.read_parquet(tmp_path / "out" / "ranks.parquet").to_dict("records")
+    assert (r["io_time"], r["io_busy_time"]) == (pytest.approx(3.0), pytest.approx(4.0))
+    assert r["bandwidth"] == pytest.approx(200 / 3.0)
