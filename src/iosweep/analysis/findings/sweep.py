@@ -460,10 +460,18 @@ def advised_levers(
     sums = [to_dict(sm) for sm in summaries]
     if len(sums) < 2:
         return {}
-    df = sweep_table(sums)
-    params = df.attrs.get("params", PARAM_COLUMNS)
-    pipe = PipelineAcross.model_validate(pipeline_across(df, params, settings))
-    return {a.run_id: a.levers for a in advised(sums, df, pipe, settings)}
+    return {a.run_id: a.levers for a in input_pipeline(sums, sweep_table(sums), settings).advised}
+
+
+def input_pipeline(
+    sums: list[dict[str, Any]], df: pd.DataFrame, s: AnalysisSettings
+) -> PipelineAcross:
+    """The input pipeline across the sweep (``pipeline.json``), each run's levers overruled
+    where the sweep measured them."""
+    params = df.attrs.get("params", PARAM_COLUMNS) if len(df) else []
+    across = PipelineAcross.model_validate(pipeline_across(df, params, s))
+    across.advised = advised(sums, df, across, s)
+    return across
 
 
 def analyze_sweep(
@@ -488,9 +496,7 @@ def analyze_sweep(
                 or [np.ones(len(df), bool)]
             )
             df.loc[m, "tracer_overhead"] = df.loc[m, "run_time"] / o["baseline_run_time_mean"] - 1
-    params = df.attrs.get("params", PARAM_COLUMNS) if len(df) else []
-    across = PipelineAcross.model_validate(pipeline_across(df, params, settings))
-    across.advised = advised(sums, df, across, settings)
+    across = input_pipeline(sums, df, settings)
     models = (
         Scaling.model_validate(scaling(df) if len(df) else {"metrics": [], "series": []}),
         InsightsAcross.model_validate(insights_across(df, ov) if len(df) else {"series": []}),

@@ -173,6 +173,12 @@ def _sum(xs: list[float | None]) -> float | None:
     return float(sum(v)) if v else None
 
 
+def busiest_node(host: dict[str, Any]) -> dict[str, Any]:
+    """The node whose usable cores were the busiest (the run's ``busy_share`` is its); an
+    empty mapping where the host was not measured."""
+    return max(host.get("nodes") or [{}], key=lambda n: n.get("busy_share") or 0)
+
+
 def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
     """Where the host had no core to spare during training and the job's threads waited for
     one: a verdict of preprocessing or of the loop becomes host-CPU-bound (more loader
@@ -185,7 +191,7 @@ def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> 
     busy, short = host.get("busy_share"), host.get("core_wait_share")
     if busy is None or busy < HOST_BUSY_SHARE or short is None or short < CORE_WAIT_SHARE:
         return v
-    node = max(host["nodes"], key=lambda n: n["busy_share"] or 0)
+    node = busiest_node(host)
     cores = node["cores_usable"]
     w = ctx.get("loader_workers")
     rank_c, other_c, runq = host["rank_cores"], host["other_cores"], host["rank_runq_share"]

@@ -32,6 +32,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from iosweep.analysis.pipeline.host import busiest_node
+
 PREP_CPU = "the loader processes' CPU time a sample (the kernel's count)"
 PREP_WAIT = "the data wait a sample in the rank's own process (no loader workers)"
 PREP_THREADS = (
@@ -88,7 +90,7 @@ def rate_inputs(
             # the loader works in threads of the rank's own process (tf.data): its CPU is
             # the rank's less one core for the length of the compute
             prep_s, source = cpu_s - compute_s, PREP_THREADS
-        node = max(host.get("nodes") or [{}], key=lambda x: x.get("busy_share") or 0)
+        node = busiest_node(host)
         if node.get("cores_usable") and node.get("ranks"):
             cores = float(node["cores_usable"]) / int(node["ranks"])
     if workers == 0:

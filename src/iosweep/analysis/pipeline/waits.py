@@ -275,6 +275,7 @@ def totals(t: pd.DataFrame, run_start: float, run_end: float) -> dict[str, Any]:
     steady = t["epoch_time"] - t["first_wait"] - t["first_step"]  # AU's denominator
     excl = steady.sum()
     per_rank = steady.groupby(t["rank"]).sum().mean()
+    wait_per_rank = float(t.groupby("rank")["wait"].sum().mean())
     # the samples of the steps after each epoch's first (batches alike within an epoch)
     steady_samples = (
         (t["samples"] * (t["steps"] - 1) / t["steps"].clip(lower=1))
@@ -291,24 +292,16 @@ def totals(t: pd.DataFrame, run_start: float, run_end: float) -> dict[str, Any]:
             (t["compute"] + t["first_step"]).sum(), float(t["epoch_time"].sum())
         ),  # every step's compute over the epoch time, the first (warm-up) included
         "read_time_per_rank": float(t.groupby("rank")["read_time"].sum().mean()),
-        "wait_per_rank": float(t.groupby("rank")["wait"].sum().mean()),
+        "wait_per_rank": wait_per_rank,
         "epoch_time_per_rank": float(t.groupby("rank")["epoch_time"].sum().mean()),
         # the time a rank does not compute, first step left out (AU's denominator less compute)
-        "idle_per_rank": max(
-            float(
-                (t["epoch_time"] - t["first_wait"] - t["first_step"] - t["compute"])
-                .groupby(t["rank"])
-                .sum()
-                .mean()
-            ),
-            0.0,
-        ),
+        "idle_per_rank": max(float((steady - t["compute"]).groupby(t["rank"]).sum().mean()), 0.0),
         "steady_time_per_rank": max(float(per_rank), 0.0),
         "steady_steps_per_rank": float(
             (t["steps"] - 1).clip(lower=0).groupby(t["rank"]).sum().mean()
         ),
         "steady_samples_per_rank": _nan_none(steady_samples),
-        "wait_share": _share(float(t.groupby("rank")["wait"].sum().mean()), float(per_rank)),
+        "wait_share": _share(wait_per_rank, float(per_rank)),
         "first_wait_max": float(t["first_wait"].max()),
         "first_step_max": float(t["first_step"].max()),
         "samples": _nan_none(samples),

@@ -5,9 +5,11 @@ into the values its template partial (``report/templates/<section>.html.j2``) pr
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+from iosweep.analysis.summary import Lever
 from iosweep.report import plots
 from iosweep.report.data import RunView, SweepView
 from iosweep.report.figures import FigureStore
@@ -38,8 +40,12 @@ class Context:
         """The run's levers to try as its sweep's measurements leave them (a lever measured
         no better is gone, the best value measured leads), else its verdict's."""
         v = run.summary.pipeline.verdict
-        advised = {a.run_id: a.levers for a in self.sweep.pipeline.advised}
-        return [lv.text for lv in advised.get(run.run_id, v.levers if v else [])]
+        return [lv.text for lv in self._advised.get(run.run_id, v.levers if v else [])]
+
+    @functools.cached_property
+    def _advised(self) -> dict[str, list[Lever]]:
+        """Run id -> its levers as the sweep's measurements leave them (pipeline.json)."""
+        return {a.run_id: a.levers for a in self.sweep.pipeline.advised}
 
     def sample(self, run: RunView) -> plots.OpsSample | None:
         """The analysis's sample of the run's operations (``ops_sample.parquet``)."""
