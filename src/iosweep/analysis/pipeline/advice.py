@@ -26,8 +26,17 @@ from iosweep.analysis.pipeline.rates import RateInputs, candidates, predict
 from iosweep.analysis.summary import Lever, LeverSeries
 
 #: the rate model's figures a run's row of the sweep table carries (``rate_<name>``)
-RATE_FIELDS = ("workers", "samples_per_s", "compute_s", "prep_s", "prep_source", "cpu_s",
-               "cores_per_rank", "ranks", "bytes_per_sample")  # fmt: skip
+RATE_FIELDS = (
+    "workers",
+    "samples_per_s",
+    "compute_s",
+    "prep_s",
+    "prep_source",
+    "cpu_s",
+    "cores_per_rank",
+    "ranks",
+    "bytes_per_sample",
+)
 WORDS = {"loader_workers": "loader workers", "staging": "staging"}
 
 
@@ -79,8 +88,11 @@ def _mean(x: pd.Series) -> float | None:
 
 def _from(g: pd.DataFrame, lever: str, at: Any, value: Any, s) -> tuple[float, str, str] | None:
     """The model fed the runs of ``at`` (their mean), predicting ``value``."""
-    preds = [(predict(r, int(value), s), str(row["run_id"])) for _, row in g[g[lever] == at].iterrows()
-             if (r := _inputs(row)) is not None]  # fmt: skip
+    preds = [
+        (predict(r, int(value), s), str(row["run_id"]))
+        for _, row in g[g[lever] == at].iterrows()
+        if (r := _inputs(row)) is not None
+    ]
     if not preds:
         return None
     rate = sum(p["samples_per_s"] for p, _ in preds) / len(preds)
@@ -230,6 +242,11 @@ def _matches(series: LeverSeries, point: dict[str, Any]) -> bool:
     return all(_same(point.get(k), v) for k, v in series.key.items())
 
 
+def _measured(series: LeverSeries, text: str) -> Lever:
+    """A lever the sweep's measurements advise: set the series' parameter as ``text`` says."""
+    return Lever(text=text, param=series.lever, direction="set", source="measured")
+
+
 def overrule(
     levers: list[Lever], point: dict[str, Any], series: list[LeverSeries], s
 ) -> list[Lever]:
@@ -248,27 +265,38 @@ def overrule(
         )
         # a way the sweep measured no better goes; so does one it did not measure where a
         # value it did measure beats this run's (the measurement leads instead)
-        dropped = [lv for lv in out if lv.param == sr.lever and lv.direction and (
-            (helps := _helps(sr, own, lv.direction, s)) is False or (helps is None and beaten))]  # fmt: skip
+        dropped = [
+            lv
+            for lv in out
+            if lv.param == sr.lever
+            and lv.direction
+            and ((helps := _helps(sr, own, lv.direction, s)) is False or (helps is None and beaten))
+        ]
         out = [lv for lv in out if lv not in dropped]
         words = WORDS[sr.lever]
         if beaten and mine is not None:
             gain = (top.samples_per_s or 0) / (mine.samples_per_s or 1) - 1
-            lead.append(Lever(
-                text=f"{words} {sr.best}: measured best in this series ({_num(top.samples_per_s)} "
-                f"samples/s against {_num(mine.samples_per_s)} with {own}, {gain:+.0%})",
-                param=sr.lever, direction="set", source="measured"))  # fmt: skip
+            lead.append(
+                _measured(
+                    sr,
+                    f"{words} {sr.best}: measured best in this series ({_num(top.samples_per_s)} "
+                    f"samples/s against {_num(mine.samples_per_s)} with {own}, {gain:+.0%})",
+                )
+            )
         elif dropped and mine is not None:
             best = (
                 "the best measured"
                 if sr.best == own
                 else f"the best, {sr.best}: {_num(top.samples_per_s)}"
             )
-            lead.append(Lever(
-                text=f"keep {words} {own}: no other value this sweep measured beat it by "
-                f"{s.lever_min_gain:.0%} or more ({own}: {_num(mine.samples_per_s)} samples/s, "
-                f"{best})",
-                param=sr.lever, direction="set", source="measured"))  # fmt: skip
+            lead.append(
+                _measured(
+                    sr,
+                    f"keep {words} {own}: no other value this sweep measured beat it by "
+                    f"{s.lever_min_gain:.0%} or more ({own}: {_num(mine.samples_per_s)} samples/s, "
+                    f"{best})",
+                )
+            )
     return lead + out
 
 
