@@ -21,10 +21,12 @@ for framework in ("pytorch", "tensorflow"):
             run_id=rf"framework~{framework}/.+",
         conda:
             f"../../envs/{framework}.yaml"
-        # Under --profile slurm the runner stays on the submit host and holds the point's
-        # nodes with salloc: a job that loses a node still gets its manifest (status lost).
+        # Locally a run holds every core it is given: a job beside it (another run, an
+        # analysis) would take cores from it and change what it measures. Under --profile
+        # slurm the runner stays on the submit host and holds the point's nodes with salloc:
+        # a job that loses a node still gets its manifest (status lost).
+        threads: lambda wildcards: 1 if workflow.non_local_exec else os.cpu_count()
         # A resource, not a param: how the workflow runs must not make finished points stale.
-        threads: lambda wildcards: 1 if workflow.non_local_exec else point(wildcards).ranks
         resources:
             slurm_allocate=lambda wildcards: int(workflow.non_local_exec),
         params:
