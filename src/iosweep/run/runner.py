@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import iosweep
-from iosweep.config import SweepPoint, point_by_run_id
+from iosweep.config import SweepPoint
 from iosweep.files import write_text
 from iosweep.provenance import git_revision
 from iosweep.run import slurm
@@ -395,8 +395,9 @@ def _run_in_allocation(config, point, run_dir, dataset_dir, rerun, log) -> dict[
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "manifest.json").unlink(missing_ok=True)
     args = run_dir / "runner.json"
-    args.write_text(json.dumps({"config": config, "run_id": point.run_id,
-                                "dataset_dir": str(dataset_dir), "rerun": rerun}))  # fmt: skip
+    # the point itself, not its run id: a tune's points are no points of the sweep
+    runner = {"config": config, "point": asdict(point), "dataset_dir": str(dataset_dir)}
+    args.write_text(json.dumps(runner | {"rerun": rerun}))
     cmd = slurm.salloc_command(req, os.environ, [sys.executable, "-m", "iosweep.run.runner",
                                                  str(args)])  # fmt: skip
     log(f"{point.run_id}: {shlex.join(cmd)}")
@@ -544,13 +545,15 @@ def _collect(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m iosweep.run.runner RUNNER_JSON``: the point that file names (config, run
-    id, dataset directory, rerun command), run here; salloc starts it this way."""
+    """``python -m iosweep.run.runner RUNNER_JSON``: the point that file names (config, the
+    point, dataset directory, rerun command), run here; salloc starts it this way."""
     (path,) = sys.argv[1:] if argv is None else argv
     args = json.loads(Path(path).read_text())
-    config = args["config"]
-    run_point(config, point_by_run_id(config, args["run_id"]), Path(path).parent,
-              Path(args["dataset_dir"]), rerun=args["rerun"])  # fmt: skip
+    fields = args["point"]
+    point = SweepPoint(**{**fields, "extra": tuple(tuple(kv) for kv in fields["extra"])})
+    run_point(
+        args["config"], point, Path(path).parent, Path(args["dataset_dir"]), rerun=args["rerun"]
+    )
     return 0
 
 
