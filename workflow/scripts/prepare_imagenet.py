@@ -14,5 +14,6 @@ prepare_imagenet(
     classes=p.classes,
     images_per_class=p.images_per_class,
     seed=p.seed,
+    image_scale=p.image_scale,
     workers=p.workers or snakemake.threads,  # noqa: F821
 )

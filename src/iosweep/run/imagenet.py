@@ -35,13 +35,15 @@ def class_name(c: int) -> str:
     return f"n{c:08d}"  # WordNet-id-like, as ImageNet's folders are named
 
 
-def synthetic_jpeg(index: int, seed: int) -> bytes:
+def synthetic_jpeg(index: int, seed: int, scale: float = 1.0) -> bytes:
     """Image ``index`` of the synthetic set: smooth colour fields with grain, like a photo
-    compresses, so the JPEG is about ImageNet's size."""
+    compresses, so the JPEG is about ImageNet's size (``scale`` times its sides: a heavier
+    decode a sample)."""
     from PIL import Image
 
     rng = np.random.default_rng([seed, index])
     w, h = int(rng.integers(300, 500)), int(rng.integers(250, 450))
+    w, h = round(w * scale), round(h * scale)
     coarse = rng.integers(0, 256, (h // 8 + 1, w // 8 + 1, 3), dtype=np.uint8)
     img = np.asarray(Image.fromarray(coarse).resize((w, h), Image.Resampling.BICUBIC), np.int16)
     img = np.clip(img + rng.integers(-52, 53, img.shape), 0, 255).astype(np.uint8)
@@ -50,28 +52,34 @@ def synthetic_jpeg(index: int, seed: int) -> bytes:
     return out.getvalue()
 
 
-def _write_images(args: tuple[str, int, int, int, int]) -> int:
+def _write_images(args: tuple[str, int, int, int, int, float]) -> int:
     """Write images [lo, hi) of the synthetic set under ``root``; returns the bytes written."""
-    root, lo, hi, per_class, seed = args
+    root, lo, hi, per_class, seed, scale = args
     total = 0
     for i in range(lo, hi):
         c, k = divmod(i, per_class)
         d = Path(root) / "train" / class_name(c)
         d.mkdir(parents=True, exist_ok=True)
-        data = synthetic_jpeg(i, seed)
+        data = synthetic_jpeg(i, seed, scale)
         (d / f"{class_name(c)}_{k}.JPEG").write_bytes(data)
         total += len(data)
     return total
 
 
 def make_synthetic(
-    out: Path, classes: int, per_class: int, seed: int, workers: int = 0, log=print
+    out: Path,
+    classes: int,
+    per_class: int,
+    seed: int,
+    workers: int = 0,
+    log=print,
+    scale: float = 1.0,
 ) -> None:
     """Write ``classes`` x ``per_class`` JPEGs under ``out/train``, in ``workers`` processes."""
     n = classes * per_class
     workers = workers or os.cpu_count() or 1
     chunk = max(1, min(256, n // (workers * 4) or 1))
-    jobs = [(str(out), lo, min(n, lo + chunk), per_class, seed) for lo in range(0, n, chunk)]
+    jobs = [(str(out), lo, min(n, lo + chunk), per_class, seed, scale) for lo in range(0, n, chunk)]
     log(f"generating {n} synthetic JPEGs ({classes} classes) in {workers} processes")
     done = 0
     with ProcessPoolExecutor(max_workers=workers) as pool:
@@ -130,6 +138,7 @@ def prepare_imagenet(
     seed: int = 0,
     workers: int = 0,
     log=print,
+    image_scale: float = 1.0,
 ) -> dict[str, Any]:
     """Make (or check) the dataset; write and return its description (``out/dataset.json``)."""
     out = Path(out)
@@ -137,9 +146,15 @@ def prepare_imagenet(
     desc: dict[str, Any] = {"workload": "imagenet", "source": source, "status": "ok", "reason": ""}
     try:
         if source == "synthetic":
-            want = {"classes": classes, "images_per_class": images_per_class, "seed": seed}
+            want: dict[str, float] = {
+                "classes": classes,
+                "images_per_class": images_per_class,
+                "seed": seed,
+            }
+            if image_scale != 1:  # sets made before the setting existed stay valid
+                want["image_scale"] = image_scale
             if _existing(out) != want:  # made once; remade only when its parameters change
-                make_synthetic(out, classes, images_per_class, seed, workers, log)
+                make_synthetic(out, classes, images_per_class, seed, workers, log, image_scale)
             desc |= want
             info = scan(out)
         else:
@@ -163,4 +178,7 @@ def _existing(out: Path) -> dict[str, Any] | None:
         return None
     if d.get("status") != "ok" or d.get("source") != "synthetic":
         return None
-    return {k: d.get(k) for k in ("classes", "images_per_class", "seed")}
+    have = {k: d.get(k) for k in ("classes", "images_per_class", "seed")}
+    if d.get("image_scale", 1) != 1:
+        have["image_scale"] = d["image_scale"]
+    return have
