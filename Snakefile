@@ -21,6 +21,7 @@ include: "workflow/rules/ingest.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/replay.smk"
+include: "workflow/rules/tune.smk"
 
 
 onsuccess:
@@ -31,3 +32,4 @@ rule all:
     default_target: True
     input:
         REPORT_HTML,
+        [TUNE_LEDGER] if TUNE else [],

@@ -33,7 +33,7 @@ def test_importing_the_report_loads_no_trace_or_analysis_code():
         "iosweep.analysis.summary",
         *(
             f"iosweep.analysis.summary.{m}"
-            for m in ("base", "host", "io", "pipeline", "run", "sweep")
+            for m in ("base", "host", "io", "pipeline", "run", "sweep", "tune")
         ),
     ]
 

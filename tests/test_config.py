@@ -230,7 +230,7 @@ def test_the_whole_error_message_names_each_bad_key_once():
     assert str(e.value) == (
         "invalid config:\n"
         "  unknown config key 'sweeep'; allowed here: analysis, dataset, ingest, launcher, "
-        "repeats, report, results, staging, sweep, tracer, training, workloads\n"
+        "repeats, report, results, staging, sweep, tracer, training, tune, workloads\n"
         "  config key 'repeats': 'two' is not of type integer\n"
         "  unknown config key 'sweep.rankz'; allowed here: batch_size, epochs, frameworks, "
         "include, loader_workers, nodes, procs_per_node, staging, steps_per_epoch, tracers, "

@@ -23,6 +23,8 @@ from iosweep.analysis.budget import (
     budget_bytes,
 )  # noqa: E402
 from iosweep.analysis.parts.analyze import read_plan  # noqa: E402
+from iosweep.tune.points import tune_plan  # noqa: E402
+from iosweep.tune.ledger import next_workers  # noqa: E402
 
 try:
     validate_config(config)
@@ -45,6 +47,11 @@ else:
     POINTS = {p.run_id: p for p in expand_sweep(config)}
     RUN_IDS = list(POINTS)
 WORKLOADS = all_workloads(config)
+# The tune (config: tune): its start point and the run ids of the points it may ask for.
+try:
+    TUNE = tune_plan(config) if config["tune"]["enabled"] else None
+except ConfigError as e:
+    raise WorkflowError(str(e)) from None
 
 # The user's own workloads (their datasets are made by rule prepare_workload); a pattern that
 # matches none of them when there are none.
@@ -53,6 +60,7 @@ USER_WORKLOADS_RE = (
 )
 
 REPORT_HTML = f"{RESULTS}/report/report.html"
+TUNE_LEDGER = f"{RESULTS}/tune/ledger.json"
 RUN_DIR = f"{RESULTS}/runs/{{run_id}}"
 
 
@@ -107,14 +115,19 @@ def sweep_files():
 
 
 def point(wildcards):
-    return POINTS[wildcards.run_id]
+    found = POINTS.get(wildcards.run_id) or (TUNE and TUNE.point(wildcards.run_id))
+    if not found:
+        raise WorkflowError(
+            f"run {wildcards.run_id!r} is no point of the sweep or the tune"
+        )
+    return found
 
 
 def max_ranks(framework, workload):
     return max(
         (
             p.ranks
-            for p in POINTS.values()
+            for p in [*POINTS.values(), *([TUNE.start] if TUNE else [])]
             if p.framework == framework and p.workload == workload
         ),
         default=0,
@@ -134,6 +147,37 @@ def workload_definition(wildcards):
         "workdir": w.workdir,
         "env": w.env,
     }
+
+
+# The tune (rules in tune.smk): each step's inputs, and the chain of steps to its end.
+def tune_summary(run_id):
+    return f"{RESULTS}/runs/{run_id}/analysis/summary.json"
+
+
+def tune_step_inputs(wildcards):
+    """Step K's inputs: the ledger of step K-1 (none at the start) and the analyses of the
+    point it asks for, one per repeat."""
+    k = int(wildcards.step)
+    files = {}
+    workers = TUNE.start.loader_workers
+    if k > 0:
+        files["previous"] = checkpoints.tune_step.get(step=k - 1).output.ledger
+        workers = next_workers(files["previous"])
+        if workers is None:
+            raise WorkflowError(f"tune step {k - 1} stopped: there is no step {k}")
+    files["runs"] = [tune_summary(run_id) for run_id in TUNE.run_ids(workers)]
+    return files
+
+
+def tune_chain(wildcards):
+    """The last step of the tune: the chain followed until a step stops it."""
+    for k in range(TUNE.budget + 1):
+        ledger = checkpoints.tune_step.get(step=k).output.ledger
+        if next_workers(ledger) is None:
+            return {"last": ledger}
+    raise WorkflowError(
+        f"the tune did not stop within its budget of {TUNE.budget} reruns"
+    )
 
 
 def dataset_json(wildcards):

@@ -6,14 +6,17 @@ report: "../../report/workflow.rst"
 FIGURES = f"{RESULTS}/report/figures"
 
 
+# The tune's ledger is an input where the config asks for a tune: its own section.
 rule report:
     input:
         **rules.analyze_sweep.output,
+        **({"ledger": TUNE_LEDGER} if TUNE else {}),
         summaries=rules.analyze_sweep.input.summaries,
         tables=expand(
             list(analysis_files(RUN_DIR).values()),
             run_id=RUN_IDS,
         ),
+        # the tune's ledger, where the config asks for a tune: its own section
     output:
         html=report(
             REPORT_HTML,

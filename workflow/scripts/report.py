@@ -15,6 +15,7 @@ out = render_report(
     Path(smk.output.html),
     ReportSettings.from_dict(smk.params.report),
     config=smk.params.config,
+    ledger=Path(smk.input.get("ledger")) if smk.input.get("ledger") else None,
 )
 print(f"report written: {out.resolve()}")  # into the rule's log
 # and to the terminal the workflow runs in (setup() sent stdout to the log)

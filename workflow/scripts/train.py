@@ -7,13 +7,13 @@ from pathlib import Path
 from _bootstrap import setup
 
 setup(snakemake)  # noqa: F821 - injected by Snakemake
-from iosweep.config import point_by_run_id  # noqa: E402
 from iosweep.run.runner import rerun_command, run_point  # noqa: E402
+from iosweep.tune.points import find_point  # noqa: E402
 
 smk = snakemake  # noqa: F821
 run_point(
     smk.config,
-    point_by_run_id(smk.config, smk.wildcards.run_id),
+    find_point(smk.config, smk.wildcards.run_id),
     run_dir=Path(smk.output.manifest).parent,
     dataset_dir=Path(smk.input.dataset).parent,
     allocate=bool(smk.resources.slurm_allocate),

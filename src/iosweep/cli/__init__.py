@@ -60,6 +60,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "iosweep.cli.replay:add_arguments",
         "iosweep.cli.replay:run",
     ),
+    "tune": Subcommand(
+        "run the lever the rate model predicts, measure it, keep it or not: a ledger",
+        "iosweep.cli.tune:add_arguments",
+        "iosweep.cli.tune:run",
+    ),
     "report": Subcommand(
         "render the HTML report of run analyses and the sweep comparison",
         "iosweep.cli.report:add_arguments",

@@ -1,7 +1,9 @@
 """``iosweep show ANALYSIS...``: each run's answer again, on the terminal (the verdict, AU,
 where the wait goes, the first lever, what the figures miss); ``--json`` for scripts.
 An ANALYSIS is a run's analysis (``summary.json`` or its directory), or a directory holding
-some (a sweep's output, the workflow's ``results``). Colour only on a terminal (and never with NO_COLOR set).
+some (a sweep's output, the workflow's ``results``), or a tune's ``ledger.json``. In a
+directory, a tune's runs are told by its ledger (``tune/ledger.json``), not one by one.
+Colour only on a terminal (and never with NO_COLOR set).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.summary import AnalysisFailure, RunSummary, SummaryError, read_summary
 from iosweep.cli.report import find_analyses
 from iosweep.report.terminal import as_record, run_text
+from iosweep.report.tune import ledger_text
+from iosweep.tune.ledger import LedgerError, read_ledger
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -55,16 +59,42 @@ def show(
         print(run_text(sm, d, color, advised.get(sm.run_id)))
 
 
+def _ledgers(paths: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(the tune ledgers among or under ``paths``, the other paths)."""
+    ledgers, rest = [], []
+    for p in paths:
+        if p.is_file() and p.name == "ledger.json":
+            ledgers.append(p)
+            continue
+        if p.is_dir() and (p / "tune" / "ledger.json").is_file():
+            ledgers.append(p / "tune" / "ledger.json")
+        rest.append(p)
+    return ledgers, rest
+
+
+def _tune_run(d: Path, given: list[Path]) -> bool:
+    """A tune's run found by searching a directory (its ledger tells it)."""
+    return d not in given and any(part.startswith("tune~") for part in d.parts)
+
+
 def run(args: argparse.Namespace) -> int:
     found, failed = [], 0
-    for d in find_analyses(args.analyses)[0]:  # the same search as iosweep report's
+    ledgers, paths = _ledgers(args.analyses)
+    for path in ledgers:
+        try:
+            print(ledger_text(read_ledger(path)))
+        except LedgerError as e:
+            failed += 1
+            print(f"iosweep show: {e}", file=sys.stderr)
+    searched = [d for d in find_analyses(paths)[0] if not _tune_run(d, args.analyses)]
+    for d in searched if paths else []:  # the same search as iosweep report's
         try:
             found.append((read_summary(d), d))
         except (OSError, SummaryError, ValueError) as e:
             failed += 1
             print(f"iosweep show: {d}: {e}", file=sys.stderr)
     show(found, args.json)
-    return 1 if failed or not found else 0
+    return 1 if failed or not (found or ledgers) else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 import markupsafe
 
+from iosweep.analysis.summary import LedgerError, read_ledger
 from iosweep.files import write_text
 from iosweep.report import fmt
 from iosweep.report.anonymize import Anonymizer, build_anonymizer, identity
@@ -27,6 +28,7 @@ from iosweep.report.sections import (
     provenance,
     runs,
     sweep,
+    tune,
 )
 from iosweep.report.settings import ReportSettings
 
@@ -62,6 +64,7 @@ def build_page(ctx: Context) -> dict[str, Any]:
     page: dict[str, Any] = {"title": ctx.settings.title, "anonymized": ctx.settings.anonymize}
     page |= overview.section(ctx)
     page["sweep"] = sweep.section(ctx)
+    page["tune"] = tune.section(ctx)
     page["frameworks"] = frameworks.section(ctx)
     page["runs"] = [runs.section(ctx, r) for r in ctx.runs]
     # the largest run is the one that shows sharing between ranks: open it, not the smallest
@@ -82,9 +85,11 @@ def render_report(
     out_html: Path,
     settings: ReportSettings | None = None,
     config: dict | None = None,
+    ledger: Path | None = None,
 ) -> Path:
-    """Render the report of these run analyses (and the sweep analysis) into ``out_html``;
-    figures go to ``<out_html dir>/figures/``. Returns ``out_html``."""
+    """Render the report of these run analyses (and the sweep analysis, and the tune's
+    ``ledger``) into ``out_html``; figures go to ``<out_html dir>/figures/``. Returns
+    ``out_html``."""
     settings = settings or ReportSettings()
     out_html = Path(out_html)
     out_html.parent.mkdir(parents=True, exist_ok=True)
@@ -93,6 +98,11 @@ def render_report(
     anon: Anonymizer | Any = build_anonymizer(run_views, config) if settings.anonymize else identity
     figs = FigureStore(out_html.parent, settings)
     ctx = Context(run_views, sweep_view, settings, figs, anon, config, problems)
+    if ledger is not None:
+        try:
+            ctx.tune = read_ledger(ledger)
+        except LedgerError as e:
+            problems.append({"source": str(ledger), "message": str(e)})
     page = build_page(ctx)
     template = _environment(anon).get_template("report.html.j2")
     html = template.render(**page)

@@ -9,7 +9,7 @@ a summary of another shape by accident.
 This package imports nothing else from iosweep but its file helpers: the report imports it
 (and only it) from the analysis package, a contract ``make lint`` checks. ``base``: the base
 model, schema versions and file names; ``run``: ``summary.json``'s models; ``sweep``: the
-sweep analysis's; ``io``: writing and reading them. Every name is importable from here.
+sweep analysis's; ``tune``: the tune's ledger; ``io``: writing and reading them. Every name is importable from here.
 
 Sections whose inner shape varies with the data (per-class maps, the headline metrics that
 the sweep table takes as columns) are typed as mappings; their keys are documented in
@@ -128,6 +128,16 @@ from iosweep.analysis.summary.sweep import (
     ScalingSeries,
     SweepPoint,
 )
+from iosweep.analysis.summary.tune import (
+    LedgerError,
+    TuneLedger,
+    TuneMeasurement,
+    TunePrediction,
+    TuneStep,
+    UntriedLever,
+    read_ledger,
+    write_ledger,
+)
 
 __all__ = [
     "SCHEMA",
@@ -162,6 +172,7 @@ __all__ = [
     "InsightsSeries",
     "Issue",
     "Layer",
+    "LedgerError",
     "Lever",
     "LeverPoint",
     "LeverSeries",
@@ -218,16 +229,23 @@ __all__ = [
     "Timing",
     "TopSize",
     "Trace",
+    "TuneLedger",
+    "TuneMeasurement",
+    "TunePrediction",
+    "TuneStep",
     "Unit",
     "Unoverlapped",
     "UnoverlappedFigures",
     "UnoverlappedRank",
     "UnoverlappedTotals",
+    "UntriedLever",
     "Verdict",
+    "read_ledger",
     "read_summary",
     "read_sweep_file",
     "to_dict",
     "validate",
+    "write_ledger",
     "write_summary",
     "write_sweep_file",
 ]

@@ -1,5 +1,5 @@
 """The report's sections, one module each, in page order: ``overview``, ``sweep``,
-``frameworks``, ``runs``, ``provenance``. Each turns the analyses (through a :class:`Context`)
+``tune``, ``frameworks``, ``runs``, ``provenance``. Each turns the analyses (through a :class:`Context`)
 into the values its template partial (``report/templates/<section>.html.j2``) prints.
 """
 
@@ -9,7 +9,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from iosweep.analysis.summary import Lever
+from iosweep.analysis.summary import Lever, TuneLedger
 from iosweep.report import plots
 from iosweep.report.data import RunView, SweepView
 from iosweep.report.figures import FigureStore
@@ -28,6 +28,7 @@ class Context:
     anon: Any  # str -> str
     config: dict | None
     problems: list[dict[str, str]]
+    tune: TuneLedger | None = None  # the tune's ledger, where the report has one
     _samples: dict[str, plots.OpsSample | None] = field(default_factory=dict, repr=False)
 
     @property

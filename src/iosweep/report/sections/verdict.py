@@ -11,6 +11,7 @@ from iosweep.analysis.summary import LeverSeries, Pipeline, Placement, RunSummar
 from iosweep.report import fmt
 from iosweep.report.data import RunView
 from iosweep.report.sections import Context
+from iosweep.report.sections.tune import card_line as tune_card_line
 from iosweep.report.tables import Column, Table, records_table
 from iosweep.report.words import lever_series_text
 
@@ -221,6 +222,7 @@ def section(ctx: Context) -> list[dict[str, Any]]:
                 "where": where_io_happens(rep.summary),
                 "levers": ctx.levers(rep),
                 "trends": _levers(ctx, fw, wl),
+                "tuned": tune_card_line(ctx, fw, wl),
                 # the pipeline's columns (AU, compute per epoch ...) mean nothing for an
                 # application's logs
                 "table": records_table([_row(r) for r in runs], RUNS)
