@@ -97,19 +97,14 @@ def grid(case: str, out: Path) -> dict[int, list[float]]:
             "tune": {"enabled": False},
         },
     )
-    cmd = [
-        str(ROOT / ".venv/bin/snakemake"),
-        "--cores",
-        "2",
-        "--configfile",
-        str(cfg),
-        "--keep-going",
-        "--quiet",
-        "rules",
-        "--until",
-        "analyze_run",
-    ]
-    print(f"[{case}] grid:", " ".join(cmd), flush=True)
+    from iosweep.cli.tune import merged_config
+    from iosweep.config import expand_sweep
+
+    points = expand_sweep(merged_config(cfg, {}))
+    cmd = [str(ROOT / ".venv/bin/snakemake")]
+    cmd += [str(results / "runs" / p.run_id / "analysis" / "summary.json") for p in points]
+    cmd += ["--configfile", str(cfg), "--cores", "2", "--keep-going", "--quiet", "rules"]
+    print(f"[{case}] grid: {len(points)} runs:", " ".join(cmd[:2]), "...", flush=True)
     subprocess.run(cmd, cwd=ROOT, check=False)
     by: dict[int, list[float]] = {}
     for s in sorted(results.glob("runs/**/analysis/summary.json")):
@@ -123,20 +118,8 @@ def grid(case: str, out: Path) -> dict[int, list[float]]:
 def tune(case: str, out: Path) -> dict:
     results = out / case / "tune"
     cfg = _config(case, out, {"results": str(results), "tune": {"start": {"loader_workers": 0}}})
-    cmd = [
-        sys.executable,
-        "-m",
-        "iosweep",
-        "tune",
-        "--configfile",
-        str(cfg),
-        "--cores",
-        "2",
-        *CASES[case][2],
-        "--",
-        "--quiet",
-        "rules",
-    ]
+    cmd = [sys.executable, "-m", "iosweep", "tune", "--configfile", str(cfg), *CASES[case][2]]
+    cmd += ["--cores", "2", "--", "--quiet", "rules"]
     print(f"[{case}] tune:", " ".join(cmd), flush=True)
     subprocess.run(cmd, cwd=ROOT, check=False)
     return json.loads((results / "tune" / "ledger.json").read_text())

@@ -124,6 +124,34 @@ def test_the_terminal_show_and_the_report_tell_the_same_ledger(imagenet, tmp_pat
     assert any(ln.startswith("Proved by tuning") for ln in lines)
 
 
+def test_a_sweep_with_a_tune_reports_it(imagenet):
+    """tune.enabled in the config: the sweep's report has the Tuning section, and the tuned
+    job's verdict links to it (the tune's runs are reused: the same results)."""
+    results, ledger, _ = imagenet
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(REPO / "Snakefile"),
+            "--cores",
+            "2",
+            "--configfile",
+            str(results.parent / "tune.yaml"),
+        ],
+        cwd=results.parent,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    lines = html_lines((results / "report" / "report.html").read_text())
+    assert "Tuning" in lines and any(ledger["recommendation"] in ln for ln in lines)
+    assert any(ln.startswith("Proved by tuning") for ln in lines)
+    assert json.loads((results / "tune" / "ledger.json").read_text()) == ledger
+
+
 def test_a_compute_bound_start_has_nothing_to_tune_and_no_rerun(tmp_path):
     proc = tune(
         tmp_path,

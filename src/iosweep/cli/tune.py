@@ -97,9 +97,10 @@ def run(args: argparse.Namespace) -> int:
     ledger = Path(config["results"]) / "tune" / "ledger.json"
     extra = [a for a in args.snakemake_args if a != "--"]
     print(
-        f"{PROG}: {plan.workload.name} ({plan.start.framework}, {plan.start.ranks} ranks) from "
-        f"{plan.start.loader_workers} loader workers; up to {plan.budget} reruns of "
-        f"{plan.repeats} runs; ledger: {ledger}",
+        f"{PROG}: {plan.workload.name} ({plan.start.framework}, {plan.start.ranks} rank"
+        f"{'s' if plan.start.ranks != 1 else ''}) from loader workers "
+        f"{plan.start.loader_workers}; up to {plan.budget} reruns of {plan.repeats} runs; "
+        f"ledger: {ledger}",
         flush=True,
     )
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="iosweep-tune-") as f:

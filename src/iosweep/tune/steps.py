@@ -210,9 +210,9 @@ def _next(ledger: TuneLedger, best: TuneStep) -> tuple[str, str, TunePrediction 
         return (
             "no-gain",
             f"no lever predicts a gain above {bar:.0%} (the larger of analysis.lever_min_gain "
-            f"and the spread of repeats): the best prediction, loader workers {top.loader_workers} "
-            f"workers, is {_num(top.samples_per_s)} samples/s ({top.gain:+.0%}, limited by "
-            f"{top.bottleneck})",
+            f"and the spread of repeats): the best prediction, loader workers "
+            f"{top.loader_workers}, is {_num(top.samples_per_s)} samples/s ({top.gain:+.0%}, "
+            f"limited by {top.bottleneck})",
             None,
         )
     return "", "", top
@@ -226,18 +226,17 @@ def _recommend(ledger: TuneLedger) -> TuneLedger:
     b = best.measured
     assert b.samples_per_s is not None and start.samples_per_s
     gain = b.samples_per_s / start.samples_per_s - 1
-    if best.step == 0:
-        text = (
-            f"nothing to tune: {ledger.stop_reason}"
-            if ledger.stop in ("nothing-to-tune", "cannot-tune")
-            else f"keep loader workers {start.loader_workers}: no point tried beat it "
-            f"({ledger.stop_reason})"
-        )
+    if best.step == 0 and ledger.stop in ("nothing-to-tune", "cannot-tune"):
+        text = f"nothing to tune: {ledger.stop_reason}"
+    elif best.step == 0:
+        tried = "no point tried beat it; " if ledger.reruns else ""
+        text = f"keep loader workers {start.loader_workers}: {tried}{ledger.stop_reason}"
     else:
+        au = f"AU {b.au:.0%}" if b.au is not None else "AU not known"
         text = (
             f"loader workers {b.loader_workers}: {_num(b.samples_per_s)} samples/s against "
-            f"{_num(start.samples_per_s)} at the start ({gain:+.0%}), AU "
-            f"{(b.au or 0):.0%}, measured over {b.ok} and {start.ok} runs ({', '.join(b.run_ids)})"
+            f"{_num(start.samples_per_s)} at the start ({gain:+.0%}), {au}, measured over "
+            f"{b.ok} and {start.ok} runs ({', '.join(b.run_ids)})"
         )
     return ledger.model_copy(update={"best_step": best.step, "gain": gain, "recommendation": text})
 
