@@ -132,6 +132,29 @@ def test_tf2_uname_children_and_file_per_process(shared_data: Path, tmp_path: Pa
     }
 
 
+def test_a_childs_counter_rows_keep_its_rank_minus_one(shared_data: Path, tmp_path: Path):
+    """The rows of the stored counters table, against PyDarshan's records of each log: the
+    4 uname children's rows stay rank -1 with their own pids, never folded into rank 0."""
+    run = shared_data / "horovod-tf2-mnist/darshan-np4"
+    meta = ingest([run], tmp_path / "store")
+    rows = pd.read_parquet(tmp_path / "store" / "counters.parquet")
+
+    def records(source: str) -> dict[str, int]:
+        (log,) = run.rglob(source)
+        rep = darshan.DarshanReport(str(log), read_all=True)
+        return {m: len(rep.records[m]) for m in ("POSIX", "STDIO") if m in rep.records}
+
+    children = [p for p in meta.processes if p.role == "child"]
+    minus_one = rows[rows["rank"] == -1]
+    assert sorted(minus_one["pid"]) == sorted(
+        p.pid for p in children for _ in range(sum(records(p.source).values()))
+    )
+    (rank0,) = [p for p in meta.processes if p.rank == 0 and p.role == "rank"]
+    mine = rows[rows["rank"] == 0]
+    assert mine.groupby("module").size().to_dict() == records(rank0.source)
+    assert set(mine["pid"]) == {rank0.pid}
+
+
 def test_dlio_processes_are_numbered_with_a_warning(shared_data: Path, tmp_path: Path):
     meta = ingest([shared_data / "darshan-logs/dlio_logs"], tmp_path / "store")
     assert [p.rank for p in meta.processes] == list(range(24))
