@@ -154,6 +154,34 @@ def test_profile_slurm_one_node(tmp_path):
     assert "slurmd" not in leftover and "slurmctld" not in leftover
 
 
+def test_a_tune_under_profile_slurm_runs_its_points_as_slurm_jobs(tmp_path):
+    """iosweep tune -- --profile slurm: each step is a SLURM job, each point's runner holds its
+    node with salloc as any sweep point's does (tests/configs/tune.yaml, 1 run a point)."""
+    if reason := skip_reason(nodes=1):
+        unavailable(reason)
+    config = yaml.safe_load((REPO / "tests" / "configs" / "tune.yaml").read_text())
+    config["results"] = str(tmp_path / "results")
+    path = tmp_path / "tune.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with slurm_cluster(
+        nodes=1, cpus=2, state_dir=Path("/var/tmp/iosweep-t3"), shared=[tmp_path, REPO]
+    ) as cluster:
+        cmd = [sys.executable, "-m", "iosweep", "tune", "--configfile", str(path), "--repeats"]
+        cmd += ["1", "--budget", "1", "--", "--profile", "slurm", "--slurm-no-account"]
+        proc = subprocess.run(
+            cmd, cwd=REPO, env=cluster.client_env(), capture_output=True, text=True, timeout=2400
+        )
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == 0, output[-6000:] + cluster.log_tail()
+        jobs = _submitted_jobs(output)
+        ledger = json.loads((tmp_path / "results" / "tune" / "ledger.json").read_text())
+        assert len(jobs["tune_step"]) == len(ledger["steps"]) and "tune_ledger" in jobs
+        manifests = _manifests(tmp_path / "results")
+        assert len(manifests) == len(ledger["steps"])
+        _check_own_jobs(manifests, _jobcomp(cluster))
+        assert all(m["status"] == "ok" and m["launcher"] == "srun" for m in manifests)
+
+
 def test_profile_slurm_two_emulated_nodes(tmp_path):
     if reason := skip_reason(nodes=2):
         unavailable(reason)
