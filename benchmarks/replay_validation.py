@@ -20,9 +20,9 @@ from pathlib import Path
 
 from iosweep.analysis import analyze_run
 from iosweep.config import expand_sweep, validate_config
-from iosweep.run.dlio import run_dlio
+from iosweep.replay.dlio import run_dlio
+from iosweep.replay.workload import write_replay
 from iosweep.run.imagenet import prepare_imagenet
-from iosweep.run.replay import write_replay
 from iosweep.run.runner import run_point
 from iosweep.trace.ingest import ingest
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from iosweep.analysis.findings.run import analyze_run
+from iosweep.analysis import analyze_run
 from iosweep.analysis.summary import SCHEMA, SummaryError, read_summary
 from iosweep.report import ReportSettings, render_report
 from iosweep.trace.ingest import ingest

@@ -34,11 +34,13 @@ def test_the_need_is_counted_from_the_stores_row_counts(tmp_path):
 
 
 def test_a_run_over_the_budget_is_refused_with_its_figures(tmp_path, capsys):
+    # a run over the budget is cut into parts of whole ranks: here rank 0 alone does not fit
+    # (1,000 reads over 4 ranks, and rank 0's 2 checkpoint writes: 252 segments, 0.5 GiB)
     st = synthetic_store(tmp_path / "s", 1000, ["/data/a", "/data/b"])
     out = tmp_path / "out"
     assert iosweep_main(["analyze", str(st), "-o", str(out), "--memory-gb", "0.25"]) == 1
     err = capsys.readouterr().err
-    assert "1,002 segments" in err and "0.25 GiB" in err and "--memory-gb" in err
+    assert "rank 0: 252 segments" in err and "0.25 GiB" in err and "--memory-gb" in err
     assert "Traceback" not in err  # a refusal, not a crash
     assert not out.exists()  # nothing read, nothing written
     # with room, the same run is analysed and its summary records the budget
@@ -53,7 +55,7 @@ def test_in_a_sweep_the_run_over_the_budget_fails_alone(tmp_path, capsys):
     rc = iosweep_main(["analyze", str(small), str(big), "-o", str(tmp_path / "out"),
                        "--memory-gb", "0.6"])  # fmt: skip
     assert rc == 1
-    assert "2,000,002 segments" in capsys.readouterr().err
+    assert "rank 0: 500,002 segments" in capsys.readouterr().err
     sweep = pd.read_csv(tmp_path / "out" / "sweep.csv")
     status = dict(zip(sweep["run_id"], sweep["analysis_status"], strict=True))
     assert status[str(big)] == "error" and status["small"] != "error"

@@ -74,7 +74,19 @@ def test_parts_hold_whole_ranks_as_many_as_the_budget_allows(imagenet_store):
     assert [p.ranks for p in plan(imagenet_store, 64.0)] == [list(range(RANKS))]
 
 
-def test_parts_at_once_share_the_budget(imagenet_store):
+def test_parts_at_once_share_the_budget(imagenet_store, monkeypatch):
+    three = budget.Need(3 * RANK_SEGMENTS + 95 * EPOCHS, 3 * RANK_RECORDS, 0).bytes
+    # the whole run where it fits: one at a time; none fits a share (each holds a process's
+    # own memory, BASE): one at a time, the budget's parts
+    assert plan_jobs(imagenet_store, 64.0, 4) == (plan(imagenet_store, 16.0), 1)
+    assert plan(imagenet_store, 64.0)[0].whole
+    assert plan_jobs(imagenet_store, three / budget.GIB, 8) == (
+        plan(imagenet_store, three / budget.GIB),
+        1,
+    )
+    # a process's own memory counted as none, so that the whole run (which would be analysed
+    # as one part) does not fit the budgets below: 8 ranks' rows against 6 at most
+    monkeypatch.setattr(budget, "BASE", 0)
     # two at a time: each part within half the budget (less what the caller holds meanwhile)
     three = budget.Need(3 * RANK_SEGMENTS + 95 * EPOCHS, 3 * RANK_RECORDS, 0).bytes
     parts, jobs = plan_jobs(imagenet_store, 2 * three / budget.GIB, 2)
@@ -86,16 +98,13 @@ def test_parts_at_once_share_the_budget(imagenet_store):
     rank0 = budget.Need(RANK_SEGMENTS + 95 * EPOCHS, RANK_RECORDS, 0).bytes
     parts, jobs = plan_jobs(imagenet_store, 3 * rank0 / budget.GIB, 4)
     assert ([p.ranks for p in parts], jobs) == ([[r] for r in range(RANKS)], 3)
-    # never more at a time than parts; none fits a share: one at a time, the budget's parts
-    assert plan_jobs(imagenet_store, 64.0, 4) == (plan(imagenet_store, 16.0), 1)
-    assert plan_jobs(imagenet_store, three / budget.GIB, 8) == (
-        plan(imagenet_store, three / budget.GIB),
-        1,
-    )
 
 
 def test_a_rank_larger_than_the_budget_is_named(imagenet_store):
-    with pytest.raises(budget.MemoryBudgetError, match=r"rank 0 alone needs about"):
+    with pytest.raises(
+        budget.MemoryBudgetError,
+        match=r"rank 0: 12,998 segments, 3,202 counter records .* need about 0.505 GiB",
+    ):
         plan(imagenet_store, _gib(budget.Need(RANK_SEGMENTS, RANK_RECORDS, 0)))
 
 
@@ -268,7 +277,8 @@ def test_the_union_in_time_worked_out_beside_the_rest_is_the_same(
     monkeypatch.setattr(combine_module, "ProcessPoolExecutor", Pool)
     monkeypatch.setattr(combine_module, "SIDE_MIN_ROWS", 0)
     _assert_same_results(imagenet_store, [[0, 1, 2], [3, 4, 5], [6, 7]], tmp_path, jobs=2)
-    assert submitted == ["place_lengths"]
+    # once for the run as one part (analyze_run, with this machine's CPUs), once in three
+    assert submitted == ["place_lengths"] * 2
 
 
 @pytest.mark.parametrize(
@@ -359,7 +369,7 @@ def test_a_sample_of_operations_drawn_over_every_part(imagenet_store, tmp_path):
 
 def test_iosweep_analyze_in_parts_writes_the_whole_runs_analysis(imagenet_store, tmp_path, capsys):
     # a budget that holds three ranks (tests above): the run is analysed in three parts and
-    # written as analyze_run writes it, its timeline too
+    # written as the run in one part is, its timeline too (--in-parts: kept for scripts)
     gb = _gib(budget.Need(3 * RANK_SEGMENTS + 95 * EPOCHS, 3 * RANK_RECORDS, 0))
     out = tmp_path / "parts"
     args = ["analyze", str(imagenet_store), "-o", str(out), "--in-parts", "--memory-gb", str(gb)]
@@ -385,11 +395,13 @@ def test_parts_analysed_two_at_a_time_give_the_whole_runs_analysis(
     imagenet_store, tmp_path, capsys, monkeypatch
 ):
     # two parts at a time in their own processes, each within half the budget: three ranks
-    # (this process's own memory left out of the shares: pytest's is not the CLI's)
+    # (this process's own memory left out of the shares: pytest's is not the CLI's; and a
+    # process's own memory, BASE, counted as none, so that the whole run does not fit)
     monkeypatch.setattr(budget, "own_memory", lambda field="VmRSS": 0)
+    monkeypatch.setattr(budget, "BASE", 0)
     gb = 2 * _gib(budget.Need(3 * RANK_SEGMENTS + 95 * EPOCHS, 3 * RANK_RECORDS, 0))
     out = tmp_path / "parts"
-    args = ["analyze", str(imagenet_store), "-o", str(out), "--in-parts", "--memory-gb", str(gb)]
+    args = ["analyze", str(imagenet_store), "-o", str(out), "--memory-gb", str(gb)]
     assert iosweep_main([*args, "--jobs", "2"]) == 0
     err = capsys.readouterr().err
     assert "parts: 3, 2 at a time" in err and "part 3/3: ranks 6-7" in err
@@ -397,22 +409,25 @@ def test_parts_analysed_two_at_a_time_give_the_whole_runs_analysis(
     whole = analyze_run(imagenet_store, tmp_path / "whole", AnalysisSettings(memory_gb=gb))
     for key in whole.keys() - {"timeline", "store_relative"}:
         _assert_close(parted[key], whole[key], key)
-    # --jobs goes with --in-parts, and is a count
-    with pytest.raises(SystemExit, match="--jobs goes with --in-parts"):
-        iosweep_main(["analyze", str(imagenet_store), "-o", str(tmp_path / "x"), "--jobs", "2"])
+    # --ranks is one part: no --jobs; --jobs is a count
+    with pytest.raises(SystemExit, match="--ranks analyses its ranks as one part"):
+        iosweep_main([*args, "--jobs", "2", "--ranks", "0-1"])
     with pytest.raises(SystemExit):
         iosweep_main([*args, "--jobs", "0"])
     assert "expected a whole number above 0, got '0'" in capsys.readouterr().err
 
 
-def test_rows_of_a_rank_the_run_does_not_name_are_not_lost_in_parts(tmp_path):
+def test_rows_of_a_rank_the_run_does_not_name_are_not_lost_in_parts(tmp_path, monkeypatch):
     segs = [(r, "/data/a", "read", 0, 10, 1.0, 2.0) for r in range(3)]
     store = make_store(tmp_path / "store", segs=segs, n_ranks=3)
     run = json.loads((store / "run.json").read_text())
     run["ranks"] = [r for r in run["ranks"] if r["rank"] != 1]
     (store / "run.json").write_text(json.dumps(run))
+    assert plan(store, 64.0)[0].whole  # one part, the store read as it is: nothing lost
+    # over the budget (room for two segments, a process's own memory counted as none)
+    monkeypatch.setattr(budget, "BASE", 0)
     with pytest.raises(RankSubsetError, match=r"rows of rank 1, which run\.json does not name"):
-        plan(store, 64.0)
+        plan(store, 2 * budget.PER_SEGMENT / budget.GIB)
 
 
 def test_value_counts_give_np_medians_over_any_split():

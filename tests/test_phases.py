@@ -10,12 +10,13 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from factories import make_store
 
+from iosweep.analysis import analyze_run
 from iosweep.analysis.data import load_run
 from iosweep.analysis.pipeline.phases import steps_from_events
-from iosweep.analysis.pipeline.unoverlapped import analyze_unoverlapped
 from iosweep.analysis.pipeline.verdict import verdict
 from iosweep.analysis.settings import AnalysisSettings, parse_phase
 from iosweep.cli.analyze import load_settings
@@ -145,8 +146,8 @@ def test_unoverlapped_io_exact_and_as_dftracer_analyzer_sums_it(tmp_path):
         (0, "/data/a", "read", 0, 10, a, b, 1000) for a, b in ((0.2, 0.3), (1.2, 1.5), (2.9, 3.5))
     ]
     store = make_store(tmp_path / "s", segs=segs, app_events=events, tracer="dftracer")
-    rd = load_run(store, AnalysisSettings())
-    table, summary = analyze_unoverlapped(rd)
+    summary = analyze_run(store, tmp_path / "an")["pipeline"]["unoverlapped"]
+    table = pd.read_parquet(tmp_path / "an" / "unoverlapped.parquet")
     t = {k: round(v, 9) for k, v in summary["totals"].items()}
     assert t == {
         "compute_time": 2.0,

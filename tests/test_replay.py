@@ -30,8 +30,8 @@ import yaml
 from conftest import REPO, html_lines, shared_fixture
 
 from iosweep.analysis import AnalysisSettings, analyze_run
-from iosweep.analysis.replay import ReplayError
-from iosweep.run.replay import write_replay
+from iosweep.replay.measure import ReplayError
+from iosweep.replay.workload import write_replay
 from iosweep.trace.ingest import ingest
 
 H100 = "imagenet-style-resnet50-h100/darshan8"
@@ -103,7 +103,7 @@ def test_a_workload_dlio_could_not_find_is_refused(h100, tmp_path):
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory) -> tuple[dict, dict, Path]:
     from iosweep.config import expand_sweep, validate_config
-    from iosweep.run.dlio import run_dlio
+    from iosweep.replay.dlio import run_dlio
     from iosweep.run.imagenet import prepare_imagenet
     from iosweep.run.program import resolve_python
     from iosweep.run.runner import run_point

@@ -23,7 +23,7 @@ from browser import CDP, chromium
 from conftest import REPO, unavailable
 from factories import events_table, steps_table
 
-from iosweep.analysis.findings.run import analyze_run
+from iosweep.analysis import analyze_run
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.testing.stores import build_store, run_meta, table
 from iosweep.trace.schema import ProcessInfo

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from conftest import REPO, unavailable
 
-from iosweep.analysis.findings.run import analyze_run
+from iosweep.analysis import analyze_run
 from iosweep.analysis.summary.io import read_summary
 from iosweep.config import expand_sweep, validate_config
 from iosweep.report.words import access_sentences

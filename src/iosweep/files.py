@@ -5,12 +5,13 @@ values the stages hand on (numpy scalars to Python, NaN and infinities to null).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,26 @@ def _no_space(path: Path, tmp: Path, need: int | None, error: OSError) -> NoSpac
         "half-written was left: free space or point `results` to a larger file system, "
         "then rerun",
     )
+
+
+@contextlib.contextmanager
+def no_space_named(folder: Path, what: str) -> Iterator[None]:
+    """A full file system (or quota) while ``what`` is written under ``folder`` raised as
+    :class:`NoSpaceError` naming it and the space free (for writers that are not
+    :func:`atomic_write`'s: the caller removes what was half-written)."""
+    try:
+        yield
+    except NoSpaceError:
+        raise
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(e):
+            free = shutil.disk_usage(folder if folder.exists() else folder.parent).free
+            raise NoSpaceError(
+                e.errno,
+                f"{folder}: no space left on device writing {what}: {human_bytes(free)} free; "
+                "free space or point the output to a larger file system, then rerun",
+            ) from e
+        raise
 
 
 def atomic_write(path: Path | str, write: Callable[[Path], Any], need: int | None = None) -> Path:

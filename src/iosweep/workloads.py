@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import Any
 
 FRAMEWORKS = ("pytorch", "tensorflow")
-LAUNCHES = ("mpi", "torchrun", "single")
-TIMINGS = ("hooks", "script", "none")
 
 # Sweep dimensions a command may use: placeholder -> (sweep list, SweepPoint field). A
 # dimension the sweep varies for a workload whose command does not use it is an error
@@ -63,7 +61,6 @@ RANK_PLACEHOLDERS = ("rank", "local_rank", "world_size")
 PREPARE_PLACEHOLDERS = ("python", "data", "workdir")
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # What a user parameter may be called: a word of the run id that is no placeholder's name.
-PARAM_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _RUN_ID_KEYS = {"framework", "workload", "tracer", "nodes", "ppn", "epochs", "steps", "batch",
                 "workers", "staging", "rep"}  # fmt: skip
 

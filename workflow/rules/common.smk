@@ -77,7 +77,8 @@ def analysis_inputs(wildcards):
     run_dir = RUN_DIR.format(run_id=wildcards.run_id)
     files = store_files(run_dir)
     files["plan"] = checkpoints.plan_analysis.get(run_id=wildcards.run_id).output.plan
-    for p in read_plan(files["plan"]):
+    parts = read_plan(files["plan"])
+    for p in parts if len(parts) > 1 else []:
         files[f"part{p.index}"] = f"{run_dir}/analysis-parts/{p.name}"
     return files
 
@@ -93,7 +94,7 @@ def analysis_mem_mb(wildcards, input):
             errno.ENOENT, "the run's analysis plan (checkpoint plan_analysis)", input[0]
         )
     need = analysis_memory(Path(input.meta).parent)
-    if read_plan(input.plan):
+    if len(read_plan(input.plan)) > 1:
         return min(need, -(-budget_bytes(config["analysis"]["memory_gb"]) // 2**20))
     return need
 

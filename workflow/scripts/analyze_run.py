@@ -1,5 +1,5 @@
-"""Snakemake adapter for rule analyze_run (logic: iosweep.analysis): the run analysed whole,
-or put together from its parts (rule analyze_part) where its plan cut it into parts."""
+"""Snakemake adapter for rule analyze_run (logic: iosweep.analysis): the run's one part
+analysed here, or its parts (rule analyze_part, one job each) put together."""
 
 from pathlib import Path
 
@@ -13,8 +13,8 @@ smk = snakemake  # noqa: F821
 store, out = Path(smk.input.meta).parent, Path(smk.output.summary).parent
 settings = AnalysisSettings.from_dict(smk.params.settings)
 parts = read_plan(smk.input.plan)
-if parts:
+if len(parts) > 1:
     dirs = [Path(getattr(smk.input, f"part{p.index}")) for p in parts]
     write_combined(store, out, dirs, settings, jobs=smk.threads)
 else:
-    analyze_run(store, out, settings)
+    analyze_run(store, out, settings, parts=parts)

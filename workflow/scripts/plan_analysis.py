@@ -14,4 +14,4 @@ parts = write_plan(
     smk.output.plan,
     AnalysisSettings.from_dict(smk.params.settings).memory_gb,
 )
-print(f"{len(parts)} parts" if parts else "analysed whole")
+print(f"{len(parts)} parts" if len(parts) > 1 else "one part: analysed by rule analyze_run")

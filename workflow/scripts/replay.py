@@ -1,4 +1,4 @@
-"""Snakemake adapter for rule replay_workload (logic: iosweep.run.replay)."""
+"""Snakemake adapter for rule replay_workload (logic: iosweep.replay.workload)."""
 
 import json
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 from _bootstrap import setup
 
 setup(snakemake)  # noqa: F821 - injected by Snakemake
-from iosweep.run.replay import write_replay  # noqa: E402
+from iosweep.replay.workload import write_replay  # noqa: E402
 
 smk = snakemake  # noqa: F821
 write_replay(

@@ -15,7 +15,7 @@ from typing import Any
 
 _LAZY = {
     "AnalysisSettings": "iosweep.analysis.settings",
-    "analyze_run": "iosweep.analysis.findings.run",
+    "analyze_run": "iosweep.analysis.parts.analyze",
     "analyze_sweep": "iosweep.analysis.findings.sweep",
     "load_summary": "iosweep.analysis.findings.sweep",
 }

@@ -138,23 +138,27 @@ def check(store: Path | str, memory_gb: float | None, subset: RankSubset | None 
     """The store's need (of a rank ``subset``); MemoryBudgetError, with the figures, where it
     is over the budget."""
     need = need_of(store, subset)
+    if need.bytes > budget_bytes(memory_gb):
+        raise over_budget(f"{store}", need, memory_gb)
+    return need
+
+
+def over_budget(what: str, need: Need, memory_gb: float | None) -> MemoryBudgetError:
+    """The refusal of ``what`` (a run, its ranks, a rank) whose ``need`` is over the budget,
+    with the figures and what to do."""
     budget = budget_bytes(memory_gb)
-    if need.bytes <= budget:
-        return need
     given = (
         f"analysis.memory_gb (--memory-gb) is {memory_gb:g} GiB"
         if memory_gb is not None
         else f"this machine allows {budget / GIB:.1f} GiB ({MACHINE_SHARE:.0%} of its memory)"
     )
-    raise MemoryBudgetError(
-        f"{store}: {need.segments:,} segments, {need.counter_records:,} counter records and "
-        f"{need.app_events:,} application events need about {need.gib:.1f} GiB to analyse "
+    return MemoryBudgetError(
+        f"{what}: {need.segments:,} segments, {need.counter_records:,} counter records and "
+        f"{need.app_events:,} application events need about {need.gib:.4g} GiB to analyse "
         f"(measured: {PER_SEGMENT} B a segment, {PER_COUNTER_RECORD} B a counter record), "
-        f"and {given}. Analyse it where {need.gib:.0f} GiB are free (a SLURM job with "
-        f"--mem={int(need.gib) + 1}G; the workflow asks for it), raise --memory-gb if this "
-        "run's shape needs less, analyse it in parts of whole ranks that fit (--in-parts: "
-        "the whole run's figures and timeline), or analyse a few ranks at a time "
-        "(--ranks 0-7: each rank's figures exact, totals of those ranks only)."
+        f"and {given}; a run is analysed in parts of whole ranks, so a rank must fit. Analyse "
+        f"it where {need.gib:.0f} GiB are free (a SLURM job with --mem={int(need.gib) + 1}G; "
+        "the workflow asks for it), or raise --memory-gb if this run's shape needs less."
     )
 
 

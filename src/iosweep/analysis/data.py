@@ -10,6 +10,7 @@ import re
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -202,6 +203,9 @@ class RunData:
     issues: list[Issue] = field(default_factory=list)  # found while loading
     untimed: int = 0  # segments left out without start or end times (an issue of those)
     limitations: list[str] = field(default_factory=list)  # of the data read (a rank subset)
+    # how the steps were timed where they come from the trace's own annotations
+    # (pipeline.phases.use_annotated_steps; None: step records, or no steps)
+    timing: dict[str, Any] | None = None
     cache: dict = field(default_factory=dict, repr=False)  # sorts and unions several steps reuse
 
     @property

@@ -131,12 +131,18 @@ def select(store: TraceStore, ranks: Collection[int], unranked: bool = False) ->
             _refuse_reduced(store, rank, groups[t])
         rows[t] = np.isin(rank, chosen) | ((rank < 0) if unranked else False)
         left_out[t] = 0 if unranked else int((rank < 0).sum())
-    narrowed = replace(
+    return RankSubset(chosen, len(known), narrowed(meta, chosen, unranked), groups, rows, left_out)
+
+
+def narrowed(meta: RunMeta, ranks: Collection[int], unranked: bool) -> RunMeta:
+    """``meta`` with only ``ranks`` and their processes (``unranked``: and the processes tied
+    to no rank)."""
+    chosen = set(ranks)
+    return replace(
         meta,
         ranks=[r for r in meta.ranks if r.rank in chosen],
         processes=[p for p in meta.processes if p.rank in chosen or (unranked and p.rank < 0)],
     )
-    return RankSubset(chosen, len(known), narrowed, groups, rows, left_out)
 
 
 def _refuse_reduced(store: TraceStore, rank: np.ndarray, groups: list[int] | None) -> None:

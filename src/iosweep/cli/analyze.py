@@ -21,9 +21,8 @@ from typing import Any
 import yaml
 
 from iosweep.analysis.budget import MemoryBudgetError
-from iosweep.analysis.findings.run import analyze_run
 from iosweep.analysis.findings.sweep import analyze_sweep, load_summary
-from iosweep.analysis.parts.analyze import analyze_in_parts
+from iosweep.analysis.parts.analyze import analyze_run
 from iosweep.analysis.parts.run import PartsError
 from iosweep.analysis.settings import PHASE_HELP, AnalysisSettings, parse_phases
 from iosweep.analysis.subset import RankSubsetError, parse_ranks
@@ -57,19 +56,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=_positive,
         metavar="GIB",
         help="memory a run's analysis may take (analysis.memory_gb; default: 90%% of the "
-        "machine's or cgroup's); a run that needs more is refused with the figures",
+        "machine's or cgroup's); a run that needs more is analysed in parts of whole ranks "
+        "that fit, put together as the whole run's; a rank that alone needs more is refused "
+        "with the figures",
     )
     p.add_argument(
         "--in-parts",
         action="store_true",
-        help="analyse one store in parts of whole ranks whose need fits --memory-gb, put "
-        "together as the whole run's (a run too large to analyse whole)",
+        help="(kept for scripts: a run over --memory-gb is analysed in parts without it)",
     )
     p.add_argument(
         "--jobs",
         type=_count,
         metavar="N",
-        help="with --in-parts: parts analysed at a time, each in its own process within an "
+        help="a run analysed in parts: parts at a time, each in its own process within an "
         "equal share of --memory-gb (default: one a CPU; fewer where a rank needs more)",
     )
     p.add_argument(
@@ -195,16 +195,13 @@ def run(args: argparse.Namespace) -> int:
     one = "--ranks" if args.ranks is not None else "--in-parts" if args.in_parts else None
     if one and (len(stores) != 1 or analyses or args.sweep):
         raise SystemExit(f"iosweep analyze: {one} analyses one trace store, not a sweep")
-    if args.ranks is not None and args.in_parts:
-        raise SystemExit("iosweep analyze: --ranks or --in-parts, not both")
-    if args.jobs is not None and not args.in_parts:
-        raise SystemExit("iosweep analyze: --jobs goes with --in-parts")
+    if args.ranks is not None and (args.in_parts or args.jobs is not None):
+        raise SystemExit(
+            "iosweep analyze: --ranks analyses its ranks as one part: no --in-parts, --jobs"
+        )
     if len(stores) == 1 and not analyses and not args.sweep:
         try:
-            if args.in_parts:
-                sm = analyze_in_parts(stores[0], out, settings, given, args.jobs)
-            else:
-                sm = analyze_run(stores[0], out, settings, given, args.ranks)
+            sm = analyze_run(stores[0], out, settings, given, args.ranks, args.jobs)
         except Exception as e:  # report the culprit store and fail
             print(f"iosweep analyze: {stores[0]}: {e}", file=sys.stderr)
             expected = NoSpaceError | MemoryBudgetError | RankSubsetError | PartsError
@@ -222,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             meta = open_store(st).meta
             run_out = out / "runs" / _safe_name(meta.run_id or st.name, taken)
-            sm = analyze_run(st, run_out, settings, given)
+            sm = analyze_run(st, run_out, settings, given, jobs=args.jobs)
             sm["_path"] = str(run_out / "summary.json")
             summaries.append(sm)
             _said(run_out, answers, args.json)

@@ -15,10 +15,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from iosweep.analysis.replay import ReplayError
 from iosweep.cli.timeline import store_and_summary
-from iosweep.run.dlio import DlioError
-from iosweep.run.replay import write_replay
+from iosweep.replay.dlio import DlioError
+from iosweep.replay.measure import ReplayError
+from iosweep.replay.workload import write_replay
 
 PROG = "iosweep replay"
 

@@ -20,7 +20,6 @@ import contextlib
 import getpass
 import os
 import re
-import shlex
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -183,8 +182,3 @@ def build_anonymizer(
     if home not in ("", "/", "/root"):
         prefixes[home] = "~"
     return Anonymizer(users, prefixes)
-
-
-def anonymize_command(cmd: list[str] | str, anon) -> str:
-    text = cmd if isinstance(cmd, str) else shlex.join(str(a) for a in cmd)
-    return anon(text)

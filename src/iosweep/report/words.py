@@ -74,10 +74,6 @@ def access_sentences(
     return out
 
 
-def traced_events(sm: RunSummary) -> list[CheckpointEvent]:
-    return list(sm.checkpoints.events)
-
-
 def checkpoint_sentence(sm: RunSummary) -> str:
     ck = sm.checkpoints
     if ck.available and ck.bytes_written:

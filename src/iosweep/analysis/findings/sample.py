@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from iosweep.analysis.data import WRITE, RunData
-from iosweep.sampling import pick
+from iosweep.analysis.data import WRITE
 
 #: the columns of ``ops_sample.parquet``
 COLUMNS = ("rank", "path", "class", "write", "offset", "length", "start", "end")
@@ -37,19 +36,6 @@ class OpsSampleInfo:
 def class_order(names: set[str]) -> list[str]:
     """Classes in a stable reading order: dataset first, checkpoint next, the rest by name."""
     return sorted(names, key=lambda c: ({"dataset": 0, "data": 0, "checkpoint": 1}.get(c, 2), c))
-
-
-def sample_ops(
-    rd: RunData, classes: set[str], max_points: int
-) -> tuple[pd.DataFrame, OpsSampleInfo]:
-    """The analysed reads and writes (``rd.ops``: tracer artefacts already removed), sampled
-    to at most ``max_points`` rows; ``classes``: those of the files table, in legend order."""
-    names = class_order(classes)
-    ops = rd.ops
-    strata = op_strata(rd.file_class[ops.file], ops.op, rd.class_names, names)
-    idx = pick(ops.actor, ops.start, strata, max_points)
-    df = sample_frame(ops, idx, strata, rd.paths, names)
-    return df, OpsSampleInfo(len(ops), len(idx), rd.excluded_io_ops, names, rd.other_layer_ops)
 
 
 def op_strata(

@@ -1,5 +1,6 @@
-"""``iosweep analyze --in-parts``: one trace store analysed in parts of whole ranks within the
-budget, written as :func:`iosweep.analysis.analyze_run` writes a run's analysis."""
+"""analyze_run: one trace store in, ``summary.json`` and Parquet tables out (see
+docs/analysis.md): planned (one part, or parts of whole ranks within the memory budget),
+each part analysed (:mod:`.run`), put together (:mod:`.combine`) and written."""
 
 from __future__ import annotations
 
@@ -9,61 +10,95 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Collection
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from iosweep import memory
 from iosweep.analysis import budget
-from iosweep.analysis.findings.run import write_parquet
 from iosweep.analysis.parts.combine import combine
-from iosweep.analysis.parts.plan import Part, plan, plan_jobs
+from iosweep.analysis.parts.plan import Part, of_ranks, plan, plan_jobs
 from iosweep.analysis.parts.run import analyze_part
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import ranks_text
 from iosweep.analysis.summary import to_dict, validate, write_summary
 from iosweep.analysis.timeline import export
-from iosweep.files import json_safe
+from iosweep.files import atomic_write, json_safe
 from iosweep.trace.store import open_store
 
 WORK = ".parts"  # the parts' results, under the output directory until the run's are written
 
 
-def analyze_in_parts(
+def analyze_run(
     store_path: Path | str,
     out_dir: Path | str,
     settings: AnalysisSettings | None = None,
     phases: dict[str, list] | None = None,
+    ranks: Collection[int] | None = None,
     jobs: int | None = None,
+    parts: list[Part] | None = None,
 ) -> dict[str, Any]:
-    """Analyse one store in parts whose need fits ``settings.memory_gb`` (each part's figures
-    put together as the run's: docs/analysis.md, "Memory"); write ``summary.json`` and the
-    tables (and the timeline) into ``out_dir``; return the summary. ``jobs`` parts
-    (default: one a CPU) are analysed at a time, each in its own process within an equal
-    share of the budget; fewer where a rank does not fit a share."""
+    """Analyse one trace store; write ``out_dir/summary.json``, the tables (and the timeline);
+    return the summary. The run is one part where its need fits ``settings.memory_gb``, else
+    parts of whole ranks that fit (:func:`plan_jobs`), ``jobs`` at a time (default: one a
+    CPU), each in its own process within an equal share of the budget; each part's figures
+    are put together as the run's (docs/analysis.md, "Memory"). ``phases``: phase rules that
+    replace, kind by kind, those the store was ingested with and the settings'
+    (``iosweep analyze --phase``); ``ranks``: only these ranks, as one part (``--ranks``,
+    :mod:`iosweep.analysis.subset`); ``parts``: the plan made already (the workflow's)."""
     settings = settings or AnalysisSettings()
     store, out = Path(store_path), Path(out_dir)
     asked = jobs or budget.cpus()
-    parts, jobs = plan_jobs(store, settings.memory_gb, asked, budget.own_memory())
-    why = ""
-    if jobs < min(asked, len(parts)):
-        why = (
-            f" (not {asked}: a rank needs more than 1/{asked} of the budget less this "
-            "process's own memory; a larger --memory-gb runs more at a time)"
-        )
-    print(f"parts: {len(parts)}, {jobs} at a time{why}", file=sys.stderr, flush=True)
+    if parts is not None:
+        jobs = 1
+    elif ranks is not None:
+        parts, jobs = [of_ranks(store, sorted(set(ranks)), settings.memory_gb)], 1
+    else:
+        parts, jobs = plan_jobs(store, settings.memory_gb, asked, budget.own_memory())
     work = out / WORK
     shutil.rmtree(work, ignore_errors=True)
+    try:
+        return _analyze_parts(store, out, work, parts, jobs, asked, settings, phases)
+    finally:  # the parts' results, whole or half-written, are done with
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _analyze_parts(
+    store: Path,
+    out: Path,
+    work: Path,
+    parts: list[Part],
+    jobs: int,
+    asked: int,
+    settings: AnalysisSettings,
+    phases: dict[str, list] | None,
+) -> dict[str, Any]:
+    """:func:`analyze_run`'s parts analysed under ``work``, ``jobs`` at a time, and put
+    together into ``out``."""
     dirs = [work / p.name for p in parts]
-    if jobs == 1:
-        for p, d in zip(parts, dirs, strict=True):
-            _said(p, len(parts), *_analyze_part(store, p, d, settings, phases))
+    if len(parts) == 1:
+        analyze_part(store, parts[0], dirs[0], settings, phases, alone=True)
     else:
-        _parts_at_once(store, parts, dirs, settings, phases, jobs)
+        why = ""
+        if jobs < min(asked, len(parts)):
+            why = (
+                f" (not {asked}: a rank needs more than 1/{asked} of the budget less this "
+                "process's own memory; a larger --memory-gb runs more at a time)"
+            )
+        print(f"parts: {len(parts)}, {jobs} at a time{why}", file=sys.stderr, flush=True)
+        if jobs == 1:
+            for p, d in zip(parts, dirs, strict=True):
+                _said(p, len(parts), *_analyze_part(store, p, d, settings, phases))
+        else:
+            _parts_at_once(store, parts, dirs, settings, phases, jobs)
     t0 = time.monotonic()
     summary = write_combined(store, out, dirs, settings, phases, asked)
-    print(f"put together from {len(parts)} parts in {time.monotonic() - t0:.1f} s", file=sys.stderr)
-    shutil.rmtree(work, ignore_errors=True)
+    if len(parts) > 1:
+        took = time.monotonic() - t0
+        print(f"put together from {len(parts)} parts in {took:.1f} s", file=sys.stderr)
     return summary
 
 
@@ -150,16 +185,24 @@ def write_combined(
 
 
 def write_plan(store: Path | str, path: Path | str, memory_gb: float | None) -> list[Part]:
-    """How the workflow analyses a run (``path``, JSON): in the parts of :func:`plan` where
-    its need is over ``memory_gb``, else whole (no parts; also without a budget: the
-    scheduler is asked for the whole run's need); the parts."""
-    over = memory_gb is not None and budget.need_of(store).bytes > budget.budget_bytes(memory_gb)
-    parts = plan(store, memory_gb) if over else []
+    """How the workflow analyses a run (``path``, JSON): :func:`plan`'s parts, by the rule
+    ``iosweep analyze`` follows; the parts. One part is analysed by the job that writes the
+    run's analysis; several, each by a job of its own."""
+    parts = plan(store, memory_gb)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps({"parts": [p.to_json() for p in parts]}, indent=1))
     return parts
 
 
 def read_plan(path: Path | str) -> list[Part]:
-    """The parts of a plan (:func:`write_plan`; none: the run is analysed whole)."""
+    """The parts of a plan (:func:`write_plan`)."""
     return [Part.from_json(p) for p in json.loads(Path(path).read_text())["parts"]]
+
+
+def write_parquet(df: pd.DataFrame, path: Path) -> None:
+    table = df.reset_index(drop=True)
+    atomic_write(
+        path,
+        lambda p: table.to_parquet(p, index=False, compression="zstd"),
+        need=int(table.memory_usage(deep=True).sum()),  # uncompressed: an upper bound
+    )

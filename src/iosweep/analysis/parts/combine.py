@@ -35,6 +35,7 @@ from iosweep.analysis.findings.sections import (
 )
 from iosweep.analysis.parts import run as part
 from iosweep.analysis.parts import tables
+from iosweep.analysis.parts.facts import PartFacts, PartTrace
 from iosweep.analysis.patterns.access import (
     EpochSharing,
     access_summary,
@@ -88,9 +89,10 @@ from iosweep.analysis.pipeline.overlap import unavailable as overlap_unavailable
 from iosweep.analysis.pipeline.unoverlapped import COLUMNS as UNOVERLAPPED_COLUMNS
 from iosweep.analysis.pipeline.unoverlapped import UNAVAILABLE as UNOVERLAPPED_UNAVAILABLE
 from iosweep.analysis.pipeline.unoverlapped import unoverlapped_summary
-from iosweep.analysis.pipeline.waits import PipelineFacts, pipeline_context, pipeline_summary
+from iosweep.analysis.pipeline.waits import pipeline_context, pipeline_summary
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.shared import SharedRecords
+from iosweep.analysis.subset import narrowed
 from iosweep.analysis.timeline.export import Timeline, from_parts
 from iosweep.sampling import allocate
 from iosweep.trace.schema import RunMeta
@@ -135,9 +137,9 @@ class _Parts:
     """The parts' folders and facts, and what the run they make up is known to be."""
 
     dirs: list[Path]
-    facts: list[dict[str, Any]]
+    facts: list[PartFacts]
     paths: tables.RunPaths  # the run's path codes
-    meta: RunMeta
+    meta: RunMeta  # the run's, or of the ranks analysed (``--ranks``)
     run: RunFiles
     start: float
     end: float
@@ -147,9 +149,24 @@ class _Parts:
         return max(0.0, self.end - self.start)
 
     @property
+    def actor_kind(self) -> str:
+        """``"rank"``, or ``"process"`` for a run whose store names no ranks (one part)."""
+        return self.facts[0].actor_kind
+
+    @property
+    def n_ranks(self) -> int:
+        return len(self.meta.ranks) or len(self.run.actor_host)
+
+    @property
+    def shared(self) -> SharedRecords:
+        """The records Darshan reduced for all ranks (a run in several parts has none: they
+        cannot be split by rank, :func:`iosweep.analysis.subset.select`)."""
+        return self.facts[0].shared_records if len(self.facts) == 1 else SharedRecords()
+
+    @property
     def counted(self) -> bool:
         """Whether the run has Darshan counter records."""
-        return sum(f["counter_records"] for f in self.facts) > 0
+        return sum(f.counter_records for f in self.facts) > 0
 
     def frames(self, name: str, coded: bool = False) -> list[pd.DataFrame]:
         """The parts' ``name`` frames (those that have one); ``coded``: paths as run's codes."""
@@ -172,22 +189,25 @@ def combine(
     paths = tables.RunPaths()
     tables.code_paths(parts, paths)
     facts = [tables.facts(p) for p in parts]
-    actor_host = {int(a): h for f in facts for a, h in f["actor_host"].items()}
+    chosen = sorted({r for f in facts for r in f.ranks})
+    if not any(f.whole for f in facts) and chosen != sorted(r.rank for r in meta.ranks):
+        meta = narrowed(meta, chosen, unranked=False)  # --ranks
+    actor_host = {a: h for f in facts for a, h in f.actor_host.items()}
     run = RunFiles(
         paths.values,
         classify_paths(pa.array(paths.values, pa.string()), settings),
-        class_names(settings, meta, any(f["has_steps"] for f in facts)),
+        class_names(settings, meta, any(f.has_steps for f in facts)),
         dict(sorted(actor_host.items())),
         settings,
     )
-    ps = _Parts(parts, facts, paths, meta, run, min(f["run_start"] for f in facts),
-                max(f["run_end"] for f in facts))  # fmt: skip
+    ps = _Parts(parts, facts, paths, meta, run, min(f.run_start for f in facts),
+                max(f.run_end for f in facts))  # fmt: skip
     lengths = _start_place_lengths(ps, jobs)
     by_file, mpiio = _tables(ps)
     t, rows = by_file.tables, by_file.rows
     summary: dict[str, Any] = {
         "spatial": spatial_summary(
-            add_counter_sums([f["counter_sums"] for f in facts]),
+            add_counter_sums([f.counter_sums for f in facts]),
             rows.ops_by_category,
             rows.patterns,
         ),
@@ -205,7 +225,7 @@ def combine(
     summary["placement"] = placement_of(
         sum(ps.frames(part.PLACE_COUNTS)),
         lengths(),
-        facts[0]["epochs_known"],
+        facts[0].epochs_known,
         ps.run_time,
     )
     steps = open_store(store).table("steps", ["epoch", "step", "start", "end"]).to_pandas()
@@ -231,23 +251,23 @@ def combine(
     )
     summary = _status(ps, store, t, t.dxt_available, checks) | summary
     summary |= {
-        "trace": _trace([f["trace"] for f in facts], t),
+        "trace": _trace([f.trace for f in facts], t, ps.shared),
         "run": {"start": ps.start, "end": ps.end, "run_time": ps.run_time},
-        "ranks": ranks_summary(len(meta.ranks), "rank", actor_host, t.ranks),
+        "ranks": ranks_summary(ps.n_ranks, ps.actor_kind, actor_host, t.ranks),
         "nodes": t.nodes.to_dict(orient="records"),
         "run_meta": run_meta_summary(meta),
         "volume": volume_summary(t.ranks),
         "imbalance": imbalance_summary(t.ranks),
         "layers": layers_of(pd.concat(ps.frames(part.LAYERS)), settings.modules),
         "alignment": alignment_of(
-            add_alignment_counts([f["alignment"] for f in facts]),
+            add_alignment_counts([f.alignment for f in facts]),
             pd.concat(ps.frames(part.LUSTRE, coded=True)).drop_duplicates("file"),
         ),
         "mpiio": mpiio,
     }
     summary |= {"settings": settings.to_dict(), "sizes": sizes[1], "overlap": overlap[1],
                 "pipeline": pipeline[1]}  # fmt: skip
-    summary["headline"] = headline(len(meta.ranks), ps.run_time, summary, t, rows)
+    summary["headline"] = headline(ps.n_ranks, ps.run_time, summary, t, rows)
     summary["insights"], summary["checks"] = run_checks(
         summary, t.files, t.ranks, settings, rows.spreads if rows.rows else None
     )
@@ -255,15 +275,15 @@ def combine(
     files, file_ranks, summary["file_tables"] = file_tables(
         t.files, rows, run, settings.table_max_files
     )
-    summary["artefacts"] = sorted(
-        (a for f in facts for a in f["artefacts"]), key=lambda a: a["path"]
-    )
+    summary["artefacts"] = sorted((a for f in facts for a in f.artefacts), key=lambda a: a["path"])
     sample, heat, info = _ops_pass(ps, set(t.files["class"].astype(str)), t)
     summary["ops_sample"] = asdict(info)
     timeline = None
     if settings.timeline["enabled"]:
-        timeline = from_parts([d / part.TIMELINE for d in parts], [f["timeline"] for f in facts],
-                              settings.timeline, meta, actor_host, ps.start)  # fmt: skip
+        records = [f.timeline for f in facts if f.timeline is not None]
+        assert len(records) == len(facts), "each part writes its slices when asked for"
+        slices = [d / part.TIMELINE for d in parts]
+        timeline = from_parts(slices, records, settings.timeline, meta, actor_host, ps.start)
     return Combined(
         run, ps.start, ps.end, t, sizes, pipeline, overlap, unoverlapped, phases, files,
         file_ranks, sample, heat, summary, timeline
@@ -290,8 +310,8 @@ def _by_file(ps: _Parts, ranks: pd.DataFrame, agg: list[int] | None) -> _ByFile:
     ci = run.class_names.index(CLASS) if CLASS in run.class_names else -1
     epochs: dict[int, set[int]] = {}
     for f in ps.facts:
-        for c, e in f["pair_epochs"].items():
-            epochs.setdefault(int(c), set()).update(e)
+        for c, e in f.pair_epochs.items():
+            epochs.setdefault(c, set()).update(e)
     hosts, files, kept = hosts_of(ranks), [], []
     facts: FileRankFacts | None = None
     busiest: pd.DataFrame | None = None  # the busiest files so far
@@ -353,7 +373,7 @@ def _tables(ps: _Parts) -> tuple[_ByFile, dict[str, Any] | None]:
         if layer
         else pd.DataFrame()
     )
-    mpiio = mpiio_of(layer, len(ps.meta.ranks), ranks, rows)
+    mpiio = mpiio_of(layer, ps.n_ranks, ranks, rows)
     by_file = _by_file(ps, ranks, aggregator_ranks(mpiio, ranks))
     by_file.tables.dxt_available = counts["ops"] > 0
     by_file.tables.completeness = completeness_of(**counts)
@@ -433,7 +453,7 @@ def _pipeline(
     rows = ps.frames(part.PIPELINE)
     t = pd.concat([r for r in rows if len(r)] or rows[:1], ignore_index=True)
     t = t.sort_values(["rank", "epoch"], ignore_index=True)
-    pf = [PipelineFacts(**f["pipeline"]) for f in ps.facts]
+    pf = [f.pipeline for f in ps.facts]
     spans = [f.io_span for f in pf if f.io_span is not None]
     combined = replace(
         pf[0],  # the timing and the reason come from the run's manifest and meta
@@ -461,14 +481,14 @@ def _classes(
         if pe:
             per_epoch[name] = pe
     return classes_summary(
-        ps.run.class_names, len(ps.meta.ranks), ps.run.settings, t.files, rows, per_epoch
+        ps.run.class_names, ps.n_ranks, ps.run.settings, t.files, rows, per_epoch
     )
 
 
 def _overlap(ps: _Parts, has_ops: bool) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The overlap of I/O and compute from the parts' (rank, epoch) rows."""
-    seen = {s for f in ps.facts for s in f["compute_sources"]}
-    sources = [s for s in ("steps", "app_events") if s in seen]
+    seen = {s for f in ps.facts for s in f.compute_sources}
+    sources: list[str] = [s for s in ("steps", "app_events") if s in seen]
     if not sources or not has_ops:
         return pd.DataFrame(columns=OVERLAP_COLUMNS), overlap_unavailable(has_ops, ps.meta.params)
     rows = pd.concat(ps.frames(part.OVERLAP), ignore_index=True)
@@ -479,7 +499,7 @@ def _overlap(ps: _Parts, has_ops: bool) -> tuple[pd.DataFrame, dict[str, Any]]:
 def _unoverlapped(ps: _Parts) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The unoverlapped I/O (DFAnalyzer's figures): its per-process table and summary from
     the parts' processes and ranks."""
-    if not any(f["compute_events"] for f in ps.facts):
+    if not any(f.compute_events for f in ps.facts):
         return pd.DataFrame(columns=UNOVERLAPPED_COLUMNS), dict(UNOVERLAPPED_UNAVAILABLE)
     table = pd.concat(ps.frames(part.UNOVERLAPPED), ignore_index=True)
     table = table.sort_values(["rank", "pid"], ignore_index=True)
@@ -527,7 +547,7 @@ def _checkpoints(ps: _Parts, rows: pd.DataFrame, windows: pd.DataFrame) -> dict[
         counted = add_windows(ps.frames(part.COUNTED, coded=True))
         ci = ps.run.class_names.index(CLASS)
         traced = checkpoints_of(
-            rows, written, counted, ci, len(ps.meta.ranks), s.phase_gap_s, windows,
+            rows, written, counted, ci, ps.n_ranks, s.phase_gap_s, windows,
             ps.run_time,
         )  # fmt: skip
 
@@ -542,13 +562,13 @@ def _status(
 ) -> dict[str, Any]:
     """The summary's first keys: the run and its analysis status, from the issues the parts
     found reading (their untimed segments added up into one) and the completeness checks."""
-    untimed = sum(int(f["untimed"]) for f in ps.facts)
+    untimed = sum(f.untimed for f in ps.facts)
     issues = ([asdict(untimed_issue(untimed))] if untimed else []) + [
-        i for f in ps.facts for i in f["issues"]
+        i for f in ps.facts for i in f.issues
     ]
-    issues += coverage_issues(ps.meta, "rank", t.ranks)
+    issues += coverage_issues(ps.meta, ps.actor_kind, t.ranks)
     status = status_of(ps.meta, str(store), issues, has_ops or ps.counted, t.dxt_available,
-                       ps.counted, SharedRecords(), [])  # fmt: skip
+                       ps.counted, ps.shared, [x for f in ps.facts for x in f.limitations])  # fmt: skip
     return status_sections(ps.meta, store, status, checks)
 
 
@@ -564,7 +584,7 @@ def _ops_pass(
     s = ps.run.settings
     counts: dict[int, int] = {}
     for f in ps.facts:
-        for key, n in f["op_classes"].items():
+        for key, n in f.op_classes.items():
             ci, w = map(int, key.split())
             stratum = int(op_strata(np.array([ci]), np.array([w]), ps.run.class_names, names)[0])
             counts[stratum] = counts.get(stratum, 0) + n
@@ -573,7 +593,7 @@ def _ops_pass(
     wanted = allocate(np.array([counts[k] for k in strata], np.int64), s.plot_sample_ops)
     at = {int(k): np.linspace(0, counts[int(k)] - 1, q).round().astype(np.int64)
           for k, q in zip(strata, wanted, strict=True) if q > 0}  # fmt: skip
-    spans = [f["ranked_span"] for f in ps.facts if f["ranked_span"]]
+    spans = [f.ranked_span for f in ps.facts if f.ranked_span]
     edges = (
         heatmap_edges(ps.start, ps.end, min(x[0] for x in spans), max(x[1] for x in spans))
         if spans
@@ -599,8 +619,8 @@ def _ops_pass(
         if edges is not None
         else pd.DataFrame(columns=HEATMAP_COLUMNS)
     )
-    info = OpsSampleInfo(total, len(sample), sum(f["trace"]["excluded_io_ops"] for f in ps.facts),
-                         names, _added([f["other_layer_ops"] for f in ps.facts]))  # fmt: skip
+    info = OpsSampleInfo(total, len(sample), sum(f.trace.excluded_io_ops for f in ps.facts),
+                         names, _added([f.other_layer_ops for f in ps.facts]))  # fmt: skip
     return sample, heat, info
 
 
@@ -640,24 +660,19 @@ def _mpiio(ps: _Parts) -> MpiioLayer | None:
     return MpiioLayer(pd.concat(ops, ignore_index=True), records)
 
 
-def _trace(parts: list[dict[str, Any]], t: Tables) -> dict[str, Any]:
-    """The trace section from the parts' counts (a part never holds records Darshan reduced
-    for all ranks: those runs are not cut into parts)."""
-
-    def total(key: str) -> int:
-        return sum(int(p[key]) for p in parts)
-
+def _trace(parts: list[PartTrace], t: Tables, shared: SharedRecords) -> dict[str, Any]:
+    """The trace section from the parts' counts and the records Darshan reduced for all
+    ranks (``shared``: a spread record is one of the log's, not one per rank)."""
+    counted = sum(p.counter_records for p in parts)
     return {
-        "segments": total("segments"),
-        "counter_records": total("counter_records"),
+        "segments": sum(p.segments for p in parts),
+        "counter_records": counted - shared.spread * max(shared.ranks - 1, 0),
         "dxt_available": t.dxt_available,
         "completeness": t.completeness,
-        "excluded_ops": total("excluded_ops"),
-        "excluded_records": total("excluded_records"),
-        "excluded_paths": sorted({x for p in parts for x in p["excluded_paths"]})[:5],
-        "unsized_io_calls": total("unsized_io_calls"),
-        "unattributed": {
-            k: sum(p["unattributed"][k] for p in parts) for k in parts[0]["unattributed"]
-        },
-        "shared_records": SharedRecords().to_json(),
+        "excluded_ops": sum(p.excluded_ops for p in parts),
+        "excluded_records": sum(p.excluded_records for p in parts),
+        "excluded_paths": sorted({x for p in parts for x in p.excluded_paths})[:5],
+        "unsized_io_calls": sum(p.unsized_io_calls for p in parts),
+        "unattributed": {k: sum(p.unattributed[k] for p in parts) for k in parts[0].unattributed},
+        "shared_records": shared.to_json(),
     }

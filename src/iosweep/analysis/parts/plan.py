@@ -1,4 +1,5 @@
-"""Cut a run into parts of whole ranks, each within the memory budget.
+"""How a run is analysed: one part where its need fits the memory budget, else parts of whole
+ranks, each within it (the same rule for ``iosweep analyze`` and the workflow).
 
 A part's need is counted like a run's (:mod:`iosweep.analysis.budget`), from its rows: the
 rank column of each table is read a row group at a time (stores hold whole ranks per row
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from iosweep.analysis import budget
-from iosweep.analysis.subset import RankSubsetError, ranks_text
+from iosweep.analysis.subset import RankSubsetError, ranks_text, select
 from iosweep.columns import numbers
 from iosweep.trace.store import TraceStore, open_store
 
@@ -31,18 +32,31 @@ class Part:
     ranks: list[int]
     unranked: bool  # with the rows tied to no rank
     need: budget.Need
+    whole: bool = False  # the whole run, read as it is (ranks or not, records of all ranks)
 
     @property
     def name(self) -> str:
         return f"part-{self.index:04d}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "ranks": self.ranks, "unranked": self.unranked,
-                "need": asdict(self.need)}  # fmt: skip
+        return {**asdict(self), "need": asdict(self.need)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Part:
-        return cls(d["index"], d["ranks"], d["unranked"], budget.Need(**d["need"]))
+        return cls(**{**d, "need": budget.Need(**d["need"])})
+
+
+def whole_run(store_path: Path | str, need: budget.Need | None = None) -> Part:
+    """The whole run as one part."""
+    ranks = sorted(r.rank for r in open_store(Path(store_path)).meta.ranks)
+    return Part(0, ranks, True, need or budget.need_of(store_path), whole=True)
+
+
+def of_ranks(store_path: Path | str, ranks: list[int], memory_gb: float | None) -> Part:
+    """Only ``ranks`` of the run (``--ranks``), as one part; RankSubsetError where they cannot
+    be analysed on their own, MemoryBudgetError where their need is over ``memory_gb``."""
+    subset = select(open_store(Path(store_path)), ranks)
+    return Part(0, subset.ranks, False, budget.check(store_path, memory_gb, subset))
 
 
 def rows_per_rank(store: TraceStore, table: str, n_ranks: int) -> np.ndarray:
@@ -60,29 +74,34 @@ def rows_per_rank(store: TraceStore, table: str, n_ranks: int) -> np.ndarray:
 
 
 def plan(store_path: Path | str, memory_gb: float | None) -> list[Part]:
-    """The run's ranks in parts whose need fits ``memory_gb`` (None: the machine's share,
-    :func:`budget.budget_bytes`); MemoryBudgetError where one rank alone does not fit, and
-    RankSubsetError where the run names no ranks."""
-    ranks, rows = rank_rows(store_path)
-    return cut(store_path, ranks, rows, budget.budget_bytes(memory_gb))
+    """The run as one part where its need fits ``memory_gb`` (None: the machine's share,
+    :func:`budget.budget_bytes`), else its ranks in parts whose need fits; MemoryBudgetError
+    where one rank alone does not fit, and RankSubsetError where a run over the budget names
+    no ranks."""
+    return plan_jobs(store_path, memory_gb, 1)[0]
 
 
 def plan_jobs(
     store_path: Path | str, memory_gb: float | None, jobs: int, held: int = 0
 ) -> tuple[list[Part], int]:
-    """Parts to analyse ``jobs`` at a time (each within an equal share of the budget, less
-    ``held`` bytes the caller holds meanwhile), and how many at a time: fewer jobs where a
-    rank does not fit a share (MemoryBudgetError where it does not fit the budget alone), no
-    more than the parts."""
-    ranks, rows = rank_rows(store_path)
+    """:func:`plan`'s parts to analyse ``jobs`` at a time (each within an equal share of the
+    budget, less ``held`` bytes the caller holds meanwhile), and how many at a time: fewer
+    jobs where a rank does not fit a share (MemoryBudgetError where it does not fit the
+    budget alone), no more than the parts; the whole run, one at a time, where it fits."""
     allowed = budget.budget_bytes(memory_gb)
+    need = budget.need_of(store_path)
+    if need.bytes <= allowed:
+        return [whole_run(store_path, need)], 1
+    if not open_store(Path(store_path)).meta.ranks:  # no ranks to cut it by
+        raise budget.over_budget(f"{store_path}", need, memory_gb)
+    ranks, rows = rank_rows(store_path)
     for j in range(max(jobs, 1), 1, -1):
         try:
             parts = cut(store_path, ranks, rows, (allowed - held) // j)
         except budget.MemoryBudgetError:
             continue
         return parts, min(j, len(parts))
-    return cut(store_path, ranks, rows, allowed), 1
+    return cut(store_path, ranks, rows, allowed, memory_gb), 1
 
 
 def rank_rows(store_path: Path | str) -> tuple[list[int], np.ndarray]:
@@ -105,7 +124,13 @@ def rank_rows(store_path: Path | str) -> tuple[list[int], np.ndarray]:
     return ranks, rows
 
 
-def cut(store_path: Path | str, ranks: list[int], rows: np.ndarray, allowed: int) -> list[Part]:
+def cut(
+    store_path: Path | str,
+    ranks: list[int],
+    rows: np.ndarray,
+    allowed: int,
+    memory_gb: float | None = None,
+) -> list[Part]:
     """Consecutive ``ranks`` (rows per rank: :func:`rank_rows`) in parts whose need fits
     ``allowed`` bytes; MemoryBudgetError where one rank alone does not fit."""
     parts: list[Part] = []
@@ -121,11 +146,7 @@ def cut(store_path: Path | str, ranks: list[int], rows: np.ndarray, allowed: int
     parts.append(Part(len(parts), current, not parts, budget.Need(*map(int, taken))))
     over = [p for p in parts if p.need.bytes > allowed]
     if over:
-        p = over[0]
-        raise budget.MemoryBudgetError(
-            f"{store_path}: rank {ranks_text(p.ranks)} alone needs about {p.need.gib:.1f} GiB "
-            f"to analyse ({p.need.segments:,} segments, {p.need.counter_records:,} counter "
-            f"records), more than the {allowed / budget.GIB:.1f} GiB allowed; a run is cut "
-            "into parts of whole ranks, so raise --memory-gb to at least that"
+        raise budget.over_budget(
+            f"{store_path}, rank {ranks_text(over[0].ranks)}", over[0].need, memory_gb
         )
     return parts

@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 from iosweep import memory
 from iosweep.analysis.data import READ, WRITE, RunData, load_run, unsized_io_calls, untimed_issue
 from iosweep.analysis.parts import tables
-from iosweep.analysis.parts.plan import Part
+from iosweep.analysis.parts.facts import PartFacts, PartTrace
+from iosweep.analysis.parts.plan import Part, whole_run
 from iosweep.analysis.patterns.access import epoch_read_pairs
 from iosweep.analysis.patterns.alignment import alignment_counts
 from iosweep.analysis.patterns.artefacts import fd_reuse, remove
@@ -51,6 +52,7 @@ from iosweep.analysis.pipeline.waits import (
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import select
 from iosweep.analysis.timeline.export import part_slices
+from iosweep.files import no_space_named
 from iosweep.trace.store import open_store
 
 SIZES, PIPELINE = "size_counts.parquet", "pipeline.parquet"
@@ -75,16 +77,23 @@ MPIIO_OPS, MPIIO_RECORDS = "mpiio_ops.parquet", "mpiio_records.parquet"
 def part_data(
     store: Path, part: Part, settings: AnalysisSettings, phases: dict[str, list] | None = None
 ) -> tuple[RunData, list[dict[str, Any]]]:
-    """The part's data, as the whole run's is analysed: tracer artefacts out (and the
-    records of them), annotated steps in where the run records no steps (any rank's steps: a
-    part's ranks may have none of their own)."""
-    subset = select(open_store(store), part.ranks, unranked=part.unranked)
+    """The part's data: tracer artefacts out (and the records of them), annotated steps in
+    where the run records no steps (any rank's steps: a part's ranks may have none of their
+    own)."""
+    subset = None if part.whole else select(open_store(store), part.ranks, part.unranked)
     rd = load_run(store, settings, phases, subset)
     mask, artefacts = fd_reuse(rd)
     remove(rd, mask, artefacts)
     if not _records_steps(store):
         use_annotated_steps(rd)
     return rd, artefacts
+
+
+def load_analysed(
+    store: Path | str, settings: AnalysisSettings, phases: dict[str, list] | None = None
+) -> RunData:
+    """The whole run of a trace store, read as its analysis reads it (:func:`part_data`)."""
+    return part_data(Path(store), whole_run(store), settings, phases)[0]
 
 
 def _records_steps(store: Path) -> bool:
@@ -100,11 +109,26 @@ def analyze_part(
     out: Path,
     settings: AnalysisSettings,
     phases: dict[str, list] | None = None,
+    alone: bool = False,
 ) -> None:
-    """The part's results under ``out`` (one folder per part)."""
+    """The part's results under ``out`` (one folder per part); ``alone``: the only part of
+    its analysis (what only parts put together need is not asked of it). A full file system
+    raises NoSpaceError naming ``out``."""
+    with no_space_named(out, "the part's results"):
+        _analyze_part(store, part, out, settings, phases, alone)
+
+
+def _analyze_part(
+    store: Path,
+    part: Part,
+    out: Path,
+    settings: AnalysisSettings,
+    phases: dict[str, list] | None,
+    alone: bool,
+) -> None:
     memory.map_large_arrays()
     rd, artefacts = part_data(store, part, settings, phases)
-    if "timing" in rd.cache:
+    if rd.timing is not None and not alone:
         raise PartsError(
             f"{store}: the run's steps come from its trace's annotations, which a part of its "
             "ranks cannot place in the run's epochs yet: analyse it whole"
@@ -118,9 +142,9 @@ def analyze_part(
     sp = classify_ops(rd)
     tp = tables_part(rd, sp)
     size_counts(rd).to_parquet(out / SIZES, index=False)
-    windows, whole_run = rank_windows(rd), run_epochs(store)
-    op_epoch = op_epochs(rd, windows, whole_run)
-    counts, spans = place_spans(rd, op_places(rd, op_epoch, windows, whole_run))
+    windows, whole_run_epochs = rank_windows(rd), run_epochs(store)
+    op_epoch = op_epochs(rd, windows, whole_run_epochs)
+    counts, spans = place_spans(rd, op_places(rd, op_epoch, windows, whole_run_epochs))
     counts.to_parquet(out / PLACE_COUNTS, index=False)
     # in (place, time) order as merged, in small row groups: the put-together step reads a
     # window of time at a time (combine.place_lengths), each place's rows a sorted run
@@ -135,7 +159,7 @@ def analyze_part(
     tables.write_frame(pairs, rd.paths, out / EPOCH_PAIRS, by_bucket=True)
     # per class, the epochs its reads fall in (the run's: those of every part)
     pair_epochs = {
-        str(c): sorted(e.tolist()) for c, e in pairs.groupby("cls")["epoch"].unique().items()
+        int(c): sorted(e.tolist()) for c, e in pairs.groupby("cls")["epoch"].unique().items()
     }
     del pairs
     _write_shapes(rd, op_epoch, out)
@@ -151,39 +175,44 @@ def analyze_part(
     found, ranks = phase_parts(rd)
     found.to_parquet(out / PHASES, index=False)
     ranks.to_parquet(out / PHASE_RANKS, index=False)
-    facts = {
-        "ranks": part.ranks,
-        "actor_host": {str(a): h for a, h in rd.actor_host.items()},
-        "run_start": rd.run_start,
-        "run_end": rd.run_end,
-        "has_steps": not rd.steps.empty,
-        "pipeline": asdict(pipeline_facts(rd)),
-        "counter_sums": counter_sums(rd),
-        "counter_records": len(rd.counters),
-        "epochs_known": not whole_run.empty,
-        "pair_epochs": pair_epochs,
-        "compute_sources": list(compute),
-        "compute_events": has_compute_events(rd),
-        "alignment": alignment_counts(rd),
+    facts = PartFacts(
+        ranks=part.ranks,
+        whole=part.whole,
+        actor_kind=rd.actor_kind,
+        shared_records=rd.shared_records,
+        # what was not analysed: said of the analysis of one part (--ranks), not of a part
+        limitations=list(rd.limitations) if alone else [],
+        actor_host=dict(rd.actor_host),
+        run_start=rd.run_start,
+        run_end=rd.run_end,
+        has_steps=not rd.steps.empty,
+        pipeline=pipeline_facts(rd),
+        counter_sums=counter_sums(rd),
+        counter_records=len(rd.counters),
+        epochs_known=not whole_run_epochs.empty,
+        pair_epochs=pair_epochs,
+        compute_sources=list(compute),
+        compute_events=has_compute_events(rd),
+        alignment=alignment_counts(rd),
         # what reading found: the untimed segments counted apart (the run's issue adds them up)
-        "untimed": rd.untimed,
-        "issues": [asdict(i) for i in rd.issues if i != untimed_issue(rd.untimed)],
-        "artefacts": artefacts,
-        "op_classes": _op_classes(rd),
-        "ranked_span": _ranked_span(rd),
-        "timeline": timeline,
-        "other_layer_ops": rd.other_layer_ops,
-        "trace": {
-            "segments": len(rd.ops),
-            "counter_records": len(rd.counters),
-            "excluded_ops": rd.excluded_ops,
-            "excluded_records": rd.excluded_records,
-            "excluded_paths": rd.excluded_paths,
-            "excluded_io_ops": rd.excluded_io_ops,
-            "unsized_io_calls": unsized_io_calls(rd.app_events),
-            "unattributed": rd.unattributed,
-        },
-    }
+        untimed=rd.untimed,
+        issues=[asdict(i) for i in rd.issues if i != untimed_issue(rd.untimed)],
+        artefacts=artefacts,
+        op_classes=_op_classes(rd),
+        ranked_span=_ranked_span(rd),
+        timeline=timeline,
+        other_layer_ops=rd.other_layer_ops,
+        trace=PartTrace(
+            segments=len(rd.ops),
+            counter_records=len(rd.counters),
+            excluded_ops=rd.excluded_ops,
+            excluded_records=rd.excluded_records,
+            excluded_paths=rd.excluded_paths,
+            excluded_io_ops=rd.excluded_io_ops,
+            unsized_io_calls=unsized_io_calls(rd.app_events),
+            unattributed=rd.unattributed,
+        ),
+    )
     tables.write_part(tp, rd.paths, facts, out)
     events = from_app_events(rd) if not len(rd.counters) else None
     if events is not None:
@@ -263,10 +292,10 @@ def _op_classes(rd: RunData) -> dict[str, int]:
     return {f"{v // 2} {v % 2}": int(n) for v, n in zip(values, counts, strict=True)}
 
 
-def _ranked_span(rd: RunData) -> list[float] | None:
+def _ranked_span(rd: RunData) -> tuple[float, float] | None:
     """The ranks' first operation's start and last one's end."""
     m = rd.ops.actor >= 0
-    return [float(rd.ops.start[m].min()), float(rd.ops.end[m].max())] if m.any() else None
+    return (float(rd.ops.start[m].min()), float(rd.ops.end[m].max())) if m.any() else None
 
 
 class PartsError(ValueError):

@@ -11,7 +11,7 @@ budget allows are ever held together.
 
 from __future__ import annotations
 
-import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from iosweep.analysis.parts.facts import PartFacts
 from iosweep.analysis.patterns.volume import TablesPart
 
-FILE_RANK, SPANS, RANKS, FACTS = "file_rank.parquet", "spans.parquet", "ranks.parquet", "part.json"
+FILE_RANK, SPANS, RANKS = "file_rank.parquet", "spans.parquet", "ranks.parquet"
 PATHS = "paths.parquet"  # the part's paths: its frames' ``file`` columns are codes into it
 BUCKETS = 1024  # of files, by path: the unit a pass over the run's rows takes whole
 BUCKET = "bucket"
@@ -50,7 +51,7 @@ def _by_bucket(table: pa.Table, bucket: np.ndarray) -> pa.Table:
     return table.append_column(BUCKET, pa.array(bucket, pa.int16())).take(pa.array(order))
 
 
-def write_part(tp: TablesPart, paths: list[str], facts: dict[str, Any], out: Path) -> None:
+def write_part(tp: TablesPart, paths: list[str], facts: PartFacts, out: Path) -> None:
     """``tp`` (its file codes index ``paths``), ``paths`` and the part's ``facts`` under
     ``out``; the (rank, file) rows and byte ranges in bucket order, the rows per bucket in
     the facts."""
@@ -70,12 +71,17 @@ def write_part(tp: TablesPart, paths: list[str], facts: dict[str, Any], out: Pat
     )
     write_frame(spans, paths, out / SPANS, by_bucket=True)
     pq.write_table(pa.Table.from_pandas(tp.ranks, preserve_index=False), out / RANKS)
-    counts = {"ops": tp.ops, "posix_traced": tp.posix_traced, "posix_counted": tp.posix_counted}
     codes = tp.file_rank["file"].to_numpy()
     rows = np.bincount(buckets_of(paths)[codes], minlength=BUCKETS) if len(codes) else None
     per_bucket = rows.tolist() if rows is not None else [0] * BUCKETS
-    facts = {**counts, **facts, "bucket_rows": per_bucket}
-    (out / FACTS).write_text(json.dumps(facts))
+    counted = replace(
+        facts,
+        ops=tp.ops,
+        posix_traced=tp.posix_traced,
+        posix_counted=tp.posix_counted,
+        bucket_rows=per_bucket,
+    )
+    counted.write(out)
 
 
 def write_frame(df: pd.DataFrame, paths: list[str], out: Path, by_bucket: bool = False) -> None:
@@ -143,9 +149,9 @@ def read_frame(out: Path, paths: RunPaths) -> pd.DataFrame:
     return _frame(pq.read_table(out), paths, out.parent)
 
 
-def facts(out: Path) -> dict[str, Any]:
+def facts(out: Path) -> PartFacts:
     """A part's facts (:func:`write_part`)."""
-    return json.loads((out / FACTS).read_text())
+    return PartFacts.read(out)
 
 
 def _column(col: pa.ChunkedArray) -> np.ndarray:
@@ -174,7 +180,7 @@ def ranks_and_counts(parts: list[Path]) -> tuple[pd.DataFrame, dict[str, int]]:
     for out in parts:
         f = facts(out)
         for k in counts:
-            counts[k] += int(f[k])
+            counts[k] += int(getattr(f, k))
     ranks = pd.concat([pd.read_parquet(out / RANKS) for out in parts], ignore_index=True)
     return ranks.sort_values("rank", ignore_index=True), counts
 
@@ -188,7 +194,7 @@ def code_paths(parts: list[Path], paths: RunPaths) -> None:
 def passes(parts: list[Path], max_rows: int) -> list[tuple[int, int]]:
     """The buckets in ranges [lo, hi) of at most ``max_rows`` (rank, file) rows of every
     part together (a bucket alone may hold more: it is never cut)."""
-    rows = np.sum([facts(out)["bucket_rows"] for out in parts], axis=0)
+    rows = np.sum([facts(out).bucket_rows for out in parts], axis=0)
     out: list[tuple[int, int]] = []
     lo, held = 0, 0
     for b in range(BUCKETS):

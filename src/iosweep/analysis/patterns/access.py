@@ -139,12 +139,6 @@ def class_strategy(
     return {"strategy": strategy, "evidence": evidence}
 
 
-def per_epoch_reads(rd, op_epoch: np.ndarray, cls: int) -> dict[str, Any] | None:
-    """How the ranks share class ``cls``'s files within each epoch, and how that moves between
-    epochs: None without reads inside epochs (:func:`per_epoch_of`)."""
-    return per_epoch_of(epoch_read_pairs(rd, op_epoch, cls))
-
-
 PAIR_COLUMNS = ["epoch", "file", "actor", "bytes"]
 
 

@@ -16,11 +16,6 @@ import pandas as pd
 from iosweep.analysis.data import RunData
 
 
-def analyze_alignment(rd: RunData) -> dict[str, Any] | None:
-    """The ``alignment`` section of a run's summary (None without POSIX counter records)."""
-    return alignment_of(alignment_counts(rd), rd.lustre)
-
-
 def alignment_counts(rd: RunData) -> dict[str, Any] | None:
     """The POSIX counter records' calls, misaligned calls and alignments (value: records);
     None without POSIX records. Of some ranks' records, theirs (:func:`add_alignment_counts`)."""

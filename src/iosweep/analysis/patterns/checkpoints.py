@@ -21,24 +21,6 @@ from iosweep.trace.schema import RunMeta
 CLASS = "checkpoint"
 
 
-def analyze_checkpoints(
-    rd: RunData, file_rank: pd.DataFrame, windows: pd.DataFrame
-) -> dict[str, Any]:
-    if CLASS not in rd.class_names:
-        return {"available": False, "reason": f"no file class named {CLASS!r} in the settings"}
-    ci = rd.class_names.index(CLASS)
-    return checkpoints_of(
-        file_rank,
-        write_windows(rd, ci),
-        counted_windows(rd, ci),
-        ci,
-        rd.n_ranks,
-        rd.settings.phase_gap_s,
-        windows,
-        rd.run_time,
-    )
-
-
 WINDOW_COLUMNS = ["file", "start", "end", "bytes", "ranks"]
 
 
@@ -274,14 +256,6 @@ def opened_of(files: pd.DataFrame, meta: RunMeta, gap: float) -> list[dict[str, 
     for o in out:
         o["duration"] = o["end"] - o["start"]
     return out
-
-
-def checkpoint_summary(rd: RunData, file_rank: pd.DataFrame, windows: pd.DataFrame) -> dict:
-    """Traced checkpoints, plus what the job itself recorded, for when the tracer missed the
-    writes (DFTracer does not see torch.save's): ``app_saves``, ``on_disk`` and ``marks``
-    (the times to show: traced bursts, else the script's saves)."""
-    traced = analyze_checkpoints(rd, file_rank, windows)
-    return with_records(traced, lambda: opened_files(rd), rd.meta, rd.settings.phase_gap_s, windows)
 
 
 def with_records(

@@ -99,12 +99,6 @@ def per_file_from_app_events(rd: RunData, nf: int) -> pd.DataFrame | None:
     return _tally(key, kind[on_file], dur[on_file])
 
 
-def analyze_metadata(rd: RunData, ranks: pd.DataFrame) -> dict[str, Any]:
-    """Fills the metadata columns of ``ranks`` from app events where counters gave none."""
-    ev = from_app_events(rd) if not len(rd.counters) else None
-    return metadata_summary(ranks, ev, bool(len(rd.counters)), rd.run_time)
-
-
 def metadata_summary(
     ranks: pd.DataFrame, ev: pd.DataFrame | None, counted: bool, rt: float
 ) -> dict[str, Any]:

@@ -46,10 +46,6 @@ def add_size_counts(counts: list[pd.DataFrame]) -> pd.DataFrame:
     return all_.groupby(["k", "size"], as_index=False, sort=False)["count"].sum()
 
 
-def analyze_sizes(rd: RunData, facts: FileRankFacts) -> tuple[pd.DataFrame, dict[str, Any]]:
-    return sizes_of(size_counts(rd), facts, rd.class_names, rd.settings)
-
-
 def sizes_of(
     exact: pd.DataFrame, facts: FileRankFacts, classes: list[str], settings: AnalysisSettings
 ) -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -84,7 +84,7 @@ def tables_part(rd: RunData, sp: Spatial) -> TablesPart:
     """The tables' part of ``rd``'s data (``sp``: its operations in stream order)."""
     ops = rd.ops
     nf = max(len(rd.paths), 1)
-    seg = _segment_streams(rd, sp)
+    seg, spans = _segment_streams(rd, sp)
     ctr, ctr_posix_ops = _counter_streams(rd, nf)
     # DFTracer: no counters, metadata calls traced one by one (Darshan's are counters)
     meta = per_file_from_app_events(rd, nf) if not len(rd.counters) else None
@@ -100,7 +100,7 @@ def tables_part(rd: RunData, sp: Spatial) -> TablesPart:
     fr = pd.DataFrame({c: cols.pop(c) for c in list(cols)}, copy=False)
     return TablesPart(
         fr,
-        rd.cache.pop("byte_spans"),  # only the files and nodes tables use the merged ranges
+        spans,  # only the files and nodes tables use the merged ranges
         rank_rows(rd, fr, ops),
         len(ops),
         _posix_segments(rd),
@@ -166,9 +166,12 @@ _FILE_RANK_COLUMNS = [
 ]
 
 
-def _segment_streams(rd: RunData, sp: Spatial) -> pd.DataFrame:
+def _segment_streams(
+    rd: RunData, sp: Spatial
+) -> tuple[pd.DataFrame, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Segments per (actor, file), reduced in stream order (actor, file, op, time): counts,
-    bytes, times, extent, end-of-file marks, spatial categories and byte coverage."""
+    bytes, times, extent, end-of-file marks, spatial categories and byte coverage; and their
+    byte ranges merged per stream (:attr:`TablesPart.spans`)."""
     ops = rd.ops
     order, ks = sp.order, sp.key
     nops = len(order)
@@ -223,7 +226,6 @@ def _segment_streams(rd: RunData, sp: Spatial) -> pd.DataFrame:
     ms, mlo, mhi = intervals.merge(sid[known], off[known], (off + ln)[known])
     del sid, known, off, ln
     mk = skeys[ms]
-    rd.cache["byte_spans"] = (mk, mlo, mhi)
     m_af = np.searchsorted(seg["key"].to_numpy(), mk >> 1)
     m_len = (mhi - mlo).astype(np.float64)
     rmask = (mk & 1) == READ
@@ -235,7 +237,7 @@ def _segment_streams(rd: RunData, sp: Spatial) -> pd.DataFrame:
     ).astype(np.int64)
     del m_af, m_len, rmask, idx
 
-    return seg
+    return seg, (mk, mlo, mhi)
 
 
 def _counter_keys(rd: RunData, nf: int) -> np.ndarray:

@@ -31,21 +31,13 @@ COLUMNS = [
 ]
 
 
-def analyze_overlap(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
-    comp = compute_intervals(rd)
-    if not comp or not len(rd.ops):
-        return pd.DataFrame(columns=COLUMNS), unavailable(bool(len(rd.ops)), rd.meta.params)
-    df = overlap_rows(rd, comp)
-    return df, overlap_summary(df, list(comp))
-
-
 def compute_intervals(rd: RunData) -> dict[str, pd.DataFrame]:
     """The ranks' compute intervals (actor, start, end) by source: the steps, the trace's
     compute events."""
     out = {}
     st = rd.steps
     # Steps recovered from the trace's own compute events are those events: one source, not two.
-    from_events = rd.cache.get("timing", {}).get("source") == "events"
+    from_events = (rd.timing or {}).get("source") == "events"
     if not st.empty and (st["step"] >= 0).any() and not from_events:
         out["steps"] = st[st["step"] >= 0][["actor", "start", "end"]]
     ev = rd.app_events

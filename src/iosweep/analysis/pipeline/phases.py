@@ -261,7 +261,7 @@ def steps_from_events(rd: RunData) -> FromEvents | None:
 def use_annotated_steps(rd: RunData) -> None:
     """A run without step records gets them from its own annotations, if it has any
     (``rd.steps``), with how they were timed for the pipeline's summary
-    (``rd.cache["timing"]``) and what did not fit (``rd.issues``)."""
+    (``rd.timing``) and what did not fit (``rd.issues``)."""
     if not rd.steps.empty and (rd.steps["step"] >= 0).any():
         return
     found = steps_from_events(rd)
@@ -270,18 +270,4 @@ def use_annotated_steps(rd: RunData) -> None:
     rd.issues.extend(Issue(**i) for i in found.issues)
     if len(found.steps):
         rd.steps = found.steps
-        rd.cache["timing"] = found.timing
-
-
-def load_analysed(store: Any, settings: Any) -> RunData:
-    """A trace store read as the analysis reads it: artefacts out, steps from the
-    annotations where there are no step records."""
-    from pathlib import Path
-
-    from iosweep.analysis.data import load_run
-    from iosweep.analysis.patterns.artefacts import fd_reuse, remove
-
-    rd = load_run(Path(store), settings)
-    remove(rd, *fd_reuse(rd))
-    use_annotated_steps(rd)
-    return rd
+        rd.timing = found.timing

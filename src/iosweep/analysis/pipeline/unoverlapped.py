@@ -86,15 +86,6 @@ def _posix_calls(rd: RunData) -> pd.DataFrame:
     return pd.concat([seg, meta[["actor", "pid", "start", "end"]]], ignore_index=True)
 
 
-def analyze_unoverlapped(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The per-process table and the summary (per rank and totals); unavailable without
-    compute events or without the processes' ids."""
-    if not has_compute_events(rd) or rd.ops.pid is None:
-        return pd.DataFrame(columns=COLUMNS), dict(UNAVAILABLE)
-    table, per_rank = unoverlapped_rows(rd)
-    return table, unoverlapped_summary(table, per_rank)
-
-
 UNAVAILABLE = {
     "available": False,
     "reason": "no compute events: DFAnalyzer's figures need the trace's compute annotations",

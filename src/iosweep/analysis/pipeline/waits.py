@@ -323,7 +323,7 @@ def totals(t: pd.DataFrame, run_start: float, run_end: float) -> dict[str, Any]:
 def timing_of(rd: RunData) -> dict[str, Any]:
     """How the run's steps were timed, from its manifest, or the annotations they came from
     (:mod:`.phases`): :class:`summary.Timing`'s fields."""
-    t = rd.cache.get("timing") or (rd.meta.manifest or {}).get("timing") or {}
+    t = rd.timing or (rd.meta.manifest or {}).get("timing") or {}
     if not isinstance(t, dict):
         return {}
     other = [f"{o.get('kind')} at {o.get('site')} ({o.get('batches')} batches)"
@@ -405,16 +405,6 @@ def pipeline_facts(rd: RunData) -> PipelineFacts:
         (rd.meta.manifest or {}).get("procs") or {},
         rd.meta.clock_zero,
     )
-
-
-def analyze_pipeline(
-    rd: RunData, op_epoch: np.ndarray, context: dict[str, Any]
-) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The (rank, epoch) table (``pipeline.parquet``) and the run's summary with its verdict;
-    without step timestamps, why the analysis is not available."""
-    facts = pipeline_facts(rd)
-    t = rank_epoch_table(rd, op_epoch) if facts.has_steps else pd.DataFrame(columns=COLUMNS)
-    return t, pipeline_summary(t, facts, context, rd.settings)
 
 
 def pipeline_context(

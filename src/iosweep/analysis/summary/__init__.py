@@ -1,6 +1,6 @@
 """The hand-off from the analysis to the report: the one definition of ``summary.json``.
 
-:class:`RunSummary` is what :func:`iosweep.analysis.findings.run.analyze_run` writes for one run and
+:class:`RunSummary` is what :func:`iosweep.analysis.analyze_run` writes for one run and
 :class:`AnalysisFailure` what ``iosweep analyze`` writes for a store it could not analyse.
 Both are written with :func:`write_summary` and read with :func:`read_summary`, which check
 the shape (pydantic, unknown keys rejected) and the schema version, so a report never reads

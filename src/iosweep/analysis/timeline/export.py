@@ -540,7 +540,7 @@ def write(meta: RunMeta, tl: Timeline, summary: dict[str, Any], path: Path) -> P
 def from_store(store: Path, settings: Any) -> tuple[RunData, Timeline]:
     """(RunData, Timeline) of a trace store read as the analysis reads it (artefacts out,
     steps from the annotations where there are no step records)."""
-    from iosweep.analysis.pipeline.phases import load_analysed
+    from iosweep.analysis.parts.run import load_analysed
 
     rd = load_analysed(store, settings)
     return rd, collect(rd)

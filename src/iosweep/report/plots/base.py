@@ -11,7 +11,6 @@ from typing import Any
 import matplotlib as mpl
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -106,10 +105,6 @@ def size_bin(length: np.ndarray) -> np.ndarray:
     return np.where(length > 0, 1 + np.searchsorted(np.array(SIZE_EDGES[1:]), length), 0)
 
 
-def size_colors(length: np.ndarray) -> np.ndarray:
-    return np.array(SIZE_COLORS, dtype=object)[size_bin(length)]
-
-
 def size_legend(fig: Figure, length: np.ndarray, where: str = "outside right upper") -> None:
     """A legend of the size bins drawn, with how many requests each holds in the figure."""
     counts = np.bincount(size_bin(length), minlength=len(SIZE_LABELS))
@@ -146,12 +141,6 @@ def _count_log_axis(axis) -> None:
     # Plain numbers: math text is off (file names may hold '$'), so 10^3 would print raw.
     axis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
-
-
-def _size_colorbar(fig: Figure, axes, norm: LogNorm, label: str = "request size") -> None:
-    cb = fig.colorbar(ScalarMappable(norm=norm, cmap=SIZE_CMAP), ax=axes, pad=0.01, aspect=30)
-    cb.set_label(label + " (0 B shown as 1 B)")
-    cb.ax.yaxis.set_major_formatter(FuncFormatter(_bytes_fmt))
 
 
 def series_color(name: str, i: int) -> str:

@@ -1,7 +1,7 @@
 """Step timing without touching the training script.
 
 The rank wrapper puts ``site/`` first on the rank's ``PYTHONPATH``; its ``sitecustomize``
-(which Python imports at start-up) installs :mod:`.recorder` in the rank's process, then runs
+(which Python imports at start-up) starts :mod:`.recorder` (:mod:`.install`) in the rank's process, then runs
 any ``sitecustomize`` of the interpreter's own. The recorder patches the frameworks' data
 iteration when, and only if, the script imports them (an import hook; nothing is imported
 early):

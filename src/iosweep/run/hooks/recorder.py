@@ -341,19 +341,14 @@ class _Quitter:
         self.quitter(code)
 
 
-def install(out: str) -> Recorder:
-    """Start recording in this process: patch the frameworks as they are imported, record the
-    exit status, write the record at exit. In the rank's own process ``out`` is the rank's
-    record; in a Python process below it, ``hooks-child-PID.json`` beside it, which becomes a
-    rank's record if the process joins the job's process group as a rank the launcher did
-    not start (:func:`iosweep.run.hooks.torch_hooks.patch_c10d` writes the join)."""
+def start(out: str, patches: Mapping[str, Callable[[Any, Recorder], str]]) -> Recorder:
+    """Start recording into ``out`` in this process: ``patches[name](module)`` applied as each
+    framework module is imported (:mod:`iosweep.run.hooks.install`), the exit status
+    recorded, the record written at exit."""
     global _REC
-    from iosweep.run.hooks import tf_hooks, torch_hooks
-
     rec = _REC = Recorder(out)
     os.register_at_fork(after_in_child=_forget_in_child)
-    patches = {**torch_hooks.PATCHES, **tf_hooks.PATCHES}
-    sys.meta_path.insert(0, _Patcher(rec, patches))
+    sys.meta_path.insert(0, _Patcher(rec, dict(patches)))
     patch_queue()
     _record_exits(rec)
     atexit.register(rec.write)

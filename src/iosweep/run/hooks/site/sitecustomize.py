@@ -18,9 +18,9 @@ def _install() -> None:
     if os.environ.get("IOSWEEP_RANK_PID") != str(os.getpid()):
         out = os.path.join(os.path.dirname(out), f"hooks-child-{os.getpid()}.json")
     try:
-        from iosweep.run.hooks import recorder
+        from iosweep.run.hooks.install import install
 
-        recorder.install(out)
+        install(out)
     except Exception as e:  # never stop the user's job
         print(f"iosweep: step hooks not installed: {type(e).__name__}: {e}", file=sys.stderr)
 

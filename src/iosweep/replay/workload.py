@@ -1,6 +1,6 @@
 """Write the DLIO workload that replays a measured run (``iosweep replay``, rule
-``replay_workload``): measure (iosweep.analysis.replay), link the run's files as DLIO lists
-them, calibrate, write (iosweep.run.dlio)."""
+``replay_workload``): measure (iosweep.replay.measure), link the run's files as DLIO lists
+them, calibrate, write (iosweep.replay.dlio)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from iosweep.analysis.replay import Measured, ReplayError, ReplayMeasures, measure_replay
+from iosweep.analysis.parts.run import load_analysed
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.files import write_text
-from iosweep.run import dlio
+from iosweep.replay import dlio
+from iosweep.replay.measure import Measured, ReplayError, ReplayMeasures, measure_replay
 
 
 @dataclass
@@ -91,7 +92,6 @@ def write_replay(
     (default DIR/NAME-data); with ``calibrate`` (a folder for DLIO's outputs), run it once
     at the run's scale and correct the per-sample and per-step times by DLIO's overheads.
     Raises ReplayError (what cannot be measured or replayed) or DlioError (DLIO failed)."""
-    from iosweep.analysis.pipeline.phases import load_analysed
 
     out = check_workload_path(out)
     settings = AnalysisSettings.from_dict(summary.get("settings") or {})

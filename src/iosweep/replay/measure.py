@@ -2,7 +2,7 @@
 cost of one sample and of one step, and the checkpoints (:func:`measure_replay`).
 
 Each figure is a :class:`Measured`: a value, its spread where it has one, and where it was
-measured, so that the workload written from it (iosweep.run.dlio) can say so beside every key.
+measured, so that the workload written from it (iosweep.replay.dlio) can say so beside every key.
 
 The cost of one sample is measured where the samples are loaded: in each process that reads
 the dataset (the rank itself without loader workers, else each worker), consecutive samples

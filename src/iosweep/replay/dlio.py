@@ -3,7 +3,7 @@
 DLIO (Argonne's deep-learning I/O benchmark, MLPerf Storage's engine; 2.0.0 in ``.venv-dlio``)
 emulates a training job's data loading at any scale, the compute replaced by a sleep per
 step. :func:`workload_text` writes its workload config (hydra YAML, DLIO's keys) from the
-figures iosweep measured on the run (iosweep.analysis.replay), each key with a comment saying
+figures iosweep measured on the run (iosweep.replay.measure), each key with a comment saying
 where its value was measured, and the header listing what DLIO cannot express.
 
 The replay reads the run's own files where they still exist: DLIO's image reader really
@@ -27,7 +27,12 @@ from typing import Any
 
 import yaml
 
-from iosweep.analysis.replay import Measured, ReplayError, ReplayMeasures
+from iosweep.analysis.parts.run import load_analysed
+from iosweep.replay.measure import Measured, ReplayError, ReplayMeasures, measure_replay
+from iosweep.run.launch import LaunchSpec, build_command
+from iosweep.run.program import REPO_DIR, base_env
+from iosweep.trace.dlio import read_dlio_output
+from iosweep.trace.ingest import ingest
 
 #: file suffix -> DLIO's dataset.format, for the formats whose reader decodes like the run did
 FORMATS = {".jpeg": "jpeg", ".jpg": "jpeg", ".png": "png"}
@@ -231,7 +236,6 @@ class DlioError(RuntimeError):
 
 def dlio_exe() -> str:
     """DLIO's launcher script: ``.venv-dlio`` (tools/setup.sh --with-tensorflow), else PATH."""
-    from iosweep.run.program import REPO_DIR
 
     venv = REPO_DIR / ".venv-dlio" / "bin" / DLIO_EXE
     if venv.is_file():
@@ -250,10 +254,6 @@ def run_dlio(
     traces land in ``out``. A run without a training step is a failed run, as is a
     non-zero exit."""
     import subprocess
-
-    from iosweep.run.launch import LaunchSpec, build_command
-    from iosweep.run.program import base_env
-    from iosweep.trace.dlio import read_dlio_output
 
     program = [dlio_exe(), "--config-dir", str(config_dir), f"workload={name}"]
     program += [f"hydra.run.dir={out}", *overrides]
@@ -280,9 +280,6 @@ def calibrate(
     corrections that make DLIO's load of one sample and its step last what the run's did.
     DLIO adds overheads of its own to both (its profiler, its
     sampler, the sleep's overshoot)."""
-    from iosweep.analysis.pipeline.phases import load_analysed
-    from iosweep.analysis.replay import measure_replay
-    from iosweep.trace.ingest import ingest
 
     run_dlio(config_dir, name, int(m.value("ranks")), out)
     ingest([out], out / "store")
