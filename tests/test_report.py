@@ -22,7 +22,7 @@ from browser import CDP, chromium
 from factories import synthetic_store
 
 from iosweep import analysis
-from iosweep.cli import report as rcli
+from iosweep.notebook import find_analyses
 from iosweep.report import ReportSettings, render_report
 from iosweep.report.anonymize import Anonymizer
 from iosweep.report.data import slugify
@@ -575,7 +575,7 @@ def test_cli_finds_analyses_and_prints_the_path(sweep, tmp_path, capsys):
     assert capsys.readouterr().out.strip() == str(out.resolve())
     page = out.read_text()
     assert "CLI report" in page and "tensorflow 4 ranks" not in page
-    dirs, found = rcli.find_analyses([sweep["root"]])
+    dirs, found = find_analyses([sweep["root"]])
     assert len(dirs) == 8 and found is None
 
 

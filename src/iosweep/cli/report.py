@@ -53,33 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def find_analyses(paths: list[Path]) -> tuple[list[Path], Path | None]:
-    """(run analysis dirs, a sweep dir found among the paths), in a stable order."""
-    out: list[Path] = []
-    sweep = None
-    for p in paths:
-        if p.is_file() and p.name == "summary.json":
-            out.append(p.parent)
-        elif (p / "summary.json").is_file():
-            out.append(p)
-        elif p.is_dir():
-            if sweep is None and ((p / "sweep.parquet").exists() or (p / "sweep.csv").exists()):
-                sweep = p
-            found = sorted(f.parent for f in p.rglob("summary.json"))
-            out.extend(found if found else [p])  # an empty dir is listed as a problem
-        else:
-            out.append(p)
-    seen: set[Path] = set()
-    uniq = []
-    for d in out:
-        key = d.resolve()
-        if key not in seen:
-            seen.add(key)
-            uniq.append(d)
-    return uniq, sweep
-
-
 def run(args: argparse.Namespace) -> int:
+    from iosweep.notebook import find_analyses
     from iosweep.report import ReportSettings, render_report
 
     config = None

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from iosweep.analysis.findings.sweep import advised_levers
 from iosweep.analysis.settings import AnalysisSettings
-from iosweep.analysis.summary import AnalysisFailure, RunSummary, SummaryError, read_summary
-from iosweep.cli.report import find_analyses
+from iosweep.analysis.summary import AnalysisFailure, RunSummary, SummaryError
+from iosweep.notebook import OpenError, Sweep
+from iosweep.notebook import open as open_analysis
 from iosweep.report.terminal import as_record, run_text
 from iosweep.report.tune import ledger_text
 from iosweep.tune.ledger import LedgerError, read_ledger
@@ -86,13 +87,23 @@ def run(args: argparse.Namespace) -> int:
         except LedgerError as e:
             failed += 1
             print(f"iosweep show: {e}", file=sys.stderr)
-    searched = [d for d in find_analyses(paths)[0] if not _tune_run(d, args.analyses)]
-    for d in searched if paths else []:  # the same search as iosweep report's
+    for p in paths:  # as iosweep.open finds them: the same search as iosweep report's
         try:
-            found.append((read_summary(d), d))
-        except (OSError, SummaryError, ValueError) as e:
+            opened = open_analysis(p)
+        except OpenError as e:
             failed += 1
-            print(f"iosweep show: {d}: {e}", file=sys.stderr)
+            print(f"iosweep show: {e}", file=sys.stderr)
+            continue
+        for r in opened.runs if isinstance(opened, Sweep) else [opened]:
+            if r.analysis is None:
+                failed += 1
+                print(f"iosweep show: {r.store}: a trace store not analysed yet", file=sys.stderr)
+            elif not _tune_run(r.analysis, args.analyses):
+                try:
+                    found.append((r.read(), r.analysis))
+                except (OSError, SummaryError, ValueError) as e:
+                    failed += 1
+                    print(f"iosweep show: {r.analysis}: {e}", file=sys.stderr)
     show(found, args.json)
     return 1 if failed or not (found or ledgers) else 0
 
