@@ -35,6 +35,7 @@ lint:
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/python tools/check_sizes.py
+	$(VENV)/bin/python tools/check_private.py
 
 # Set up (with the TensorFlow stack, so TF points are tested too), lint, then every test
 # (unit, real Horovod/MPI jobs, SLURM, browser). IOSWEEP_STRICT=1: the environment is the one

@@ -36,5 +36,5 @@ SWEEP_FILES = (
 SWEEP_SCHEMA = "iosweep.analysis.sweep/1"
 
 
-class _Model(BaseModel):
+class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from iosweep.analysis.summary.base import _Model
+from iosweep.analysis.summary.base import Model
 
 
-class HostRank(_Model):
+class HostRank(Model):
     """One rank's processes over its training window (Unix seconds of its steps)."""
 
     rank: int
@@ -30,7 +30,7 @@ class HostRank(_Model):
     interval_s: float | None
 
 
-class HostNode(_Model):
+class HostNode(Model):
     host: str
     ranks: int
     cores_usable: float | None
@@ -38,7 +38,7 @@ class HostNode(_Model):
     job_cores: float  # cores the job's processes used there
 
 
-class Host(_Model):
+class Host(Model):
     """The host's cores and the ranks' processes during training; unknown where not
     measured (a trace from elsewhere), never zero."""
 

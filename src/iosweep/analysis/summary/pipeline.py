@@ -7,11 +7,11 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from iosweep.analysis.summary.base import _Model
+from iosweep.analysis.summary.base import Model
 from iosweep.analysis.summary.host import Host
 
 
-class OverlapEpoch(_Model):
+class OverlapEpoch(Model):
     epoch: int
     duration_max: float
     io_time_max: float
@@ -20,7 +20,7 @@ class OverlapEpoch(_Model):
     exposed_share_max: float
 
 
-class Overlap(_Model):
+class Overlap(Model):
     available: bool
     reason: str = ""
     compute_source: str = ""
@@ -30,7 +30,7 @@ class Overlap(_Model):
     io_time_outside_epochs_max: float | None = None
 
 
-class PipelineTotals(_Model):
+class PipelineTotals(Model):
     """The run's input-pipeline figures over every rank and epoch (per-rank means where
     named so)."""
 
@@ -64,7 +64,7 @@ class PipelineTotals(_Model):
     read_bandwidth_per_rank: float | None  # bytes read per second of epoch, per rank
 
 
-class PipelineEpoch(_Model):
+class PipelineEpoch(Model):
     epoch: int
     epoch_time: float
     compute_mean: float
@@ -79,7 +79,7 @@ class PipelineEpoch(_Model):
     bytes_read: int
 
 
-class Lever(_Model):
+class Lever(Model):
     """A lever to try: its words, and the sweep parameter it turns and which way ('' where
     none does), so that what a sweep measured of that parameter can overrule it."""
 
@@ -96,7 +96,7 @@ class Lever(_Model):
         return {"text": v} if isinstance(v, str) else v  # an older summary's plain words
 
 
-class Verdict(_Model):
+class Verdict(Model):
     kind: Literal[
         "compute-bound",
         "input-bound-storage",
@@ -119,7 +119,7 @@ class Verdict(_Model):
     trace_kind: str = ""
 
 
-class Timing(_Model):
+class Timing(Model):
     """How the run's steps and data waits were timed (the manifest's ``timing``)."""
 
     # the training script, iosweep's hooks, the trace's own annotations (analysis.phases)
@@ -134,7 +134,7 @@ class Timing(_Model):
     problems: list[str] = Field(default_factory=list)  # hooks that could not be installed
 
 
-class UnoverlappedFigures(_Model):
+class UnoverlappedFigures(Model):
     """Seconds of compute, application I/O and POSIX I/O (their unions), and of each I/O
     that no compute covered."""
 
@@ -154,7 +154,7 @@ class UnoverlappedTotals(UnoverlappedFigures):
     u_posix_io_dfa: float
 
 
-class Unoverlapped(_Model):
+class Unoverlapped(Model):
     """DFAnalyzer's overlap figures (iosweep.analysis.pipeline.unoverlapped)."""
 
     available: bool
@@ -164,7 +164,7 @@ class Unoverlapped(_Model):
     processes: int = 0
 
 
-class TimelineRecord(_Model):
+class TimelineRecord(Model):
     """The run's timeline file (iosweep.analysis.timeline) and what it leaves out."""
 
     file: str  # beside summary.json; "" when none was written
@@ -174,7 +174,7 @@ class TimelineRecord(_Model):
     left_out: dict[str, int] = Field(default_factory=dict)  # operations, app_events, ...
 
 
-class DlioReplay(_Model):
+class DlioReplay(Model):
     """A DLIO run of a workload ``iosweep replay`` wrote: the replayed run's own answer, as
     the workload recorded it, beside this run's."""
 
@@ -188,7 +188,7 @@ class DlioReplay(_Model):
     limits: list[str] = Field(default_factory=list)  # what DLIO could not express of the run
 
 
-class DlioAu(_Model):
+class DlioAu(Model):
     """DLIO's own account of its run beside iosweep's (iosweep.trace.dlio)."""
 
     au_mean: float | None  # fraction, the mean over epochs of DLIO's per-epoch AU
@@ -202,7 +202,7 @@ class DlioAu(_Model):
     replay: DlioReplay | None = None  # the run this one replays, where iosweep wrote the workload
 
 
-class RatePrediction(_Model):
+class RatePrediction(Model):
     """What the rate model predicts with a number of loader workers: never a measurement."""
 
     workers: int
@@ -212,7 +212,7 @@ class RatePrediction(_Model):
     factor: float  # measured / modelled at the run's own settings, applied to every prediction
 
 
-class RateModel(_Model):
+class RateModel(Model):
     """The run's rate model (iosweep.analysis.pipeline.rates): what it rests on, per rank and
     sample in steady state, and its predictions; or why there is none."""
 
@@ -232,7 +232,7 @@ class RateModel(_Model):
     assumptions: list[str] = Field(default_factory=list)
 
 
-class Pipeline(_Model):
+class Pipeline(Model):
     """Is training waiting for its data (iosweep.analysis.pipeline.waits)."""
 
     available: bool

@@ -7,11 +7,11 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from iosweep.analysis.summary.base import _Model
+from iosweep.analysis.summary.base import Model
 from iosweep.analysis.summary.pipeline import Overlap, Pipeline, TimelineRecord
 
 
-class Issue(_Model):
+class Issue(Model):
     """Something wrong or missing in a run's logs (iosweep.trace.schema.Issue)."""
 
     source: str
@@ -20,12 +20,12 @@ class Issue(_Model):
     severity: Literal["error", "warning"] = "error"
 
 
-class RankHost(_Model):
+class RankHost(Model):
     rank: int
     host: str
 
 
-class RunInfo(_Model):
+class RunInfo(Model):
     """How the run was made, from its trace store's ``run.json``: what the report states
     about provenance without opening the store."""
 
@@ -36,13 +36,13 @@ class RunInfo(_Model):
     manifest: dict[str, Any] = Field(default_factory=dict)  # the run manifest as written
 
 
-class RunWindow(_Model):
+class RunWindow(Model):
     start: float | None
     end: float | None
     run_time: float
 
 
-class Ranks(_Model):
+class Ranks(Model):
     count: int
     kind: Literal["rank", "process"]
     with_io: int
@@ -51,7 +51,7 @@ class Ranks(_Model):
     per_node: dict[str, int]
 
 
-class Trace(_Model):
+class Trace(Model):
     segments: int
     counter_records: int
     dxt_available: bool
@@ -65,13 +65,13 @@ class Trace(_Model):
     shared_records: dict[str, int] = Field(default_factory=dict)
 
 
-class Epoch(_Model):
+class Epoch(Model):
     epoch: int
     start: float
     end: float
 
 
-class Phase(_Model):
+class Phase(Model):
     """One I/O phase (a row of ``phases.parquet``): operations of all ranks merged in time."""
 
     phase: int
@@ -89,25 +89,25 @@ class Phase(_Model):
     epoch: int | None
 
 
-class Phases(_Model):
+class Phases(Model):
     count: int
     io_active_time: float | None = None
     phases: list[Phase]  # the first 100
 
 
-class Signature(_Model):
+class Signature(Model):
     signature: str  # the rank's operations in time order, run-length compressed
     runs: int
     ops: int
     shape: str  # hash of the sequence's shape (no names, no offsets)
 
 
-class SignatureGroup(_Model):
+class SignatureGroup(Model):
     ranks: list[int]
     example: str | None
 
 
-class Temporal(_Model):
+class Temporal(Model):
     signatures: dict[str, Signature]  # rank -> its signature
     same_sequence: dict[str, bool | None]  # class (or "all") -> every rank alike
     signature_groups: dict[str, list[SignatureGroup]]  # class (or "all") -> ranks alike
@@ -115,14 +115,14 @@ class Temporal(_Model):
     epochs: list[Epoch]
 
 
-class CounterPattern(_Model):
+class CounterPattern(Model):
     ops: int  # POSIX calls the counters count
     consecutive: int  # at the previous call's end
     sequential: int  # further on (not consecutive)
     random: int  # before the previous call's end
 
 
-class Spatial(_Model):
+class Spatial(Model):
     counters: dict[str, CounterPattern] | None = None  # read / write, from Darshan's counters
     ops: int
     ops_by_category: dict[str, int]
@@ -130,7 +130,7 @@ class Spatial(_Model):
     patterns: dict[str, int]
 
 
-class Stat(_Model):
+class Stat(Model):
     min: float
     mean: float
     median: float
@@ -138,19 +138,19 @@ class Stat(_Model):
     sum: float
 
 
-class Spread(_Model):
+class Spread(Model):
     min: float
     median: float
     max: float
 
 
-class MinMeanMax(_Model):
+class MinMeanMax(Model):
     min: float
     mean: float
     max: float
 
 
-class AccessExample(_Model):
+class AccessExample(Model):
     path: str
     size: int
     ranks: int
@@ -160,7 +160,7 @@ class AccessExample(_Model):
     category: str
 
 
-class Evidence(_Model):
+class Evidence(Model):
     """What decided a class's access strategy (iosweep.analysis.patterns.access)."""
 
     files: int
@@ -183,13 +183,13 @@ class Evidence(_Model):
     examples: list[AccessExample]
 
 
-class Access(_Model):
+class Access(Model):
     strategy: str  # for reads, judged within epochs where the run has them
     evidence: Evidence
     run_strategy: str | None = None  # reads: the strategy over the whole run
 
 
-class PerEpoch(_Model):
+class PerEpoch(Model):
     """How a class's files are shared by the ranks within each epoch, and between epochs."""
 
     epochs: int
@@ -200,7 +200,7 @@ class PerEpoch(_Model):
     reader_changed_share: float | None  # files whose rank changed from one epoch to the next
 
 
-class ClassSpatial(_Model):
+class ClassSpatial(Model):
     share_by_category: dict[str, float | None]
     patterns: dict[str, int]
     whole_file_read_pairs: int
@@ -208,7 +208,7 @@ class ClassSpatial(_Model):
     read_coverage_frac_median: float | None
 
 
-class FileClass(_Model):
+class FileClass(Model):
     """One file class (dataset, checkpoint, ...) of a run."""
 
     files: int
@@ -228,13 +228,13 @@ class FileClass(_Model):
     spatial: ClassSpatial
 
 
-class TopSize(_Model):
+class TopSize(Model):
     size: int
     count: int
     share: float
 
 
-class SizeStats(_Model):
+class SizeStats(Model):
     """Request sizes of one (class, direction); exact figures need segments."""
 
     ops: int
@@ -256,12 +256,12 @@ class SizeStats(_Model):
     small_source: str
 
 
-class Sizes(_Model):
+class Sizes(Model):
     small_request_bytes: int
     by_class: dict[str, dict[str, SizeStats]]  # class (or "all") -> read | write -> stats
 
 
-class Metadata(_Model):
+class Metadata(Model):
     source: str  # counters | events | none
     totals: dict[str, int]
     per_rank: dict[str, MinMeanMax | None]
@@ -271,7 +271,7 @@ class Metadata(_Model):
     meta_time_share: float | None
 
 
-class Node(_Model):
+class Node(Model):
     host: str
     ranks: int
     bytes_read: int
@@ -284,7 +284,7 @@ class Node(_Model):
     read_once_per: str
 
 
-class CheckpointEvent(_Model):
+class CheckpointEvent(Model):
     start: float
     end: float
     duration: float
@@ -295,7 +295,7 @@ class CheckpointEvent(_Model):
     traced: bool = True  # false: placed by the files' opens and closes, sized on disk
 
 
-class AppSave(_Model):
+class AppSave(Model):
     """A checkpoint save as the training script timed it (manifest phases)."""
 
     rank: int
@@ -304,12 +304,12 @@ class AppSave(_Model):
     end: float
 
 
-class OnDisk(_Model):
+class OnDisk(Model):
     files: int
     bytes: int
 
 
-class Checkpoints(_Model):
+class Checkpoints(Model):
     available: bool
     reason: str = ""
     writers: list[int] = Field(default_factory=list)
@@ -336,7 +336,7 @@ class Checkpoints(_Model):
     marks: list[CheckpointEvent | AppSave] = Field(default_factory=list)  # times to show
 
 
-class FileShape(_Model):
+class FileShape(Model):
     files: int
     streams: int  # (file, epoch, rank) read sequences
     text: str
@@ -350,7 +350,7 @@ class FileShape(_Model):
     opens_per_file_per_epoch: float | None
 
 
-class FileShapes(_Model):
+class FileShapes(Model):
     """How a class's files are read, said once per shape (iosweep.analysis.patterns.shapes)."""
 
     class_: str = Field(alias="class")
@@ -359,14 +359,14 @@ class FileShapes(_Model):
     shapes: list[FileShape]
 
 
-class Place(_Model):
+class Place(Model):
     ops: int
     bytes_read: int
     bytes_written: int
     io_time: float  # the union of the operations in time, all ranks
 
 
-class Placement(_Model):
+class Placement(Model):
     """Where the I/O happens relative to training (iosweep.analysis.pipeline.epochs.placement)."""
 
     known: bool  # the run has epochs: otherwise every operation counts as before training
@@ -375,7 +375,7 @@ class Placement(_Model):
     io_share_of_run: float | None
 
 
-class Artefact(_Model):
+class Artefact(Model):
     """Operations a tracer charged to the wrong file, left out of every figure."""
 
     kind: Literal["darshan-fd-reuse"]
@@ -389,7 +389,7 @@ class Artefact(_Model):
     message: str
 
 
-class CompletenessCheck(_Model):
+class CompletenessCheck(Model):
     """What the trace saw against an outside account of the run (iosweep.analysis.pipeline.completeness)."""
 
     kind: Literal["dataset-reads", "checkpoint-writes"]
@@ -399,13 +399,13 @@ class CompletenessCheck(_Model):
     why: str = ""
 
 
-class TimeStats(_Model):
+class TimeStats(Model):
     min: float
     mean: float
     max: float
 
 
-class MpiioDirection(_Model):
+class MpiioDirection(Model):
     ops: int
     bytes: int
     collective: int  # MPI_File_*_all calls (from counters; 0 where only DXT)
@@ -416,7 +416,7 @@ class MpiioDirection(_Model):
     gap_mean: float | None  # mean MPI-IO time less mean POSIX time
 
 
-class Mpiio(_Model):
+class Mpiio(Model):
     """The MPI-IO layer (above POSIX; its bytes are POSIX's too, so never in the volumes)."""
 
     source: Literal["dxt", "counters"]
@@ -425,14 +425,14 @@ class Mpiio(_Model):
     write: MpiioDirection
 
 
-class LustreStriping(_Model):
+class LustreStriping(Model):
     files: int  # analysed files with a LUSTRE record
     stripe_size: int  # bytes, the most common among them
     stripe_count: int  # OSTs a file is striped over, the most common
     stripe_count_max: int
 
 
-class Alignment(_Model):
+class Alignment(Model):
     """POSIX requests not aligned to the file system (Darshan's counters; analysis/patterns/alignment.py)."""
 
     ops: int  # POSIX reads + writes the counters count
@@ -444,7 +444,7 @@ class Alignment(_Model):
     lustre: LustreStriping | None = None
 
 
-class Layer(_Model):
+class Layer(Model):
     """One I/O layer (Darshan module) of the trace, on the paths analysed; only the
     ``analysed`` ones count in the volumes (the others carry the same bytes above or below)."""
 
@@ -460,7 +460,7 @@ class Layer(_Model):
     time: float  # seconds in its calls, summed over records (read + write + metadata)
 
 
-class Imbalance(_Model):
+class Imbalance(Model):
     bytes: float | None
     bytes_cv: float | None = None
     bytes_max: float | None = None  # the busiest rank's bytes
@@ -470,7 +470,7 @@ class Imbalance(_Model):
     stragglers: list[int]
 
 
-class OpsSample(_Model):
+class OpsSample(Model):
     """What ``ops_sample.parquet`` stands for: ``shown`` of ``total`` analysed operations
     (``excluded``: on files the analysis left out; ``other_layers``: of modules it does not
     analyse, e.g. MPI-IO above POSIX); classes in plotting order."""
@@ -482,7 +482,7 @@ class OpsSample(_Model):
     other_layers: dict[str, int]  # module not analysed -> its reads and writes (not drawn)
 
 
-class FileTables(_Model):
+class FileTables(Model):
     """What ``files.parquet`` and ``file_ranks.parquet`` hold: at most ``max_files`` files (those
     that moved the most bytes) of ``files``; the counts are over every file."""
 
@@ -498,7 +498,7 @@ class FileTables(_Model):
 Unit = Literal["bytes", "bytes/s", "s", "share", "count", "ranks", "text"]
 
 
-class Insight(_Model):
+class Insight(Model):
     id: str
     severity: Literal["high", "warn", "info"]
     title: str
@@ -516,7 +516,7 @@ class Insight(_Model):
         return self
 
 
-class Check(_Model):
+class Check(Model):
     """One rule's outcome on a run (``checks``): what it found, or why it passed, did not
     apply, or could not be checked. Every rule gives at least one, whatever the run."""
 
@@ -539,7 +539,7 @@ class Check(_Model):
         return self
 
 
-class RunSummary(_Model):
+class RunSummary(Model):
     """One run's analysis (``summary.json``); every fact the report states about the run."""
 
     schema_: Literal["iosweep.analysis.run/4"] = Field(
@@ -590,7 +590,7 @@ class RunSummary(_Model):
     tables: dict[str, str]  # table name -> file beside summary.json
 
 
-class AnalysisFailure(_Model):
+class AnalysisFailure(Model):
     """What ``iosweep analyze`` writes for a store it could not analyse."""
 
     schema_: Literal["iosweep.analysis.run/4"] = Field(

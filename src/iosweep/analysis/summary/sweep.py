@@ -7,13 +7,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from iosweep.analysis.summary.base import _Model
+from iosweep.analysis.summary.base import Model
 from iosweep.analysis.summary.pipeline import Lever
 
 Scalar = str | int | float | bool | None
 
 
-class SweepPoint(_Model):
+class SweepPoint(Model):
     """One point of a series: the runs (repeats) at one scale."""
 
     ranks: int | float | None
@@ -23,7 +23,7 @@ class SweepPoint(_Model):
     run_ids: list[str] = Field(default_factory=list)
 
 
-class MetricSeries(_Model):
+class MetricSeries(Model):
     """One metric along a series' points: mean and spread over repeats, and its trend."""
 
     total: bool  # adds up over ranks (bytes, files, opens ...)
@@ -40,7 +40,7 @@ class MetricSeries(_Model):
     title: str | None = None
 
 
-class MetricSpec(_Model):
+class MetricSpec(Model):
     name: str
     title: str
     unit: str
@@ -48,13 +48,13 @@ class MetricSpec(_Model):
     better: str
 
 
-class ScalingSeries(_Model):
+class ScalingSeries(Model):
     key: dict[str, Scalar]  # the parameters every run of the series shares
     points: list[SweepPoint]
     metrics: dict[str, MetricSeries]
 
 
-class Scaling(_Model):
+class Scaling(Model):
     schema_: Literal["iosweep.analysis.sweep/1"] = Field(
         default="iosweep.analysis.sweep/1", alias="schema"
     )
@@ -64,34 +64,34 @@ class Scaling(_Model):
     series: list[ScalingSeries]
 
 
-class Scale(_Model):
+class Scale(Model):
     """Where in a series: ranks and nodes."""
 
     ranks: int | float | None
     nodes: int | float | None
 
 
-class InsightChange(_Model):
+class InsightChange(Model):
     fired_share: list[float]  # per point: share of its runs where the insight fired
     status: Literal["always", "never", "appears", "disappears", "intermittent"]
     appears_at: Scale | None
     disappears_at: Scale | None
 
 
-class InsightsSeries(_Model):
+class InsightsSeries(Model):
     key: dict[str, Scalar]
     points: list[Scale]
     insights: dict[str, InsightChange]
 
 
-class InsightsAcross(_Model):
+class InsightsAcross(Model):
     schema_: Literal["iosweep.analysis.sweep/1"] = Field(
         default="iosweep.analysis.sweep/1", alias="schema"
     )
     series: list[InsightsSeries]
 
 
-class OverheadPoint(_Model):
+class OverheadPoint(Model):
     """A traced point against the untraced runs (tracer: none) of the same point."""
 
     point: dict[str, Scalar]  # the sweep point, without the tracer
@@ -110,14 +110,14 @@ class OverheadPoint(_Model):
     threshold: float
 
 
-class Overhead(_Model):
+class Overhead(Model):
     schema_: Literal["iosweep.analysis.sweep/1"] = Field(
         default="iosweep.analysis.sweep/1", alias="schema"
     )
     points: list[OverheadPoint]
 
 
-class LeverPoint(_Model):
+class LeverPoint(Model):
     """One value of a lever in a series: what its runs measured, and what the rate model,
     fed the series' other runs, predicted for it (iosweep.analysis.pipeline.advice)."""
 
@@ -134,7 +134,7 @@ class LeverPoint(_Model):
     predicted_from: str = ""  # the run it was predicted from
 
 
-class LeverSeries(_Model):
+class LeverSeries(Model):
     """Runs that differ only in one lever of the input pipeline."""
 
     lever: Literal["loader_workers", "staging"]
@@ -151,14 +151,14 @@ class LeverSeries(_Model):
     beyond: str = ""  # the model's prediction past the largest value, where the best is there
 
 
-class RunLevers(_Model):
+class RunLevers(Model):
     """A run's levers as the sweep's measurements leave them (iosweep.analysis.pipeline.advice)."""
 
     run_id: str
     levers: list[Lever]
 
 
-class ScaleSeries(_Model):
+class ScaleSeries(Model):
     key: dict[str, Scalar]
     ranks: list[int]
     nodes: list[int]
@@ -169,7 +169,7 @@ class ScaleSeries(_Model):
     largest_fed: Scale | None  # the largest point at or above the AU threshold
 
 
-class Projection(_Model):
+class Projection(Model):
     run_id: str
     demand_per_rank: float  # bytes/s a fully fed rank would read
     fs_bandwidth: float
@@ -181,7 +181,7 @@ class Projection(_Model):
     text: str
 
 
-class PipelineAcross(_Model):
+class PipelineAcross(Model):
     """The input pipeline across the sweep (iosweep.analysis.pipeline.levers)."""
 
     schema_: Literal["iosweep.analysis.sweep/1"] = Field(
@@ -196,7 +196,7 @@ class PipelineAcross(_Model):
 
 
 #: the JSON files of the sweep analysis and their models
-SWEEP_MODELS: dict[str, type[_Model]] = {
+SWEEP_MODELS: dict[str, type[Model]] = {
     "scaling.json": Scaling,
     "insights_across.json": InsightsAcross,
     "overhead.json": Overhead,

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from iosweep.analysis.summary.base import _Model
+from iosweep.analysis.summary.base import Model
 from iosweep.analysis.summary.pipeline import RatePrediction
 from iosweep.files import write_json
 
@@ -27,7 +27,7 @@ Stop = Literal[
 ]
 
 
-class TuneMeasurement(_Model):
+class TuneMeasurement(Model):
     """One point's runs (its repeats), measured: steady-state samples/s over all ranks (what
     the rate model predicts), its spread, AU, and the runs that failed with their reasons."""
 
@@ -56,7 +56,7 @@ class TuneMeasurement(_Model):
         return (self.samples_per_s_max - self.samples_per_s_min) / self.samples_per_s
 
 
-class TunePrediction(_Model):
+class TunePrediction(Model):
     """What the rate model predicted for a point before it was run."""
 
     loader_workers: int
@@ -67,7 +67,7 @@ class TunePrediction(_Model):
     from_runs: list[str]  # the runs whose rate model it is (the measured point nearest it)
 
 
-class TuneStep(_Model):
+class TuneStep(Model):
     step: int  # 0: the start
     lever: str  # "" at the start; else e.g. "loader workers 0 -> 2"
     settings: dict[str, Any]  # the point's settings (the sweep's dimensions and parameters)
@@ -78,12 +78,12 @@ class TuneStep(_Model):
     why: str
 
 
-class UntriedLever(_Model):
+class UntriedLever(Model):
     lever: str
     why: str
 
 
-class TuneLedger(_Model):
+class TuneLedger(Model):
     schema_: Literal["iosweep.tune.ledger/1"] = Field(
         default="iosweep.tune.ledger/1", alias="schema"
     )

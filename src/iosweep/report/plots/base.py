@@ -33,10 +33,10 @@ SIZE_CMAP = "viridis_r"
 FRAMEWORK_COLORS = {"pytorch": "#d95f02", "tensorflow": "#1b9e77"}
 
 
-_OTHER_COLORS = ["#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"]
+OTHER_COLORS = ["#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"]
 
 
-_NODE_STYLES = [
+NODE_STYLES = [
     ("o", "-"),
     ("s", "--"),
     ("^", ":"),
@@ -55,7 +55,7 @@ RC = {
 }
 
 
-def _with_rc(fn):
+def with_rc(fn):
     """Draw under RC: texts take ``parse_math`` when they are created, not when drawn."""
 
     @functools.wraps(fn)
@@ -77,7 +77,7 @@ def figure_texts(fig: Figure) -> list[str]:
     return sorted({t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text()})
 
 
-@_with_rc
+@with_rc
 def render_png(fig: Figure, dpi: int) -> tuple[bytes, list[str]]:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
@@ -127,21 +127,21 @@ def size_norm(length: np.ndarray) -> LogNorm:
     return LogNorm(vmin=1, vmax=hi)
 
 
-def _bytes_fmt(x: float, _pos: Any = None) -> str:
+def bytes_fmt(x: float, _pos: Any = None) -> str:
     return human_bytes(x)
 
 
-def _bytes_axis(axis) -> None:
+def bytes_axis(axis) -> None:
     """Byte ticks at whole, round numbers (no "1 B, 1 B, 2 B" on a 4-byte axis)."""
     axis.set_major_locator(MaxNLocator(nbins=6, integer=True, steps=[1, 2, 2.5, 5, 10]))
-    axis.set_major_formatter(FuncFormatter(_bytes_fmt))
+    axis.set_major_formatter(FuncFormatter(bytes_fmt))
 
 
-def _count_log_axis(axis) -> None:
+def count_log_axis(axis) -> None:
     # Plain numbers: math text is off (file names may hold '$'), so 10^3 would print raw.
     axis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 
 
 def series_color(name: str, i: int) -> str:
-    return FRAMEWORK_COLORS.get(name.split(" ")[0], _OTHER_COLORS[i % len(_OTHER_COLORS)])
+    return FRAMEWORK_COLORS.get(name.split(" ")[0], OTHER_COLORS[i % len(OTHER_COLORS)])

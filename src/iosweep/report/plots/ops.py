@@ -25,13 +25,13 @@ from matplotlib.ticker import (
 from iosweep.report.plots.base import (
     SIZE_COLORS,
     Anon,
-    _bytes_axis,
-    _bytes_fmt,
-    _with_rc,
+    bytes_axis,
+    bytes_fmt,
     new_figure,
     size_bin,
     size_legend,
     size_norm,
+    with_rc,
 )
 from iosweep.sampling import pick
 
@@ -185,7 +185,7 @@ def draw_spatial(
     for b in _node_bounds([int(r) for r in ranks], hosts):
         ax.axvline(b, color="grey", lw=0.8, ls="--")
     ax.set_xlim(float(ranks.min()) - 0.6, float(ranks.max()) + 0.6)
-    _bytes_axis(ax.yaxis)
+    bytes_axis(ax.yaxis)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("rank")
     ax.set_ylabel("file offset")
@@ -206,7 +206,7 @@ def _label_files(ax, paths: list[str], pos: np.ndarray, first_rank: float, anon:
                 fontsize=6, ha="center", va="bottom", color="#555555")  # fmt: skip
 
 
-@_with_rc
+@with_rc
 def spatial_figure(
     s: OpsSample, hosts: dict[int, str], strategies: dict[str, str], title: str, anon: Anon
 ) -> Figure:
@@ -348,10 +348,10 @@ def draw_heatmap(ax, hm: pd.DataFrame, fig: Figure) -> None:
     ax.set_ylabel("rank")
     cb = fig.colorbar(img, ax=ax, pad=0.01, aspect=15)
     cb.set_label("bytes per time bin")
-    cb.ax.yaxis.set_major_formatter(FuncFormatter(_bytes_fmt))
+    cb.ax.yaxis.set_major_formatter(FuncFormatter(bytes_fmt))
 
 
-@_with_rc
+@with_rc
 def temporal_figure(
     s: OpsSample,
     hosts: dict[int, str],

@@ -13,17 +13,17 @@ from matplotlib.ticker import (
 
 from iosweep.report.fmt import human_bytes
 from iosweep.report.plots.base import (
-    _OTHER_COLORS,
+    OTHER_COLORS,
     Anon,
-    _bytes_axis,
-    _bytes_fmt,
-    _count_log_axis,
-    _with_rc,
+    bytes_axis,
+    bytes_fmt,
+    count_log_axis,
     new_figure,
+    with_rc,
 )
 
 
-@_with_rc
+@with_rc
 def sizes_figure(sizes: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
     """Request-size histogram (log2 bins, all files) and CDF per file class and direction."""
     if sizes is None or sizes.empty or "binning" not in sizes:
@@ -56,7 +56,7 @@ def sizes_figure(sizes: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
     )
     ax_h.set_yscale("log")
     ax_h.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12))
-    _count_log_axis(ax_h.yaxis)
+    count_log_axis(ax_h.yaxis)
     ax_h.set_xlabel("request size (at least)")
     ax_h.set_ylabel("requests")
     ax_h.set_title("Request sizes, all files")
@@ -74,12 +74,12 @@ def sizes_figure(sizes: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
             y,
             where="post",
             ls=styles.get(op, "-"),
-            color=_OTHER_COLORS[i % len(_OTHER_COLORS)],
+            color=OTHER_COLORS[i % len(OTHER_COLORS)],
             label=anon(f"{cls} {op}s ({int(g['count'].sum()):,})"),
         )
     ax_c.set_xscale("log", base=2)
     ax_c.xaxis.set_major_locator(LogLocator(base=16))
-    ax_c.xaxis.set_major_formatter(FuncFormatter(_bytes_fmt))
+    ax_c.xaxis.set_major_formatter(FuncFormatter(bytes_fmt))
     ax_c.xaxis.set_minor_formatter(NullFormatter())
     ax_c.set_ylim(0, 1.02)
     ax_c.set_xlabel("request size (log2 bins, upper bound)")
@@ -90,7 +90,7 @@ def sizes_figure(sizes: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
     return fig
 
 
-@_with_rc
+@with_rc
 def nodes_figure(nodes: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
     if nodes is None or len(nodes) < 2 or "host" not in nodes:
         return None
@@ -108,7 +108,7 @@ def nodes_figure(nodes: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
                 label=col.replace("_", " "),
             )
     ax_b.set_xticks(x, hosts)
-    _bytes_axis(ax_b.yaxis)
+    bytes_axis(ax_b.yaxis)
     ax_b.set_title("Bytes per node")
     ax_b.legend(fontsize=8, loc="upper right")
     for k, (col, color) in enumerate((("io_time_max", "#5e3c99"), ("io_time_sum", "#e66101"))):
@@ -128,7 +128,7 @@ def nodes_figure(nodes: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
     return fig
 
 
-@_with_rc
+@with_rc
 def overlap_figure(ov: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
     """Per rank, its I/O time split into: overlapped with compute, exposed (inside epochs, no
     compute running), and outside the epochs (start-up, test set, checkpoints after training)."""

@@ -17,14 +17,14 @@ from matplotlib.ticker import (
 
 from iosweep.report.fmt import human_bytes
 from iosweep.report.plots.base import (
-    _NODE_STYLES,
+    NODE_STYLES,
     Anon,
-    _bytes_axis,
-    _with_rc,
+    bytes_axis,
     new_figure,
     series_color,
     size_legend,
     size_norm,
+    with_rc,
 )
 from iosweep.report.plots.ops import draw_spatial, draw_temporal
 
@@ -72,7 +72,7 @@ def panel_values(df: pd.DataFrame, p: Panel) -> pd.Series | None:
 
 def _fmt_axis(ax, kind: str) -> None:
     if kind == "bytes":
-        _bytes_axis(ax.yaxis)
+        bytes_axis(ax.yaxis)
     elif kind == "rate":
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: human_bytes(v) + "/s"))
     elif kind == "share":
@@ -81,7 +81,7 @@ def _fmt_axis(ax, kind: str) -> None:
         ax.set_ylabel("s")
 
 
-@_with_rc
+@with_rc
 def scaling_figure(
     df: pd.DataFrame,
     x: str,
@@ -116,7 +116,7 @@ def scaling_figure(
                 st = v.groupby(gg[x]).agg(["mean", "min", "max", "count"]).dropna(subset=["mean"])
                 if st.empty:
                     continue
-                marker, ls = _NODE_STYLES[li % len(_NODE_STYLES)]
+                marker, ls = NODE_STYLES[li % len(NODE_STYLES)]
                 xv = st.index.to_numpy(float)
                 ax.plot(xv, st["mean"], marker=marker, ls=ls, color=color, ms=5, lw=1.5)
                 if (st["count"] > 1).any():
@@ -148,7 +148,7 @@ def scaling_figure(
     return fig
 
 
-@_with_rc
+@with_rc
 def levers_figure(series: list[Any], title: str, anon: Anon) -> Figure:
     """One panel per lever series: AU (left axis) and samples/s (right axis) at each of the
     lever's values."""
@@ -184,7 +184,7 @@ def levers_figure(series: list[Any], title: str, anon: Anon) -> Figure:
     return fig
 
 
-@_with_rc
+@with_rc
 def frameworks_figure(items: list[dict[str, Any]], title: str, anon: Anon) -> Figure:
     """Columns: frameworks at one sweep point; rows: spatial plot of the main data class,
     temporal plot. Each item: {label, sample, cls, hosts, strategy, epochs, checkpoints}."""

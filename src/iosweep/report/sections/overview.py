@@ -233,7 +233,7 @@ def series_name(key: dict[str, Any], all_keys: list[dict[str, Any]]) -> str:
     return " ".join(words) or "all runs"
 
 
-def _int(v: Any) -> Any:
+def whole_int(v: Any) -> Any:
     """2.0 -> 2 (pandas turns an int column with gaps into floats)."""
     return int(v) if isinstance(v, float) and float(v).is_integer() else v
 
@@ -243,7 +243,7 @@ def _value(v: Any) -> str:
     "unset", not "None" or "nan"."""
     if v is None or (isinstance(v, float) and v != v):
         return "unset"
-    return str(_int(v))
+    return str(whole_int(v))
 
 
 def _across(ctx: Context) -> dict[str, list[str]]:
@@ -264,9 +264,9 @@ def _across(ctx: Context) -> dict[str, list[str]]:
             if st != "never":
                 at = ""
                 if where and where.ranks is not None:
-                    at = f" at {plural(_int(where.ranks), 'rank')}"
+                    at = f" at {plural(whole_int(where.ranks), 'rank')}"
                     if where.nodes is not None:
-                        at += f" on {plural(_int(where.nodes), 'node')}"
+                        at += f" on {plural(whole_int(where.nodes), 'node')}"
                 out[iid].append(f"{name}: {st}{at}")
     return out
 
@@ -318,7 +318,7 @@ def _trend_sentences(ctx: Context, fw: str) -> list[str]:
         v = pd.to_numeric(g[m], errors="coerce").groupby(g["ranks"]).mean().dropna()
         if len(v) < 2:
             continue
-        r0, r1 = _int(v.index[0]), _int(v.index[-1])
+        r0, r1 = whole_int(v.index[0]), whole_int(v.index[-1])
         ratio = v.iloc[-1] / v.iloc[0] if v.iloc[0] else float("nan")
         trend = _trend(ctx, fw, m)
         out.append(

@@ -10,7 +10,7 @@ from iosweep.analysis.summary import SweepPoint
 from iosweep.report import fmt, plots
 from iosweep.report.figures import NODES_CAPTION, SCALING_CAPTION
 from iosweep.report.sections import Context
-from iosweep.report.sections.overview import _int, series_name
+from iosweep.report.sections.overview import series_name, whole_int
 from iosweep.report.tables import Column, Table, py, records_table
 from iosweep.report.words import lever_series_text
 
@@ -240,8 +240,8 @@ def point_name(p: SweepPoint | dict[str, Any]) -> str:
     """{ranks: 4, nodes: 1} -> "4r/1n" (nodes left out when unknown)."""
     ranks = py(p.ranks if isinstance(p, SweepPoint) else p.get("ranks"))
     nodes = py(p.nodes if isinstance(p, SweepPoint) else p.get("nodes"))
-    name = f"{_int(ranks)}r" if ranks is not None else "?r"
-    return name + (f"/{_int(nodes)}n" if nodes is not None else "")
+    name = f"{whole_int(ranks)}r" if ranks is not None else "?r"
+    return name + (f"/{whole_int(nodes)}n" if nodes is not None else "")
 
 
 def trend_table(ctx: Context) -> dict[str, Any]:
@@ -291,7 +291,7 @@ def metric_table(df: pd.DataFrame) -> dict[str, Any]:
             for x in (
                 str(py(row.get("framework")) or ""),
                 point_name({"ranks": row.get("ranks"), "nodes": row.get("nodes")}),
-                f"rep{_int(py(row.get('rep')) or 0)}",
+                f"rep{whole_int(py(row.get('rep')) or 0)}",
             )
             if x
         )

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from iosweep.trace.darshan.libutil import _Handle, _issue, _RecordError
+from iosweep.trace.darshan.libutil import LogHandle, RecordError, log_issue
 from iosweep.trace.logs import LogError
 from iosweep.trace.schema import ACCESS_SLOTS, COUNTERS, SIZE_BINS, Issue
 
@@ -169,7 +169,7 @@ _ID_COLUMNS = ("rank", "host", "pid", "file_id", "path", "module", "source")
 
 
 # Darshan's module name -> (record type, column map, iosweep's module name, counter prefix)
-_COUNTER_SPECS: dict[str, tuple[str, dict[str, tuple[str, ...]], str, str]] = {
+COUNTER_SPECS: dict[str, tuple[str, dict[str, tuple[str, ...]], str, str]] = {
     "POSIX": ("struct darshan_posix_file *", _POSIX_MAP, "POSIX", "POSIX"),
     "STDIO": ("struct darshan_stdio_file *", _STDIO_MAP, "STDIO", "STDIO"),
     "MPI-IO": ("struct darshan_mpiio_file *", _MPIIO_MAP, "MPIIO", "MPIIO"),
@@ -187,10 +187,10 @@ _COUNTER_SPECS: dict[str, tuple[str, dict[str, tuple[str, ...]], str, str]] = {
 }
 
 
-def _read_counters(h: _Handle, module: str, idx: int) -> dict[str, Any] | None:
-    """Per-record counters of a module of :data:`_COUNTER_SPECS` as columns (None if the
+def read_counters(h: LogHandle, module: str, idx: int) -> dict[str, Any] | None:
+    """Per-record counters of a module of :data:`COUNTER_SPECS` as columns (None if the
     module has no records)."""
-    ctype, cmap, name, prefix = _COUNTER_SPECS[module]
+    ctype, cmap, name, prefix = COUNTER_SPECS[module]
     cnames = {n: i for i, n in enumerate(h.cb.counter_names(module))}
     fnames = {n: i for i, n in enumerate(h.cb.fcounter_names(module))}
     ids, ranks, ints, floats = [], [], [], []
@@ -200,7 +200,7 @@ def _read_counters(h: _Handle, module: str, idx: int) -> dict[str, Any] | None:
             ranks.append(int(rec.base_rec.rank))
             ints.append(np.frombuffer(h.ffi.buffer(rec.counters), np.int64).copy())
             floats.append(np.frombuffer(h.ffi.buffer(rec.fcounters), np.float64).copy())
-    except _RecordError:
+    except RecordError:
         raise LogError(
             h.path,
             "corrupt",
@@ -243,7 +243,7 @@ def _read_counters(h: _Handle, module: str, idx: int) -> dict[str, Any] | None:
     return cols
 
 
-def _counters_table(
+def counters_table(
     parts: list[dict[str, np.ndarray]],
     names: dict[int, str],
     source: str,
@@ -277,7 +277,7 @@ def _counters_table(
     return t.cast(COUNTERS)
 
 
-def _read_lustre(h: _Handle, path: Path, idx: int) -> tuple[dict[str, Any] | None, Issue | None]:
+def read_lustre(h: LogHandle, path: Path, idx: int) -> tuple[dict[str, Any] | None, Issue | None]:
     """LUSTRE records (each file's striping: no I/O) as counter rows of module LUSTRE with
     their first layout component's stripe size and count; damage is a warning, as in
     :func:`_check_region`."""
@@ -290,9 +290,9 @@ def _read_lustre(h: _Handle, path: Path, idx: int) -> tuple[dict[str, Any] | Non
             first = rec.comps[0].counters if rec.num_comps > 0 else None
             sizes.append(int(first[0]) if first is not None else -1)
             counts.append(int(first[1]) if first is not None else -1)
-    except _RecordError:
+    except RecordError:
         h.reopen()
-        return None, _issue(
+        return None, log_issue(
             path,
             "corrupt",
             f"the LUSTRE data are damaged (libdarshan-util failed after {len(ids)} records); "

@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from iosweep.trace.darshan.libutil import SEGMENT_DTYPE, _Dict, _Handle, _RecordError
+from iosweep.trace.darshan.libutil import SEGMENT_DTYPE, LogHandle, NameDict, RecordError
 from iosweep.trace.logs import LogError
 from iosweep.trace.schema import SEGMENTS
 
 # a DXT time this far outside the log's own run is garbage, not a late write (seconds)
 _TIME_SLACK = 86400.0
 
-_DXT_MODULES = {"DXT_POSIX": "POSIX", "DXT_MPIIO": "MPIIO"}
+DXT_MODULES = {"DXT_POSIX": "POSIX", "DXT_MPIIO": "MPIIO"}
 
 
 def _check_segments(seg: np.ndarray, duration: float) -> str:
@@ -33,7 +33,7 @@ def _check_segments(seg: np.ndarray, duration: float) -> str:
 
 
 @dataclass
-class _DxtPart:
+class DxtPart:
     """The segments of one DXT file record, copied out of C (the constant columns come later)."""
 
     module: str
@@ -47,10 +47,10 @@ class _DxtPart:
     end: np.ndarray
 
 
-def _read_dxt(h: _Handle, module: str, idx: int, duration: float) -> list[_DxtPart]:
+def read_dxt(h: LogHandle, module: str, idx: int, duration: float) -> list[DxtPart]:
     ffi = h.ffi
     head = ffi.sizeof("struct dxt_file_record")
-    parts: list[_DxtPart] = []
+    parts: list[DxtPart] = []
     try:
         for rec in h.records(idx, "struct dxt_file_record *"):
             wc, rc = int(rec.write_count), int(rec.read_count)
@@ -74,8 +74,8 @@ def _read_dxt(h: _Handle, module: str, idx: int, duration: float) -> list[_DxtPa
             if bad:
                 raise LogError(h.path, "corrupt", f"{module} record {rid} is damaged: {bad}")
             parts.append(
-                _DxtPart(
-                    module=_DXT_MODULES[module],
+                DxtPart(
+                    module=DXT_MODULES[module],
                     rank=rank,
                     host=ffi.string(rec.hostname, 64).decode("utf-8", "replace"),
                     rid=rid,
@@ -86,7 +86,7 @@ def _read_dxt(h: _Handle, module: str, idx: int, duration: float) -> list[_DxtPa
                     end=seg["end"].copy(),
                 )
             )
-    except _RecordError:
+    except RecordError:
         raise LogError(
             h.path,
             "corrupt",
@@ -118,8 +118,8 @@ class _Consts:
         return a.slice(0, n)
 
 
-def _segments_table(
-    parts: list[_DxtPart], names: dict[int, str], source: str, pid_of_rank: dict[int, int]
+def segments_table(
+    parts: list[DxtPart], names: dict[int, str], source: str, pid_of_rank: dict[int, int]
 ) -> pa.Table:
     """SEGMENTS from the DXT parts (consumed: each part is dropped once it is in a batch).
 
@@ -130,7 +130,7 @@ def _segments_table(
     """
     if not parts:
         return SEGMENTS.empty_table()
-    hosts, paths, modules, ops, sources = _Dict(), _Dict(), _Dict(), _Dict(), _Dict()
+    hosts, paths, modules, ops, sources = NameDict(), NameDict(), NameDict(), NameDict(), NameDict()
     w, r, src = ops("write"), ops("read"), sources(source)
     keys = [
         (hosts(p.host), paths(names.get(p.rid, f"<unknown record {p.rid}>")), modules(p.module))

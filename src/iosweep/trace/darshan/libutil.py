@@ -27,11 +27,11 @@ def backend():
     return cb
 
 
-class _RecordError(Exception):
+class RecordError(Exception):
     """darshan_log_get_record returned an error in the middle of a module region."""
 
 
-class _Handle:
+class LogHandle:
     """An open libdarshan-util log handle."""
 
     def __init__(self, path: Path):
@@ -117,14 +117,14 @@ class _Handle:
             if r == 0:
                 return
             if r < 0:
-                raise _RecordError
+                raise RecordError
             try:
                 yield self.ffi.cast(ctype, buf[0])
             finally:
                 self.lib.darshan_free(buf[0])
 
 
-class _Dict:
+class NameDict:
     """Values of one dictionary-encoded column, shared by every batch of a log."""
 
     def __init__(self) -> None:
@@ -137,5 +137,5 @@ class _Dict:
         return pa.array(list(self.values), pa.string())
 
 
-def _issue(path: Path, kind: str, message: str, severity: str = "error") -> Issue:
+def log_issue(path: Path, kind: str, message: str, severity: str = "error") -> Issue:
     return Issue(source=str(path), kind=kind, message=message, severity=severity)

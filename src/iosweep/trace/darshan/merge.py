@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from iosweep.trace.darshan.counters import _COUNTER_SPECS
-from iosweep.trace.darshan.libutil import SEGMENT_DTYPE, _Handle
-from iosweep.trace.darshan.write import _writer_lib, put_header
+from iosweep.trace.darshan.counters import COUNTER_SPECS
+from iosweep.trace.darshan.libutil import SEGMENT_DTYPE, LogHandle
+from iosweep.trace.darshan.write import put_header, writer_lib
 
 _DXT = {"DXT_POSIX", "DXT_MPIIO"}
 _HEATMAP = "HEATMAP"
@@ -48,7 +48,7 @@ class MergeResult:
 @dataclass
 class _Open:
     inp: MergeInput
-    h: _Handle
+    h: LogHandle
     job: dict
     delta: float = 0.0  # this log's start, in seconds after the merged job's start
 
@@ -60,7 +60,7 @@ def write_merged_log(
     libdarshan-util's writer reports an error."""
     ranked = [i for i in inputs if i.rank >= 0]
     left_out = [f"{i.path.name}: no rank" for i in inputs if i.rank < 0]
-    logs = [_Open(i, h := _Handle(i.path), h.job()) for i in ranked]
+    logs = [_Open(i, h := LogHandle(i.path), h.job()) for i in ranked]
     try:
         if not logs:
             raise ValueError("write_merged_log: no log with a rank")
@@ -76,7 +76,7 @@ def write_merged_log(
         for o in logs:
             names.update(_names(o.h))
             mounts.update({p: t for p, t in o.job["mounts"]})
-        ffi, lib = _writer_lib()
+        ffi, lib = writer_lib()
         out.unlink(missing_ok=True)
         fd = lib.darshan_log_create(str(out).encode(), 0, 0)  # zlib; not partial
         if fd == ffi.NULL:
@@ -108,7 +108,7 @@ def write_merged_log(
             o.h.close()
 
 
-def _names(h: _Handle) -> dict[int, str]:
+def _names(h: LogHandle) -> dict[int, str]:
     ffi, lib = h.ffi, h.lib
     recs = ffi.new("struct darshan_name_record **")
     cnt = ffi.new("int *")
@@ -124,7 +124,7 @@ def _names(h: _Handle) -> dict[int, str]:
 
 def _modules(logs: list[_Open], left_out: list[str]) -> list[tuple[str, int]]:
     """The modules of the logs, in the increasing id order the writer needs."""
-    ffi, lib = _writer_lib()
+    ffi, lib = writer_lib()
     found: dict[str, int] = {}
     for o in logs:
         for name, m in o.h.modules().items():
@@ -149,7 +149,7 @@ def _put_module(fd, name: str, idx: int, logs: list[_Open], duration: float) -> 
         return _put_dxt(fd, idx, logs)
     if name == _HEATMAP:
         return _put_heatmaps(fd, idx, logs, duration)
-    if name in _COUNTER_SPECS:
+    if name in COUNTER_SPECS:
         return _put_counters(fd, name, idx, logs)
     return _put_first(fd, idx, logs)
 
@@ -157,7 +157,7 @@ def _put_module(fd, name: str, idx: int, logs: list[_Open], duration: float) -> 
 def _put_first(fd, idx: int, logs: list[_Open]) -> bool:
     """A module iosweep does not analyse (LUSTRE striping, APMPI, ...): each (record, rank)
     once, as its first process recorded it (a file's striping is the same for all)."""
-    ffi, lib = _writer_lib()
+    ffi, lib = writer_lib()
     funcs = lib.mod_logutils[idx]
     seen: set[tuple[int, int]] = set()
     ok = True
@@ -176,9 +176,9 @@ def _put_first(fd, idx: int, logs: list[_Open]) -> bool:
 def _put_counters(fd, name: str, idx: int, logs: list[_Open]) -> bool:
     """Counter records with the process's rank and times on the job's clock; records of one
     (file, rank) from several processes folded by the module's own aggregation."""
-    ffi, lib = _writer_lib()
+    ffi, lib = writer_lib()
     funcs = lib.mod_logutils[idx]
-    ctype = _COUNTER_SPECS[name][0]
+    ctype = COUNTER_SPECS[name][0]
     names = logs[0].h.cb.fcounter_names(name)
     stamps = [i for i, n in enumerate(names) if n.endswith("TIMESTAMP")]
     size = logs[0].h.ffi.sizeof(ctype.rstrip(" *"))  # fixed-size records
@@ -216,7 +216,7 @@ def _shift(o: _Open, ctype: str, buf, stamps: list[int]) -> None:
     """Move a record's timestamps (seconds from its own log's start; 0: never) onto the
     merged job's clock."""
     cffi = o.h.ffi
-    rec = cffi.cast(ctype, int(_writer_lib()[0].cast("uintptr_t", buf)))
+    rec = cffi.cast(ctype, int(writer_lib()[0].cast("uintptr_t", buf)))
     fc = np.frombuffer(cffi.buffer(rec.fcounters), np.float64)
     for i in stamps:
         if fc[i] > 0:
@@ -226,7 +226,7 @@ def _shift(o: _Open, ctype: str, buf, stamps: list[int]) -> None:
 def _put_dxt(fd, idx: int, logs: list[_Open]) -> bool:
     """DXT records on the job's clock, each process's segments under its rank (the writes,
     then the reads, each in time order) with its host."""
-    ffi = _writer_lib()[0]
+    ffi = writer_lib()[0]
     head = ffi.sizeof("struct dxt_file_record")
     ok = True
     for rank_logs in _by_rank(logs):  # one rank's records held at a time
@@ -252,7 +252,7 @@ def _put_dxt_records(
     fd, idx: int, groups: dict[tuple[int, int], tuple[str, list[np.ndarray], list[np.ndarray]]]
 ) -> bool:
     """One DXT record per (file, rank): its processes' writes, then their reads, in time order."""
-    ffi, lib = _writer_lib()
+    ffi, lib = writer_lib()
     head = ffi.sizeof("struct dxt_file_record")
     ok = True
     funcs = lib.mod_logutils[idx]
@@ -279,7 +279,7 @@ def _put_heatmaps(fd, idx: int, logs: list[_Open], duration: float) -> bool:
     """Every heatmap on one grid: the widest bin width of the inputs, from the job's start.
     A process's bin spreads its bytes over the merged bins it overlaps in proportion (whole
     bytes; the totals are kept exactly)."""
-    ffi, lib = _writer_lib()
+    ffi, lib = writer_lib()
     found = []
     for o in logs:
         for rec in _records(o, idx):

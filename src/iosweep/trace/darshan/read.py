@@ -27,13 +27,13 @@ from typing import Any
 
 from iosweep.trace.darshan.check import LogLayout, check_log
 from iosweep.trace.darshan.counters import (
-    _COUNTER_SPECS,
-    _counters_table,
-    _read_counters,
-    _read_lustre,
+    COUNTER_SPECS,
+    counters_table,
+    read_counters,
+    read_lustre,
 )
-from iosweep.trace.darshan.dxt import _DXT_MODULES, _DxtPart, _read_dxt, _segments_table
-from iosweep.trace.darshan.libutil import SEGMENT_DTYPE, _Handle, _issue, _RecordError, backend
+from iosweep.trace.darshan.dxt import DXT_MODULES, DxtPart, read_dxt, segments_table
+from iosweep.trace.darshan.libutil import SEGMENT_DTYPE, LogHandle, RecordError, backend, log_issue
 from iosweep.trace.logs import LogError, ProcessLog
 from iosweep.trace.schema import Issue
 
@@ -44,16 +44,16 @@ __all__ = ["SEGMENT_DTYPE", "backend", "read_darshan_log", "read_darshan_log_iso
 _PID_IN_NAME = re.compile(r"_id(\d+)-(\d+)_")
 
 
-def _check_region(h: _Handle, path: Path, module: str, idx: int) -> Issue | None:
+def _check_region(h: LogHandle, path: Path, module: str, idx: int) -> Issue | None:
     """Decode every record of a module iosweep does not analyse (LUSTRE, HEATMAP, APMPI ...):
     damage there must be found too, though the figures do not depend on it."""
     n = 0
     try:
         for _ in h.records(idx, "void *"):
             n += 1
-    except _RecordError:
+    except RecordError:
         h.reopen()  # see _read: the inflate stream stays broken after an error
-        return _issue(
+        return log_issue(
             path,
             "corrupt",
             f"the {module} data are damaged (libdarshan-util failed after {n} records); "
@@ -78,14 +78,14 @@ def read_darshan_log(path: Path | str) -> ProcessLog:
     layout = check_log(path)
     if not any(k.startswith("slot") for k in layout.regions):
         raise LogError(path, "empty", "no I/O recorded: the log holds job metadata only")
-    h = _Handle(path)
+    h = LogHandle(path)
     try:
         return _read(path, layout, h)
     finally:
         h.close()
 
 
-def _read(path: Path, layout: LogLayout, h: _Handle) -> ProcessLog:
+def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
     job = h.job()
     mods = h.modules()
     # libdarshan-util renumbers the slots of older formats (modules were added over time)
@@ -104,7 +104,7 @@ def _read(path: Path, layout: LogLayout, h: _Handle) -> ProcessLog:
                 f"file is {layout.size} bytes but its header maps {layout.mapped_end}",
             )
         issues.append(
-            _issue(
+            log_issue(
                 path,
                 "truncated",
                 f"file is {layout.size} bytes but its header maps {layout.mapped_end}: "
@@ -114,7 +114,7 @@ def _read(path: Path, layout: LogLayout, h: _Handle) -> ProcessLog:
         incomplete.extend(lost)
 
     duration = max(job["end"] - job["start"], 0.0)
-    dxt_parts: list[_DxtPart] = []
+    dxt_parts: list[DxtPart] = []
     counter_parts: list[dict[str, Any]] = []
     read_ok: list[str] = []
     for name in by_idx:
@@ -122,19 +122,19 @@ def _read(path: Path, layout: LogLayout, h: _Handle) -> ProcessLog:
         if name in lost:
             continue
         if name == "LUSTRE":
-            part, problem = _read_lustre(h, path, m["idx"])
+            part, problem = read_lustre(h, path, m["idx"])
             counter_parts.extend([part] if part is not None else [])
             issues.extend([problem] if problem is not None else [])
             continue
-        if name not in _DXT_MODULES and name not in _COUNTER_SPECS:
+        if name not in DXT_MODULES and name not in COUNTER_SPECS:
             if (problem := _check_region(h, path, name, m["idx"])) is not None:
                 issues.append(problem)
             continue
         try:
-            if name in _DXT_MODULES:
-                dxt_parts.extend(_read_dxt(h, name, m["idx"], duration))
+            if name in DXT_MODULES:
+                dxt_parts.extend(read_dxt(h, name, m["idx"], duration))
             else:
-                part = _read_counters(h, name, m["idx"])
+                part = read_counters(h, name, m["idx"])
                 if part is not None:
                     counter_parts.append(part)
             read_ok.append(name)
@@ -146,9 +146,9 @@ def _read(path: Path, layout: LogLayout, h: _Handle) -> ProcessLog:
             h.reopen()
             continue
         if m["partial"]:
-            dxt = name in _DXT_MODULES
+            dxt = name in DXT_MODULES
             issues.append(
-                _issue(
+                log_issue(
                     path,
                     "partial-dxt" if dxt else "partial-counters",
                     f"the {name} module ran out of memory while tracing: "
@@ -172,14 +172,14 @@ def _read(path: Path, layout: LogLayout, h: _Handle) -> ProcessLog:
         for p in counter_parts
     }
     traced = rw.get("POSIX", 0) > 0 or "MPI-IO" in mods
-    if (traced or rw.get("STDIO", 0) > 0) and not any(n in mods for n in _DXT_MODULES):
+    if (traced or rw.get("STDIO", 0) > 0) and not any(n in mods for n in DXT_MODULES):
         why = (
             "DXT tracing was off (DXT_ENABLE_IO_TRACE=1 turns it on)"
             if traced
             else "its reads and writes are STDIO, which DXT does not trace"
         )
         issues.append(
-            _issue(
+            log_issue(
                 path,
                 "no-dxt",
                 f"no DXT trace in this log ({why}): counters only, no per-operation segments",
@@ -196,8 +196,8 @@ def _read(path: Path, layout: LogLayout, h: _Handle) -> ProcessLog:
     # a per-process log is rank 0 of itself; in an MPI log only rank 0's pid may be known
     pid_of_rank = {0: pid} if pid >= 0 else {}
     source = path.name
-    segments = _segments_table(dxt_parts, layout.names, source, pid_of_rank)
-    counters = _counters_table(counter_parts, layout.names, source, host_of_rank, pid_of_rank)
+    segments = segments_table(dxt_parts, layout.names, source, pid_of_rank)
+    counters = counters_table(counter_parts, layout.names, source, host_of_rank, pid_of_rank)
     fork_parent = job["metadata"].get("fork_parent")
     return ProcessLog(
         source=path,

@@ -75,7 +75,7 @@ void darshan_log_close(void *fd);
 _writer = None
 
 
-def _writer_lib():
+def writer_lib():
     global _writer
     if _writer is None:
         import glob
@@ -155,7 +155,7 @@ def write_darshan_log(
     for r in records:
         if r.module not in _MODULES:
             raise ValueError(f"write_darshan_log: no writer for module {r.module!r}")
-    ffi, lib = _writer_lib()
+    ffi, lib = writer_lib()
     cb = backend()  # counter names of the same library
     path = Path(path)
     path.unlink(missing_ok=True)
@@ -249,7 +249,7 @@ def put_header(
 ) -> bool:
     """Write a log's job record, executable, mount table and name records (what comes
     before the modules' records); True when libdarshan-util reported no error."""
-    ffi, lib = _writer_lib()
+    ffi, lib = writer_lib()
     job = ffi.new("struct darshan_job *")
     job.uid, job.nprocs, job.jobid = uid, nprocs, jobid
     job.start_time_sec, job.start_time_nsec = int(start), int(start % 1 * 1e9)

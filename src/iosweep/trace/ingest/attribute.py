@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 
-from iosweep.trace.ingest.find import _Log
+from iosweep.trace.ingest.find import LogEntry
 from iosweep.trace.ingest.parts import table_of
 from iosweep.trace.logs import ProcessLog
 from iosweep.trace.schema import (
@@ -38,7 +38,7 @@ class _RankIndex:
         return None
 
 
-def _attribute(entries: list[_Log], ranks: list[RankInfo], rank_source: str) -> list[Issue]:
+def attribute_logs(entries: list[LogEntry], ranks: list[RankInfo], rank_source: str) -> list[Issue]:
     """Set rank/role/host/attributed_by on every read log; return the warnings."""
     index = _RankIndex(ranks)
     read = [e for e in entries if e.log is not None]
@@ -51,7 +51,9 @@ def _attribute(entries: list[_Log], ranks: list[RankInfo], rank_source: str) -> 
     return issues + _number_processes(pending)
 
 
-def _attribute_one(e: _Log, read: list[_Log], index: _RankIndex, rank_source: str) -> Issue | None:
+def _attribute_one(
+    e: LogEntry, read: list[LogEntry], index: _RankIndex, rank_source: str
+) -> Issue | None:
     """Tie one log to a rank by the known ranks: an MPI log, a rank's own pid, a forked
     worker's parent pid, or the rank directory it lies in; a warning for a child process."""
     L = e.plog
@@ -101,7 +103,7 @@ def _attribute_one(e: _Log, read: list[_Log], index: _RankIndex, rank_source: st
     )
 
 
-def _unattributed(pending: list[_Log]) -> list[Issue]:
+def _unattributed(pending: list[LogEntry]) -> list[Issue]:
     """Processes that are no known rank and were forked by none: rank -1, role child."""
     issues = []
     for e in pending:
@@ -119,16 +121,16 @@ def _unattributed(pending: list[_Log]) -> list[Issue]:
     return issues
 
 
-def _number_processes(pending: list[_Log]) -> list[Issue]:
+def _number_processes(pending: list[LogEntry]) -> list[Issue]:
     """No rank information at all: forked children follow their parent log, the other
     processes are numbered in start order."""
     issues: list[Issue] = []
     by_key = {(e.plog.host, e.plog.pid): e for e in pending}
-    by_pid_log: dict[int, list[_Log]] = {}
+    by_pid_log: dict[int, list[LogEntry]] = {}
     for e in pending:
         by_pid_log.setdefault(e.plog.pid, []).append(e)
 
-    def parent_log(e: _Log) -> _Log | None:
+    def parent_log(e: LogEntry) -> LogEntry | None:
         for pid in (e.plog.ppid, e.plog.jobid if e.plog.jobid != e.plog.pid else None):
             if pid is None:
                 continue
@@ -177,7 +179,7 @@ def _number_processes(pending: list[_Log]) -> list[Issue]:
     return issues
 
 
-def _mpi_hosts(log: ProcessLog) -> dict[int, str]:
+def mpi_hosts_of(log: ProcessLog) -> dict[int, str]:
     """rank -> host as the DXT records of an MPI log name them."""
     seg = table_of(log, "segments", ["rank", "host"])
     if seg is None or not seg.num_rows:
@@ -197,7 +199,7 @@ def _short(exe: str, n: int = 60) -> str:
     return exe if len(exe) <= n else exe[: n - 1] + "…"
 
 
-def _mixed_jobs(read: list[_Log]) -> list[Issue]:
+def mixed_jobs(read: list[LogEntry]) -> list[Issue]:
     """A warning when the Darshan MPI logs come from several jobs (their ranks overlap), or
     when the per-process logs fall into groups that never ran at the same time (runs at
     different times mixed in one folder: one job's processes overlap in time)."""
@@ -233,9 +235,9 @@ def _mixed_jobs(read: list[_Log]) -> list[Issue]:
     ]
 
 
-def _apart_in_time(logs: list[_Log]) -> list[list[_Log]]:
+def _apart_in_time(logs: list[LogEntry]) -> list[list[LogEntry]]:
     """The logs grouped by overlapping [start, end] (chains of overlaps), in time order."""
-    groups: list[list[_Log]] = []
+    groups: list[list[LogEntry]] = []
     end = 0.0
     for e in sorted(logs, key=lambda x: x.plog.start):
         if groups and e.plog.start <= end:
@@ -247,7 +249,7 @@ def _apart_in_time(logs: list[_Log]) -> list[list[_Log]]:
     return groups
 
 
-def _ranks_from_logs(read: list[_Log], mpi_hosts: dict[int, dict[int, str]]) -> list[RankInfo]:
+def ranks_from_logs(read: list[LogEntry], mpi_hosts: dict[int, dict[int, str]]) -> list[RankInfo]:
     """The ranks the logs themselves know, when no manifest or rank file names them."""
     seen: dict[int, RankInfo] = {}
     for e in read:
@@ -261,7 +263,9 @@ def _ranks_from_logs(read: list[_Log], mpi_hosts: dict[int, dict[int, str]]) -> 
     return [seen[r] for r in sorted(seen)]
 
 
-def _missing_ranks(entries: list[_Log], read: list[_Log], ranks: list[RankInfo]) -> list[Issue]:
+def missing_rank_issues(
+    entries: list[LogEntry], read: list[LogEntry], ranks: list[RankInfo]
+) -> list[Issue]:
     """Every rank the manifest or rank files name should have left a log."""
     have = {e.rank for e in read if e.role == "rank"}
     have |= {r for e in read if e.plog.mpi for r in range(e.plog.nprocs)}
@@ -284,7 +288,7 @@ def _missing_ranks(entries: list[_Log], read: list[_Log], ranks: list[RankInfo])
     ]
 
 
-def _duplicate_ranks(read: list[_Log]) -> list[Issue]:
+def duplicate_ranks(read: list[LogEntry]) -> list[Issue]:
     """A warning for each rank that several (non-MPI) logs claim."""
     dup = Counter(e.rank for e in read if e.role == "rank" and not e.plog.mpi)
     return [

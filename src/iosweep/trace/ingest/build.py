@@ -16,16 +16,22 @@ from iosweep.trace import dlio, jobs
 from iosweep.trace.darshan.merge import MergeInput, write_merged_log
 from iosweep.trace.ingest import parts
 from iosweep.trace.ingest.attribute import (
-    _attribute,
-    _duplicate_ranks,
-    _missing_ranks,
-    _mixed_jobs,
-    _mpi_hosts,
-    _ranks_from_logs,
+    attribute_logs,
+    duplicate_ranks,
+    missing_rank_issues,
+    mixed_jobs,
+    mpi_hosts_of,
+    ranks_from_logs,
 )
-from iosweep.trace.ingest.clock import _place_all, _steps_table
-from iosweep.trace.ingest.find import _collect_ranks, _load_manifest, _Log, _rank_files, discover
-from iosweep.trace.ingest.readlogs import _read_all
+from iosweep.trace.ingest.clock import manifest_steps, place_all
+from iosweep.trace.ingest.find import (
+    LogEntry,
+    collect_ranks,
+    discover,
+    find_rank_files,
+    load_manifest,
+)
+from iosweep.trace.ingest.readlogs import read_logs
 from iosweep.trace.schema import (
     TABLES,
     Issue,
@@ -41,7 +47,9 @@ MERGED_DARSHAN = "merged.darshan"
 INPUTS_JSON = "inputs.json"  # what a store was built from: lets an unchanged input be reused
 
 
-def write_merged_darshan(read: list[_Log], processes: list[ProcessInfo], out: Path) -> list[Issue]:
+def write_merged_darshan(
+    read: list[LogEntry], processes: list[ProcessInfo], out: Path
+) -> list[Issue]:
     """``out``: the run's per-process Darshan logs as one N-rank log (trace/darshan/merge.py),
     for Darshan's own tools. Only for per-process (non-MPI) logs: an MPI job's log already is
     one. Returns the warnings (the store itself is complete either way)."""
@@ -205,7 +213,7 @@ def _ingest_jobs(
     if manifest is None:
         found = [p / "manifest.json" for p in inputs if (p / "manifest.json").is_file()]
         manifest = found[0] if found else None
-    man = _load_manifest(manifest) if manifest is not None else {}
+    man = load_manifest(manifest) if manifest is not None else {}
     # DLIO's output folders: its own account of each run (dlio.py); with a manifest (DLIO run
     # as a workload of the sweep), the one DLIO folder of that run
     dlio_dirs = dlio.find_dlio_outputs(inputs)
@@ -217,7 +225,7 @@ def _ingest_jobs(
     entries, unfinished = discover(inputs)
     out_resolved = out.resolve()
     entries = [e for e in entries if out_resolved not in e.path.resolve().parents]
-    rank_files = _rank_files(inputs)
+    rank_files = find_rank_files(inputs)
     used = [e.path for e in entries] + unfinished + rank_files + ([manifest] if manifest else [])
     used += [f for d in dlio_dirs for f in _dlio_files(d)]
     arguments = {"run_id": run_id, "isolate": isolate, "params": params or {}}
@@ -236,9 +244,9 @@ def _ingest_jobs(
                 "or died while writing it; collect logs only after every process has exited",
             )
         )
-    ranks, rank_source = _collect_ranks(man, rank_files, issues)
+    ranks, rank_source = collect_ranks(man, rank_files, issues)
     spill_to = parts.spill_dir(out, [e.path for e in entries])
-    readers = _read_all(entries, isolate, issues, workers, spill_to)
+    readers = read_logs(entries, isolate, issues, workers, spill_to)
     read = [e for e in entries if e.log is not None]
     if len(dlio_dirs) == 1:
         rec, dlio_issues = dlio.read_dlio_output(dlio_dirs[0])
@@ -270,7 +278,7 @@ def _ingest_jobs(
             manifests={d.name: dlio.read_dlio_output(d) for d in dlio_dirs},
             phases=phases,
         )
-    issues.extend(_mixed_jobs(read))
+    issues.extend(mixed_jobs(read))
     meta = _build_store(
         out, man, entries, ranks, rank_source, issues, inputs=inputs, run_id=run_id, params=params
     )
@@ -285,8 +293,8 @@ def _ingest_split(
     out: Path,
     run_id: str | None,
     params: dict | None,
-    entries: list[_Log],
-    read: list[_Log],
+    entries: list[LogEntry],
+    read: list[LogEntry],
     groups: list[tuple[str, list[int]]],
     issues: list[Issue],
     inputs_doc: dict[str, Any],
@@ -349,7 +357,7 @@ def _dlio_files(folder: Path) -> list[Path]:
     return sorted([*folder.glob("*.json"), *(folder / ".hydra").glob("*.yaml")])
 
 
-def _dlio_groups(dirs: list[Path], read: list[_Log]) -> list[tuple[str, list[int]]]:
+def _dlio_groups(dirs: list[Path], read: list[LogEntry]) -> list[tuple[str, list[int]]]:
     """One job per DLIO output folder (its traces lie in it); logs in none of them, apart."""
     groups: list[tuple[str, list[int]]] = []
     taken: set[int] = set()
@@ -382,7 +390,7 @@ def _clear_outputs(out: Path) -> None:
 def _build_store(
     out: Path,
     man: dict[str, Any],
-    entries: list[_Log],
+    entries: list[LogEntry],
     ranks: list[RankInfo],
     rank_source: str,
     issues: list[Issue],
@@ -393,7 +401,7 @@ def _build_store(
 ) -> RunMeta:
     """Attribute ``entries`` (read or not) to ranks, put them on one clock, write the store."""
     read = [e for e in entries if e.log is not None]
-    issues.extend(_attribute(entries, ranks, rank_source))
+    issues.extend(attribute_logs(entries, ranks, rank_source))
 
     # one clock: the manifest's start time, else the earliest log start
     if isinstance(man.get("start_time"), (int, float)):
@@ -404,19 +412,19 @@ def _build_store(
         clock_zero = 0.0
 
     # an MPI log holds its ranks itself; DXT records name each rank's host
-    mpi_hosts = {id(e): _mpi_hosts(e.plog) for e in read if e.plog.mpi}
+    mpi_hosts = {id(e): mpi_hosts_of(e.plog) for e in read if e.plog.mpi}
     if not ranks:  # no manifest/rank files: the ranks are those the logs know
-        ranks = _ranks_from_logs(read, mpi_hosts)
+        ranks = ranks_from_logs(read, mpi_hosts)
     tracer = man.get("tracer")
     tracer_name = str(tracer.get("name", "") if isinstance(tracer, dict) else tracer or "")
     # manifests of other tools may name the tracer among the sweep point's parameters only
     tracer_name = tracer_name or str((man.get("params") or {}).get("tracer") or "")
     if tracer_name != "none" and (rank_source or man):
-        issues.extend(_missing_ranks(entries, read, ranks))
-    issues.extend(_duplicate_ranks(read))
+        issues.extend(missing_rank_issues(entries, read, ranks))
+    issues.extend(duplicate_ranks(read))
 
-    tables, processes = _place_all(read, clock_zero, mpi_hosts)
-    steps = _steps_table(man, clock_zero, issues)
+    tables, processes = place_all(read, clock_zero, mpi_hosts)
+    steps = manifest_steps(man, clock_zero, issues)
     meta = _run_meta(man, inputs, run_id, params, tracer_name, clock_zero, ranks, processes, issues)
     write_store(out, meta, {**tables, "steps": steps})
     problems = write_merged_darshan(read, processes, out / MERGED_DARSHAN)

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from iosweep.trace.ingest import parts
-from iosweep.trace.ingest.find import _Log
+from iosweep.trace.ingest.find import LogEntry
 from iosweep.trace.schema import (
     STEPS,
     Issue,
@@ -29,7 +29,7 @@ def _fill_dict_column(col: pa.ChunkedArray, value: str) -> pa.ChunkedArray:
     return filled.cast(col.type)
 
 
-def _place(table: pa.Table, e: _Log, delta: float, time_cols: tuple[str, ...]) -> pa.Table:
+def _place(table: pa.Table, e: LogEntry, delta: float, time_cols: tuple[str, ...]) -> pa.Table:
     """One log's table with the attributed rank/host/pid and times shifted by ``delta``."""
     L = e.plog
     n = table.num_rows
@@ -54,7 +54,7 @@ def _place(table: pa.Table, e: _Log, delta: float, time_cols: tuple[str, ...]) -
     return table
 
 
-def _steps_table(manifest: dict[str, Any], clock_zero: float, issues: list[Issue]) -> pa.Table:
+def manifest_steps(manifest: dict[str, Any], clock_zero: float, issues: list[Issue]) -> pa.Table:
     """The manifest's steps on the run's clock (STEPS)."""
     rows: dict[str, list] = {f.name: [] for f in STEPS}
 
@@ -93,8 +93,8 @@ _PLACED = (
 )
 
 
-def _place_all(
-    read: list[_Log], clock_zero: float, mpi_hosts: dict[int, dict[int, str]]
+def place_all(
+    read: list[LogEntry], clock_zero: float, mpi_hosts: dict[int, dict[int, str]]
 ) -> tuple[dict[str, Parts], list[ProcessInfo]]:
     """One ProcessInfo per process, and per table its parts: every log's part of it, on the
     run's clock, made one at a time as the store writes them (the log lets go of each as it

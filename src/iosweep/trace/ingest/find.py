@@ -35,7 +35,7 @@ _RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
 
 
 @dataclass
-class _Log:
+class LogEntry:
     """One discovered log file and what became of it."""
 
     path: Path
@@ -83,12 +83,12 @@ def _dir_rank(path: Path, root: Path) -> int | None:
     return None
 
 
-def discover(inputs: list[Path]) -> tuple[list[_Log], list[Path]]:
+def discover(inputs: list[Path]) -> tuple[list[LogEntry], list[Path]]:
     """Logs under ``inputs`` (files or directories, searched recursively), and unfinished ones.
 
     Files that are not logs (``*.dxt``, ``*.csv``, the store's parquet files ...) are ignored.
     """
-    logs: dict[Path, _Log] = {}
+    logs: dict[Path, LogEntry] = {}
     unfinished: list[Path] = []
     for root in inputs:
         root = Path(root)
@@ -104,13 +104,13 @@ def discover(inputs: list[Path]) -> tuple[list[_Log], list[Path]]:
                 continue
             tracer = _tracer_of(p)
             if tracer:
-                logs[key] = _Log(path=p, tracer=tracer, dir_rank=_dir_rank(p, base))
+                logs[key] = LogEntry(path=p, tracer=tracer, dir_rank=_dir_rank(p, base))
             elif p.name.endswith(UNFINISHED_SUFFIX):
                 unfinished.append(p)
     return list(logs.values()), unfinished
 
 
-def _load_manifest(path: Path) -> dict[str, Any]:
+def load_manifest(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
@@ -142,7 +142,7 @@ def _rank_info(d: Any, source: str, issues: list[Issue]) -> RankInfo | None:
     return info
 
 
-def _rank_files(inputs: list[Path]) -> list[Path]:
+def find_rank_files(inputs: list[Path]) -> list[Path]:
     """ranks/rank-R.json beside or above each input directory (run dir, or run/logs)."""
     found: dict[Path, Path] = {}
     for root in inputs:
@@ -157,7 +157,7 @@ def _rank_files(inputs: list[Path]) -> list[Path]:
     return list(found.values())
 
 
-def _collect_ranks(
+def collect_ranks(
     manifest: dict[str, Any], rank_files: list[Path], issues: list[Issue]
 ) -> tuple[list[RankInfo], str]:
     """Ranks from the manifest, completed by rank files; and where they came from."""

@@ -9,7 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from iosweep.trace.dftracer import decode
-from iosweep.trace.ingest.find import _Log
+from iosweep.trace.ingest.find import LogEntry
 from iosweep.trace.ingest.parts import spill
 from iosweep.trace.logs import LogError, ProcessLog
 from iosweep.trace.schema import (
@@ -17,7 +17,7 @@ from iosweep.trace.schema import (
 )
 
 
-def _read(entry: _Log, isolate: bool) -> ProcessLog:
+def _read(entry: LogEntry, isolate: bool) -> ProcessLog:
     if entry.tracer == "darshan":
         from iosweep.trace.darshan.read import read_darshan_log, read_darshan_log_isolated
 
@@ -32,7 +32,7 @@ def _read(entry: _Log, isolate: bool) -> ProcessLog:
 
 
 def _read_one(
-    entry: _Log, isolate: bool, spill_to: Path | None = None, key: str = ""
+    entry: LogEntry, isolate: bool, spill_to: Path | None = None, key: str = ""
 ) -> tuple[ProcessLog | None, list[Issue]]:
     """One log, or the issue that says why it could not be read (never raises: one broken
     reader must not stop the other logs); with ``spill_to``, its tables moved to files there
@@ -54,7 +54,7 @@ def _read_one(
 PARALLEL_MIN_BYTES = 32 * 2**20
 
 
-def read_workers(entries: list[_Log], requested: int | None = None) -> int:
+def read_workers(entries: list[LogEntry], requested: int | None = None) -> int:
     """How many processes read the logs: ``requested``, else one per core (at most 8) when
     there are several DFTracer traces and enough of them to pay for starting the processes.
     Darshan logs are read in one: libdarshan-util decodes them faster than their tables
@@ -72,8 +72,8 @@ def _reader_process() -> None:
     decode.BULK_THREADS = False
 
 
-def _read_all(
-    entries: list[_Log],
+def read_logs(
+    entries: list[LogEntry],
     isolate: bool,
     issues: list[Issue],
     workers: int | None = None,
