@@ -12,7 +12,7 @@ import pytest
 
 from iosweep.trace import store as trace_store
 from iosweep.trace.ingest import ingest, parts, readlogs
-from iosweep.trace.schema import TABLES
+from iosweep.trace.schema import STORE_TABLES
 
 RUNS = [
     "horovod-pytorch-mnist/darshan-np4",  # per-process Darshan logs, workers among them
@@ -23,7 +23,7 @@ RUNS = [
 
 def _tables(store: Path) -> dict[str, pd.DataFrame]:
     out = {}
-    for name in TABLES:
+    for name in STORE_TABLES:
         df = pq.read_table(store / f"{name}.parquet").to_pandas()
         for c in df.columns:  # a dictionary column's codes depend on its row group
             if isinstance(df[c].dtype, pd.CategoricalDtype):
@@ -57,7 +57,7 @@ def test_spilled_logs_make_the_same_store(shared_data, tmp_path, monkeypatch, ru
         path = segments.read_row_group(g, ["path"])["path"].combine_chunks()
         assert len(path.dictionary) == len(set(path.to_pylist()) - {None})
     a, b = _tables(tmp_path / "held"), _tables(out)
-    for name in TABLES:
+    for name in STORE_TABLES:
         pd.testing.assert_frame_equal(a[name], b[name], obj=name)
     ja = json.loads((tmp_path / "held" / "run.json").read_text())
     jb = json.loads((out / "run.json").read_text())

@@ -15,9 +15,9 @@ from iosweep.config import ConfigError, expand_sweep, validate_config  # noqa: E
 from iosweep.workloads import all_workloads  # noqa: E402
 from iosweep.analysis.summary import (
     SWEEP_FILES,
-    TABLES as ANALYSIS_TABLES,
+    ANALYSIS_TABLES,
 )  # noqa: E402
-from iosweep.trace.schema import TABLES as STORE_TABLES  # noqa: E402
+from iosweep.trace.schema import STORE_TABLES  # noqa: E402
 from iosweep.analysis.budget import (
     mem_mb as analysis_memory,
     budget_bytes,

@@ -26,7 +26,7 @@ from iosweep.columns import numbers
 from iosweep.trace.schema import RunMeta
 from iosweep.trace.store import TraceStore
 
-TABLES = ("segments", "counters", "app_events", "steps")
+RANKED_TABLES = ("segments", "counters", "app_events", "steps")
 
 
 class RankSubsetError(ValueError):
@@ -124,7 +124,7 @@ def select(store: TraceStore, ranks: Collection[int], unranked: bool = False) ->
         )
     chosen = sorted(set(ranks))
     groups, rows, left_out = {}, {}, {}
-    for t in TABLES:  # one rank column held at a time (800 MB at 100 M segments)
+    for t in RANKED_TABLES:  # one rank column held at a time (800 MB at 100 M segments)
         groups[t] = row_groups(store, t, chosen)
         rank = _rank_column(store, t, groups[t])
         if t == "counters":

@@ -4,27 +4,24 @@ the rows of the report's "Tuning" section. Formatting only."""
 from __future__ import annotations
 
 from iosweep.analysis.summary import TuneLedger, TuneMeasurement, TuneStep
-
-
-def _num(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.3g}" if x < 100 else f"{x:.0f}"
+from iosweep.units import rate_text
 
 
 def measured_text(m: TuneMeasurement) -> str:
     if not m.ok:
         return f"failed ({len(m.failures)} of {len(m.run_ids)} runs)"
-    spread = f" [{_num(m.samples_per_s_min)}-{_num(m.samples_per_s_max)}]" if m.ok > 1 else ""
+    spread = (
+        f" [{rate_text(m.samples_per_s_min)}-{rate_text(m.samples_per_s_max)}]" if m.ok > 1 else ""
+    )
     au = f", AU {m.au:.0%}" if m.au is not None else ""
-    return f"{_num(m.samples_per_s)} samples/s{spread} over {m.ok} runs{au}"
+    return f"{rate_text(m.samples_per_s)} samples/s{spread} over {m.ok} runs{au}"
 
 
 def predicted_text(step: TuneStep) -> str:
     p = step.prediction
     if p is None:
         return "-"
-    return f"{_num(p.samples_per_s)} samples/s ({p.gain:+.0%}), AU {p.au:.0%}, limited by {p.bottleneck}"
+    return f"{rate_text(p.samples_per_s)} samples/s ({p.gain:+.0%}), AU {p.au:.0%}, limited by {p.bottleneck}"
 
 
 def error_text(step: TuneStep) -> str:

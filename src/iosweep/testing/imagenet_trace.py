@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from iosweep.testing.stores import dictionary, run_meta, table
-from iosweep.trace.schema import SIZE_BINS, TABLES, darshan_size_bin, empty_table
+from iosweep.trace.schema import SIZE_BINS, STORE_TABLES, darshan_size_bin, empty_table
 from iosweep.trace.store import GROUP_MIN_ROWS, ROW_GROUP_ROWS, RUN_JSON, rank_groups
 
 PER_CLASS = 1281
@@ -76,7 +76,7 @@ class _Streams:
 
     def __init__(self, out: Path) -> None:
         self.writers = {
-            name: pq.ParquetWriter(out / f"{name}.parquet", TABLES[name], compression="zstd")
+            name: pq.ParquetWriter(out / f"{name}.parquet", STORE_TABLES[name], compression="zstd")
             for name in ("segments", "counters")
         }
         self.pending: dict[str, list[pa.Table]] = {"segments": [], "counters": []}
@@ -133,7 +133,7 @@ def write_imagenet_store(
     steps = -(-per_rank // BATCH)
     epoch_len = steps * STEP_COMPUTE * 1.15
     streams = _Streams(out)
-    step_rows: dict[str, list] = {k: [] for k in TABLES["steps"].names}
+    step_rows: dict[str, list] = {k: [] for k in STORE_TABLES["steps"].names}
     # each epoch's sampler: the files of each rank (drawn first, so the store is the same
     # whatever order it is written in)
     perms = [rng.permutation(files)[: per_rank * ranks].reshape(ranks, per_rank) for _ in
@@ -262,7 +262,7 @@ def write_imagenet_logs(
     epoch_len = steps * STEP_COMPUTE * 1.15
     host = [f"node{r // RANKS_PER_NODE:03d}" for r in range(ranks)]
     rank_pid = [50_000 + r for r in range(ranks)]
-    step_rows: dict[str, list] = {k: [] for k in TABLES["steps"].names}
+    step_rows: dict[str, list] = {k: [] for k in STORE_TABLES["steps"].names}
     segments = records = 0
     for e in range(epochs):
         perm = rng.permutation(files)[: per_rank * ranks].reshape(ranks, per_rank)

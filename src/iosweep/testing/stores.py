@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from iosweep.trace.schema import TABLES, ProcessInfo, RankInfo, RunMeta
+from iosweep.trace.schema import STORE_TABLES, ProcessInfo, RankInfo, RunMeta
 from iosweep.trace.store import write_store
 
 Rows = Sequence[Mapping[str, Any]]
@@ -26,7 +26,7 @@ Columns = Mapping[str, Any]
 def _columns(name: str, data: Rows | Columns) -> dict[str, Any]:
     if isinstance(data, Mapping):
         return dict(data)
-    names = TABLES[name].names
+    names = STORE_TABLES[name].names
     unknown = sorted({k for row in data for k in row} - set(names))
     if unknown:
         raise KeyError(f"{name}: no column(s) {unknown} in the data model; columns: {names}")
@@ -35,7 +35,7 @@ def _columns(name: str, data: Rows | Columns) -> dict[str, Any]:
 
 def table(name: str, data: Rows | Columns, fill: Mapping[str, Any] | None = None) -> pa.Table:
     """A table of the data model's ``name`` schema; ``fill``: defaults of absent columns."""
-    schema = TABLES[name]
+    schema = STORE_TABLES[name]
     cols = _columns(name, data)
     unknown = sorted(set(cols) - set(schema.names))
     if unknown:

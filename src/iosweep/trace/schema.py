@@ -181,7 +181,12 @@ APP_EVENTS = pa.schema(
     metadata={"iosweep.table": "app_events", "iosweep.schema_version": str(SCHEMA_VERSION)},
 )
 
-TABLES = {"segments": SEGMENTS, "counters": COUNTERS, "steps": STEPS, "app_events": APP_EVENTS}
+STORE_TABLES = {
+    "segments": SEGMENTS,
+    "counters": COUNTERS,
+    "steps": STEPS,
+    "app_events": APP_EVENTS,
+}
 
 
 @dataclass
@@ -269,12 +274,12 @@ class RunMeta:
 
 def empty_table(name: str) -> pa.Table:
     """An empty table with the named schema (a run with no I/O still has every table)."""
-    return TABLES[name].empty_table()
+    return STORE_TABLES[name].empty_table()
 
 
 def conform(table: pa.Table, name: str) -> pa.Table:
     """Cast ``table`` to the named schema: columns reordered, missing nullable columns added."""
-    schema = TABLES[name]
+    schema = STORE_TABLES[name]
     cols = []
     for f in schema:
         if f.name in table.column_names:

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from iosweep import memory
 from iosweep.files import atomic_write
-from iosweep.trace.schema import TABLES, RunMeta, conform, empty_table
+from iosweep.trace.schema import STORE_TABLES, RunMeta, conform, empty_table
 
 RUN_JSON = "run.json"
 
@@ -36,8 +36,8 @@ class TraceStore:
         """The table ``name`` (only ``columns`` if given; only the Parquet ``row_groups`` if
         given, see :meth:`rank_ranges`). ``missing_as_null``: columns a store written before
         they were added come back as nulls instead of an error."""
-        if name not in TABLES:
-            raise KeyError(f"unknown trace-store table {name!r}; known: {sorted(TABLES)}")
+        if name not in STORE_TABLES:
+            raise KeyError(f"unknown trace-store table {name!r}; known: {sorted(STORE_TABLES)}")
         f = self.path / f"{name}.parquet"
         if not f.exists():
             t = empty_table(name)
@@ -46,7 +46,7 @@ class TraceStore:
             return _read(f, columns, row_groups)
         have = set(pq.read_schema(f).names)
         t = _read(f, [c for c in columns if c in have], row_groups)
-        schema = TABLES[name]
+        schema = STORE_TABLES[name]
         return pa.table(
             {c: t[c] if c in have else pa.nulls(t.num_rows, schema.field(c).type) for c in columns}
         )
@@ -118,7 +118,7 @@ def write_store(
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     (path / RUN_JSON).unlink(missing_ok=True)
-    for name in TABLES:
+    for name in STORE_TABLES:
         t = tables.get(name)
         if isinstance(t, Parts):
             write = functools.partial(_write_parts, name, t)
@@ -220,7 +220,7 @@ GROUP_BYTES = 1 << 30
 def _write_parts(name: str, parts: Parts, path: Path) -> None:
     """The parts of table ``name`` into ``path``, in row groups of whole ranks: each group's
     dictionaries are those of its own rows."""
-    with pq.ParquetWriter(path, TABLES[name], compression="zstd") as w:
+    with pq.ParquetWriter(path, STORE_TABLES[name], compression="zstd") as w:
         held: list[pa.Table] = []
         rows = size = 0  # of what is held, counted once a part (Table.nbytes is not free)
         for part in parts.make():

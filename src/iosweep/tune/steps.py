@@ -24,6 +24,7 @@ from iosweep.analysis.summary import (
     TunePrediction,
     TuneStep,
 )
+from iosweep.units import rate_text
 
 NOT_WAITING = {"compute-bound", "loop-bound"}  # the loop does not wait for its data
 UNJUDGED = {"startup", "too-short", "undecided"}
@@ -148,10 +149,6 @@ def predictions(steps: list[TuneStep]) -> list[TunePrediction]:
     return sorted(out, key=lambda p: (-round(p.samples_per_s, 6), p.loader_workers))
 
 
-def _num(x: float) -> str:
-    return f"{x:.3g}" if x < 100 else f"{x:.0f}"
-
-
 def _judge(m: TuneMeasurement, pred: TunePrediction | None, best: TuneStep, min_gain: float):
     """(outcome, why) of a rerun against the best point so far."""
     if not m.ok:
@@ -161,7 +158,7 @@ def _judge(m: TuneMeasurement, pred: TunePrediction | None, best: TuneStep, min_
     change = m.samples_per_s / b.samples_per_s - 1
     apart = m.ok < 2 or b.ok < 2 or (m.samples_per_s_min or 0) > (b.samples_per_s_max or 0)
     than = (
-        f"{_num(m.samples_per_s)} samples/s against {_num(b.samples_per_s)} with "
+        f"{rate_text(m.samples_per_s)} samples/s against {rate_text(b.samples_per_s)} with "
         f"loader workers {b.loader_workers} ({change:+.0%})"
     )
     if change >= min_gain and apart:
@@ -211,7 +208,7 @@ def _next(ledger: TuneLedger, best: TuneStep) -> tuple[str, str, TunePrediction 
             "no-gain",
             f"no lever predicts a gain above {bar:.0%} (the larger of analysis.lever_min_gain "
             f"and the spread of repeats): the best prediction, loader workers "
-            f"{top.loader_workers}, is {_num(top.samples_per_s)} samples/s ({top.gain:+.0%}, "
+            f"{top.loader_workers}, is {rate_text(top.samples_per_s)} samples/s ({top.gain:+.0%}, "
             f"limited by {top.bottleneck})",
             None,
         )
@@ -234,8 +231,8 @@ def _recommend(ledger: TuneLedger) -> TuneLedger:
     else:
         au = f"AU {b.au:.0%}" if b.au is not None else "AU not known"
         text = (
-            f"loader workers {b.loader_workers}: {_num(b.samples_per_s)} samples/s against "
-            f"{_num(start.samples_per_s)} at the start ({gain:+.0%}), {au}, measured over "
+            f"loader workers {b.loader_workers}: {rate_text(b.samples_per_s)} samples/s against "
+            f"{rate_text(start.samples_per_s)} at the start ({gain:+.0%}), {au}, measured over "
             f"{b.ok} and {start.ok} runs ({', '.join(b.run_ids)})"
         )
     return ledger.model_copy(update={"best_step": best.step, "gain": gain, "recommendation": text})

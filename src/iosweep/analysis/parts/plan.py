@@ -21,7 +21,7 @@ from iosweep.analysis.subset import RankSubsetError, ranks_text, select
 from iosweep.columns import numbers
 from iosweep.trace.store import TraceStore, open_store
 
-TABLES = ("segments", "counters", "app_events")  # the rows a need counts (budget.Need)
+NEED_TABLES = ("segments", "counters", "app_events")  # the rows a need counts (budget.Need)
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def plan_jobs(
 
 
 def rank_rows(store_path: Path | str) -> tuple[list[int], np.ndarray]:
-    """The run's ranks, and the rows of each table (:data:`TABLES`) per rank (row: table;
+    """The run's ranks, and the rows of each table (:data:`NEED_TABLES`) per rank (row: table;
     column: rank + 1, column 0 the rows tied to no rank); RankSubsetError where the run names
     no ranks or has rows of a rank it does not name."""
     store = open_store(Path(store_path))
@@ -113,7 +113,7 @@ def rank_rows(store_path: Path | str) -> tuple[list[int], np.ndarray]:
     if not ranks:
         raise RankSubsetError("the store names no ranks (run.json has none): it has no parts")
     n = ranks[-1] + 1
-    rows = np.stack([rows_per_rank(store, t, n) for t in TABLES])  # (table, rank + 1)
+    rows = np.stack([rows_per_rank(store, t, n) for t in NEED_TABLES])  # (table, rank + 1)
     # rows of a rank run.json does not name would be in no part: lost without a word
     unnamed = sorted(set(np.flatnonzero(rows[:, 1:].sum(axis=0)).tolist()) - set(ranks))
     if unnamed:

@@ -24,6 +24,7 @@ import pandas as pd
 
 from iosweep.analysis.pipeline.rates import RateInputs, candidates, predict
 from iosweep.analysis.summary import Lever, LeverSeries
+from iosweep.units import whole_text
 
 #: the rate model's figures a run's row of the sweep table carries (``rate_<name>``)
 RATE_FIELDS = (
@@ -171,14 +172,10 @@ def best_value(points: list[dict[str, Any]]) -> Any:
     return max(known, key=lambda p: p["samples_per_s"])["value"] if known else None
 
 
-def _num(v: float | None) -> str:
-    return "?" if v is None else f"{v:,.0f}"
-
-
 def _spread(p: dict[str, Any]) -> str:
     if p["runs"] < 2:
         return "1 run"
-    return f"{p['runs']} runs, {_num(p['samples_per_s_min'])}-{_num(p['samples_per_s_max'])}"
+    return f"{p['runs']} runs, {whole_text(p['samples_per_s_min'])}-{whole_text(p['samples_per_s_max'])}"
 
 
 def advice_text(lever: str, points: list[dict[str, Any]], s) -> str:
@@ -195,7 +192,7 @@ def advice_text(lever: str, points: list[dict[str, Any]], s) -> str:
     ]
     worse = [p["value"] for p in points if p["value"] != best and better(top, p, s)]
     text = (
-        f"measured best: {words} {best} ({_num(top['samples_per_s'])} samples/s, {_spread(top)})"
+        f"measured best: {words} {best} ({whole_text(top['samples_per_s'])} samples/s, {_spread(top)})"
         + (f"; each step: {', '.join(steps)}" if steps else "")
         + (f"; measured worse than {best}: {', '.join(str(v) for v in worse)}" if worse else "")
     )
@@ -204,7 +201,7 @@ def advice_text(lever: str, points: list[dict[str, Any]], s) -> str:
         text += (
             "; the rate model, fed the runs beside each value (not its own), predicted "
             + ", ".join(
-                f"{p['value']}: {_num(p['predicted'])} against {_num(p['steady_samples_per_s'])} "
+                f"{p['value']}: {whole_text(p['predicted'])} against {whole_text(p['steady_samples_per_s'])} "
                 f"measured in steady state ({p['error']:+.0%}, {p['bottleneck']})"
                 for p in pred
                 if p["error"] is not None
@@ -279,21 +276,21 @@ def overrule(
             lead.append(
                 _measured(
                     sr,
-                    f"{words} {sr.best}: measured best in this series ({_num(top.samples_per_s)} "
-                    f"samples/s against {_num(mine.samples_per_s)} with {own}, {gain:+.0%})",
+                    f"{words} {sr.best}: measured best in this series ({whole_text(top.samples_per_s)} "
+                    f"samples/s against {whole_text(mine.samples_per_s)} with {own}, {gain:+.0%})",
                 )
             )
         elif dropped and mine is not None:
             best = (
                 "the best measured"
                 if sr.best == own
-                else f"the best, {sr.best}: {_num(top.samples_per_s)}"
+                else f"the best, {sr.best}: {whole_text(top.samples_per_s)}"
             )
             lead.append(
                 _measured(
                     sr,
                     f"keep {words} {own}: no other value this sweep measured beat it by "
-                    f"{s.lever_min_gain:.0%} or more ({own}: {_num(mine.samples_per_s)} samples/s, "
+                    f"{s.lever_min_gain:.0%} or more ({own}: {whole_text(mine.samples_per_s)} samples/s, "
                     f"{best})",
                 )
             )
@@ -320,7 +317,7 @@ def beyond(g: pd.DataFrame, lever: str, points: list[dict[str, Any]], s) -> str:
     first = next(p for p in ahead if p["samples_per_s"] >= 0.98 * top)
     return (
         f"predicted, not measured: {WORDS[lever]} {first['workers']} would give about "
-        f"{_num(first['samples_per_s'])} samples/s in steady state against {_num(now)} with "
+        f"{whole_text(first['samples_per_s'])} samples/s in steady state against {whole_text(now)} with "
         f"{best} (bound then by {first['bottleneck']}; the rate model fed this series' run "
         f"with {best}: try it)"
     )

@@ -19,7 +19,7 @@ import pandas as pd
 from iosweep.trace.schema import RunMeta
 
 
-def _num(v: Any) -> float | None:
+def _finite(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and np.isfinite(v) else None
 
 
@@ -29,7 +29,7 @@ def _replay(d: dict[str, Any], pipe: dict[str, Any]) -> dict[str, Any] | None:
     if not isinstance(of, dict) or not of.get("replay_of"):
         return None
     tot, v = pipe.get("totals") or {}, (pipe.get("verdict") or {}).get("kind")
-    au, sps = _num(of.get("au")), _num(of.get("samples_per_s"))
+    au, sps = _finite(of.get("au")), _finite(of.get("samples_per_s"))
     ranks = of.get("ranks") if isinstance(of.get("ranks"), int) else None
     mine_au, mine_sps, mine_ranks = tot.get("au"), tot.get("samples_per_s"), tot.get("ranks")
     parts = [f"replays run {of['replay_of']} ({ranks} rank(s)) at {mine_ranks} rank(s)"]
@@ -64,8 +64,8 @@ def dlio_beside(meta: RunMeta, table: pd.DataFrame, pipe: dict[str, Any]) -> dic
     if not isinstance(d, dict):
         return None
     totals = pipe.get("totals")
-    per_epoch = [float(v) / 100 for v in d.get("au_percentage") or [] if _num(v) is not None]
-    mean = _num(d.get("au_mean_percentage"))
+    per_epoch = [float(v) / 100 for v in d.get("au_percentage") or [] if _finite(v) is not None]
+    mean = _finite(d.get("au_mean_percentage"))
     mean = mean / 100 if mean is not None else None
     mine = (
         [None if pd.isna(v) else float(v) for v in table.groupby("epoch")["au"].mean()]
@@ -75,7 +75,7 @@ def dlio_beside(meta: RunMeta, table: pd.DataFrame, pipe: dict[str, Any]) -> dic
     ours = (totals or {}).get("au")
     steps = (table["steps"] - 1).clip(lower=0).sum() if len(table) else 0
     traced = float(table["compute"].sum() / steps) if steps else None
-    ct = _num(d.get("computation_time"))
+    ct = _finite(d.get("computation_time"))
     if mean is None or ours is None:
         text = (
             "DLIO's summary gives no training AU"
@@ -101,7 +101,7 @@ def dlio_beside(meta: RunMeta, table: pd.DataFrame, pipe: dict[str, Any]) -> dic
         "iosweep_au_per_epoch": mine,
         "computation_time": ct,
         "traced_compute_mean": traced,
-        "throughput_samples_per_s": _num(d.get("throughput_samples_per_s")),
+        "throughput_samples_per_s": _finite(d.get("throughput_samples_per_s")),
         "text": text,
         "replay": _replay(d, pipe),
     }

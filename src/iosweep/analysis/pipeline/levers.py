@@ -21,7 +21,7 @@ import pandas as pd
 
 from iosweep.analysis.pipeline.advice import advice_text, as_set, best_value, beyond, lever_points
 from iosweep.analysis.settings import AnalysisSettings
-from iosweep.units import human_bytes
+from iosweep.units import human_bytes, whole_text
 
 LEVERS = {"loader_workers": "loader workers", "staging": "staging"}
 _ORDER = {"none": 0, "node-local": 1}
@@ -38,10 +38,6 @@ def _py(v: Any) -> Any:
 
 def _pct(v: float | None) -> str:
     return "?" if v is None or not np.isfinite(v) else f"{v:.0%}"
-
-
-def _num(v: float | None) -> str:
-    return "?" if v is None or not np.isfinite(v) else f"{v:,.0f}"
 
 
 def _runs(df: pd.DataFrame) -> pd.DataFrame:
@@ -77,7 +73,7 @@ def lever_series(df: pd.DataFrame, params: list[str], s: AnalysisSettings) -> li
             sps = [_py(v) for v in by["samples_per_s"]]
             text = (
                 f"{words} {' → '.join(str(v) for v in values)}: AU {' → '.join(_pct(a) for a in au)}, "
-                f"samples/s {' → '.join(_num(x) for x in sps)}"
+                f"samples/s {' → '.join(whole_text(x) for x in sps)}"
             )
             points = lever_points(g, lever, order, s)
             out.append(

@@ -19,11 +19,11 @@ docs/analysis.md.
 from __future__ import annotations
 
 from iosweep.analysis.summary.base import (
+    ANALYSIS_TABLES,
     SCHEMA,
     SUMMARY_FILE,
     SWEEP_FILES,
     SWEEP_SCHEMA,
-    TABLES,
 )
 from iosweep.analysis.summary.io import (
     SummaryError,
@@ -140,12 +140,12 @@ from iosweep.analysis.summary.tune import (
 )
 
 __all__ = [
+    "ANALYSIS_TABLES",
     "SCHEMA",
     "SUMMARY_FILE",
     "SWEEP_FILES",
     "SWEEP_MODELS",
     "SWEEP_SCHEMA",
-    "TABLES",
     "Access",
     "AccessExample",
     "Alignment",

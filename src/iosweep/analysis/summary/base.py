@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 SCHEMA = "iosweep.analysis.run/4"
 SUMMARY_FILE = "summary.json"
 #: the tables analyze_run writes beside summary.json, as ``<name>.parquet``
-TABLES = (
+ANALYSIS_TABLES = (
     "files",
     "file_ranks",
     "ranks",

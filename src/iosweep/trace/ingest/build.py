@@ -33,7 +33,7 @@ from iosweep.trace.ingest.find import (
 )
 from iosweep.trace.ingest.readlogs import read_logs
 from iosweep.trace.schema import (
-    TABLES,
+    STORE_TABLES,
     Issue,
     ProcessInfo,
     RankInfo,
@@ -380,7 +380,7 @@ def _clear_outputs(out: Path) -> None:
         old = []
     listing.unlink(missing_ok=True)
     # a single store written here before: gone when its logs turn out to be several jobs
-    for name in (RUN_JSON, MERGED_DARSHAN, *(f"{t}.parquet" for t in TABLES)):
+    for name in (RUN_JSON, MERGED_DARSHAN, *(f"{t}.parquet" for t in STORE_TABLES)):
         (out / name).unlink(missing_ok=True)
     for label in old:
         if isinstance(label, str) and label and "/" not in label and label not in (".", ".."):
