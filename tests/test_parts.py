@@ -159,9 +159,9 @@ def _assert_same_results(
     for name, table, keys in (
         ("ranks", t.ranks, ["rank"]),
         ("nodes", t.nodes, ["host"]),
-        ("pipeline", combined.pipeline[0], ["rank", "epoch"]),
-        ("sizes", combined.sizes[0], ["binning", "class", "op", "bin"]),
-        ("overlap", combined.overlap[0], ["rank", "epoch"]),
+        ("pipeline", combined.pipeline, ["rank", "epoch"]),
+        ("sizes", combined.sizes, ["binning", "class", "op", "bin"]),
+        ("overlap", combined.overlap, ["rank", "epoch"]),
         ("unoverlapped", combined.unoverlapped, ["rank", "pid"]),
         ("phases", combined.phases, ["phase"]),
         ("files", combined.files.drop(columns="file"), ["path"]),

@@ -79,8 +79,12 @@ def _analyze_parts(
     """:func:`analyze_run`'s parts analysed under ``work``, ``jobs`` at a time, and put
     together into ``out``."""
     dirs = [work / p.name for p in parts]
+    held: dict[Path, pd.DataFrame] = {}  # emptied by the put-together step as it reads it
     if len(parts) == 1:
-        analyze_part(store, parts[0], dirs[0], settings, phases, alone=True)
+        ops = analyze_part(store, parts[0], dirs[0], settings, phases, alone=True)
+        if ops is not None:
+            held[dirs[0]] = ops
+        del ops
     else:
         why = ""
         if jobs < min(asked, len(parts)):
@@ -95,7 +99,7 @@ def _analyze_parts(
         else:
             _parts_at_once(store, parts, dirs, settings, phases, jobs)
     t0 = time.monotonic()
-    summary = write_combined(store, out, dirs, settings, phases, asked)
+    summary = write_combined(store, out, dirs, settings, phases, asked, held)
     if len(parts) > 1:
         took = time.monotonic() - t0
         print(f"put together from {len(parts)} parts in {took:.1f} s", file=sys.stderr)
@@ -151,12 +155,13 @@ def write_combined(
     settings: AnalysisSettings,
     phases: dict[str, list] | None = None,
     jobs: int = 1,
+    held: dict[Path, pd.DataFrame] | None = None,
 ) -> dict[str, Any]:
     """The run's summary and tables, put together from its parts' folders ``dirs`` (with
-    ``jobs`` CPUs), written into ``out`` as :func:`iosweep.analysis.analyze_run` writes them;
-    the summary."""
-    memory.map_large_arrays()  # as the whole run's analysis: freed arrays go back at once
-    c = combine(store, dirs, settings, phases, jobs)
+    ``jobs`` CPUs; ``held``: a part's operations in memory, :func:`combine`), written into
+    ``out`` as :func:`iosweep.analysis.analyze_run` writes them; the summary."""
+    memory.map_large_arrays()  # freed arrays go back at once
+    c = combine(store, dirs, settings, phases, jobs, held)
     summary = c.summary
     summary["timeline"] = export.Timeline.record_of(c.timeline)
     summary["store_relative"] = os.path.relpath(store.resolve(), out.resolve())
@@ -166,10 +171,10 @@ def write_combined(
         "file_ranks": c.file_ranks,
         "ranks": c.tables.ranks,
         "nodes": c.tables.nodes,
-        "sizes": c.sizes[0],
+        "sizes": c.sizes,
         "phases": c.phases,
-        "overlap": c.overlap[0],
-        "pipeline": c.pipeline[0],
+        "overlap": c.overlap,
+        "pipeline": c.pipeline,
         "unoverlapped": c.unoverlapped,
         "heatmap": c.heatmap,
     }

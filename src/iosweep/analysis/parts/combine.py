@@ -119,9 +119,9 @@ class Combined:
     run_start: float
     run_end: float
     tables: Tables
-    sizes: tuple[pd.DataFrame, dict[str, Any]]  # the sizes table and summary
-    pipeline: tuple[pd.DataFrame, dict[str, Any]]  # the (rank, epoch) table and summary
-    overlap: tuple[pd.DataFrame, dict[str, Any]]  # the (rank, epoch) table and summary
+    sizes: pd.DataFrame  # the tables, by name (their summaries are in ``summary``)
+    pipeline: pd.DataFrame  # per (rank, epoch)
+    overlap: pd.DataFrame  # per (rank, epoch)
     unoverlapped: pd.DataFrame  # per process (its summary is the pipeline's)
     phases: pd.DataFrame
     files: pd.DataFrame  # the files and (rank, file) tables as written (the busiest files)
@@ -180,9 +180,11 @@ def combine(
     settings: AnalysisSettings,
     phases: dict[str, list] | None = None,
     jobs: int = 1,
+    held: dict[Path, pd.DataFrame] | None = None,
 ) -> Combined:
     """The run's results from its parts' (folders of :func:`analyze_part`, analysed with the
-    same ``settings`` and ``phases``); ``jobs``: the CPUs it may use."""
+    same ``settings`` and ``phases``); ``jobs``: the CPUs it may use; ``held``: a part's
+    operations handed over in memory (the part analysed alone), by its folder."""
     meta = open_store(store).meta
     if meta.phases or phases:
         settings = replace(settings, phases={**settings.phases, **meta.phases, **(phases or {})})
@@ -213,15 +215,17 @@ def combine(
         ),
         "metadata": _metadata(ps, t.ranks),
     }
-    sizes = sizes_of(add_size_counts(ps.frames(part.SIZES)), rows, run.class_names, settings)
-    pipeline = _pipeline(ps, t.files, sizes[1])
+    sizes_table, sizes = sizes_of(
+        add_size_counts(ps.frames(part.SIZES)), rows, run.class_names, settings
+    )
+    pipeline_table, pipeline = _pipeline(ps, t.files, sizes)
     classes = _classes(ps, t, rows, by_file.sharing)
     summary |= {"classes": classes, "access": access_summary(classes)}
     summary["file_shapes"] = (
         shapes_summary(by_file.shapes, part.DATASET) if by_file.shapes is not None else None
     )
-    overlap = _overlap(ps, t.dxt_available)
-    unoverlapped, pipeline[1]["unoverlapped"] = _unoverlapped(ps)
+    overlap_table, overlap = _overlap(ps, t.dxt_available)
+    unoverlapped, pipeline["unoverlapped"] = _unoverlapped(ps)
     summary["placement"] = placement_of(
         sum(ps.frames(part.PLACE_COUNTS)),
         lengths(),
@@ -239,14 +243,14 @@ def combine(
     )
     summary["temporal"] = temporal_summary(_signatures(ps, t), phases, windows)
     summary["checkpoints"] = _checkpoints(ps, by_file.checkpoint_rows, windows)
-    pipeline[1]["dlio"] = dlio_beside(meta, *pipeline)
+    pipeline["dlio"] = dlio_beside(meta, pipeline_table, pipeline)
     dataset = classes.get("dataset", {})
     checks = completeness_checks(
         meta,
         t.dxt_available or ps.counted,
         int(dataset.get("bytes_read", 0)),
         int(dataset.get("files", 0)),
-        pipeline[1],
+        pipeline,
         summary["checkpoints"],
     )
     summary = _status(ps, store, t, t.dxt_available, checks) | summary
@@ -265,8 +269,8 @@ def combine(
         ),
         "mpiio": mpiio,
     }
-    summary |= {"settings": settings.to_dict(), "sizes": sizes[1], "overlap": overlap[1],
-                "pipeline": pipeline[1]}  # fmt: skip
+    summary |= {"settings": settings.to_dict(), "sizes": sizes, "overlap": overlap}
+    summary["pipeline"] = pipeline
     summary["headline"] = headline(ps.n_ranks, ps.run_time, summary, t, rows)
     summary["insights"], summary["checks"] = run_checks(
         summary, t.files, t.ranks, settings, rows.spreads if rows.rows else None
@@ -276,7 +280,7 @@ def combine(
         t.files, rows, run, settings.table_max_files
     )
     summary["artefacts"] = sorted((a for f in facts for a in f.artefacts), key=lambda a: a["path"])
-    sample, heat, info = _ops_pass(ps, set(t.files["class"].astype(str)), t)
+    sample, heat, info = _ops_pass(ps, set(t.files["class"].astype(str)), t, held or {})
     summary["ops_sample"] = asdict(info)
     timeline = None
     if settings.timeline["enabled"]:
@@ -285,9 +289,22 @@ def combine(
         slices = [d / part.TIMELINE for d in parts]
         timeline = from_parts(slices, records, settings.timeline, meta, actor_host, ps.start)
     return Combined(
-        run, ps.start, ps.end, t, sizes, pipeline, overlap, unoverlapped, phases, files,
-        file_ranks, sample, heat, summary, timeline
-    )  # fmt: skip
+        run=run,
+        run_start=ps.start,
+        run_end=ps.end,
+        tables=t,
+        sizes=sizes_table,
+        pipeline=pipeline_table,
+        overlap=overlap_table,
+        unoverlapped=unoverlapped,
+        phases=phases,
+        files=files,
+        file_ranks=file_ranks,
+        ops_sample=sample,
+        heatmap=heat,
+        summary=summary,
+        timeline=timeline,
+    )
 
 
 @dataclass
@@ -573,7 +590,7 @@ def _status(
 
 
 def _ops_pass(
-    ps: _Parts, classes: set[str], t: Tables
+    ps: _Parts, classes: set[str], t: Tables, held: dict[Path, pd.DataFrame]
 ) -> tuple[pd.DataFrame, pd.DataFrame, OpsSampleInfo]:
     """The sample of operations the report plots and the heatmap, from each part's operations
     in turn (a second pass: the sample's share of each stratum and the heatmap's bins are
@@ -604,7 +621,9 @@ def _ops_pass(
     seen = dict.fromkeys(counts, 0)
     rows = []
     for d in ps.dirs:
-        ops = tables.read_frame(d / part.OPS, ps.paths)
+        ops = tables.recoded(held.pop(d), ps.paths, d) if d in held else None
+        if ops is None:
+            ops = tables.read_frame(d / part.OPS, ps.paths)
         st = op_strata(ops["class"].to_numpy(), ops["op"].to_numpy(), ps.run.class_names, names)
         idx = np.arange(len(ops)) if total <= s.plot_sample_ops else _picked(ops, st, at, seen)
         rows.append(sample_frame(ops, idx, st, ps.paths.values, names))

@@ -110,12 +110,14 @@ def analyze_part(
     settings: AnalysisSettings,
     phases: dict[str, list] | None = None,
     alone: bool = False,
-) -> None:
+) -> pd.DataFrame | None:
     """The part's results under ``out`` (one folder per part); ``alone``: the only part of
-    its analysis (what only parts put together need is not asked of it). A full file system
-    raises NoSpaceError naming ``out``."""
+    its analysis (what only parts put together need is not asked of it), its operations
+    returned, not written (the put-together step's second pass takes them in memory: at 10 M
+    segments, 270 MB not written and read back). A full file system raises NoSpaceError
+    naming ``out``."""
     with no_space_named(out, "the part's results"):
-        _analyze_part(store, part, out, settings, phases, alone)
+        return _analyze_part(store, part, out, settings, phases, alone)
 
 
 def _analyze_part(
@@ -125,7 +127,7 @@ def _analyze_part(
     settings: AnalysisSettings,
     phases: dict[str, list] | None,
     alone: bool,
-) -> None:
+) -> pd.DataFrame | None:
     memory.map_large_arrays()
     rd, artefacts = part_data(store, part, settings, phases)
     if rd.timing is not None and not alone:
@@ -171,7 +173,6 @@ def _analyze_part(
     _write_signatures(rd, sp, tp, out)
     _write_checkpoints(rd, out)
     _write_layers(rd, out)
-    _write_ops(rd, out)
     found, ranks = phase_parts(rd)
     found.to_parquet(out / PHASES, index=False)
     ranks.to_parquet(out / PHASE_RANKS, index=False)
@@ -217,6 +218,11 @@ def _analyze_part(
     events = from_app_events(rd) if not len(rd.counters) else None
     if events is not None:
         events.rename_axis("rank").reset_index().to_parquet(out / METADATA_EVENTS, index=False)
+    ops = _ops_frame(rd)  # its columns are rd.ops's own (not copied): the rest goes with rd
+    if alone:
+        return ops
+    tables.write_frame(ops, rd.paths, out / OPS)
+    return None
 
 
 def _write_shapes(rd: RunData, op_epoch: np.ndarray, out: Path) -> None:
@@ -275,14 +281,14 @@ def _write_layers(rd: RunData, out: Path) -> None:
         tables.write_frame(records, rd.paths, out / MPIIO_RECORDS)
 
 
-def _write_ops(rd: RunData, out: Path) -> None:
+def _ops_frame(rd: RunData) -> pd.DataFrame:
     """The operations, for what needs the run's figures before it can take its share of
     them (the sample of operations the report plots, the heatmap's bins)."""
     ops = rd.ops
-    frame = pd.DataFrame({k: getattr(ops, k) for k in ("actor", "file", "op", "offset", "length",
-                                                       "start", "end")})  # fmt: skip
+    columns = ("actor", "file", "op", "offset", "length", "start", "end")
+    frame = pd.DataFrame({k: getattr(ops, k) for k in columns}, copy=False)
     frame["class"] = rd.file_class[ops.file] if len(ops) else np.empty(0, np.int8)
-    tables.write_frame(frame, rd.paths, out / OPS)
+    return frame
 
 
 def _op_classes(rd: RunData) -> dict[str, int]:

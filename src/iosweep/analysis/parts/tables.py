@@ -167,6 +167,12 @@ def _column(col: pa.ChunkedArray) -> np.ndarray:
 def _frame(table: pa.Table, paths: RunPaths, out: Path) -> pd.DataFrame:
     """A frame of part ``out``, its ``file`` codes the run's."""
     df = pd.DataFrame({c: _column(table[c]) for c in table.column_names}, copy=False)
+    return recoded(df, paths, out)
+
+
+def recoded(df: pd.DataFrame, paths: RunPaths, out: Path) -> pd.DataFrame:
+    """``df``, a frame of part ``out`` (read, or handed over in memory), its ``file`` codes
+    the run's."""
     if "file" in df:
         code = df["file"].fillna(-1).to_numpy(np.int64)  # (an empty frame's may be floats)
         df["file"] = np.where(code >= 0, paths.of(out)[code.clip(min=0)], -1).astype(np.int32)
