@@ -105,10 +105,13 @@ def test_the_report_show_and_the_end_of_the_sweep_say_the_same(sweep):
         assert f"Measured best: loader workers {best} (" in card, card
         # and the card's levers agree with it: the best leads, or this run's count is kept
         # where nothing measured beat it by 5%
-        (tried,) = [ln for ln in lines[start : start + 30] if ln.startswith("Levers to try:")][
-            :1
-        ] or [""]
-        advice = tried.removeprefix("Levers to try:").strip() or lines[lines.index(tried) + 1]
+        # this card's own "Levers to try:" line (the label may stand alone, its advice on the
+        # next line: every card has one, so look from the card's start, not the page's)
+        card_lines = lines[start : start + 30]
+        at = next((k for k, ln in enumerate(card_lines) if ln.startswith("Levers to try:")), None)
+        advice = card_lines[at].removeprefix("Levers to try:").strip() if at is not None else ""
+        if at is not None and not advice:
+            advice = card_lines[at + 1]
         if "loader workers" in advice.split(";")[0]:
             assert advice.startswith(
                 (f"loader workers {best}: measured best", "keep loader workers")
