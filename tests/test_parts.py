@@ -472,3 +472,12 @@ def test_run_paths_code_in_the_order_of_first_use(tmp_path, monkeypatch):
     collide.of(_paths_part(tmp_path, "e", ["/d/x", "/d/yy"]))
     with pytest.raises(ValueError, match=r"d/paths.parquet: two paths have the same"):
         collide.of(d)
+
+
+def test_a_plan_written_before_every_run_had_a_part_is_made_again(tmp_path):
+    # results from before the one path hold plan.json with no parts (then: analysed whole);
+    # the workflow's analyze_run hands that plan over: it is planned again, not followed
+    segs = [(r, "/data/a", "read", 0, 10, 1.0, 2.0) for r in range(2)]
+    store = make_store(tmp_path / "store", segs=segs, n_ranks=2)
+    summary = analyze_run(store, tmp_path / "an", parts=[])
+    assert summary["ranks"]["count"] == 2 and summary["headline"]["reads"] == 2

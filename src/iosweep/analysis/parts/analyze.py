@@ -52,7 +52,7 @@ def analyze_run(
     settings = settings or AnalysisSettings()
     store, out = Path(store_path), Path(out_dir)
     asked = jobs or budget.cpus()
-    if parts is not None:
+    if parts:  # (an empty plan, as written before every run had a part: planned again)
         jobs = 1
     elif ranks is not None:
         parts, jobs = [of_ranks(store, sorted(set(ranks)), settings.memory_gb)], 1
