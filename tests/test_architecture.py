@@ -122,3 +122,11 @@ def test_no_module_is_past_800_lines_and_the_check_says_which(tmp_path):
     assert (
         bad.stdout == f"{tmp_path / 'big.py'}: 801 lines, more than 800: split it along its seams\n"
     )
+
+
+def test_no_line_is_packed_past_the_formatter(tmp_path):
+    check = [sys.executable, str(Path(__file__).resolve().parents[1] / "tools" / "check_sizes.py")]
+    (tmp_path / "packed.py").write_text("x = [1,\n     2]  # fmt: skip\n")
+    bad = subprocess.run([*check, str(tmp_path)], capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert bad.stdout == f"{tmp_path / 'packed.py'}:2: # fmt: skip: let the formatter lay it out\n"

@@ -61,8 +61,19 @@ RANK_PLACEHOLDERS = ("rank", "local_rank", "world_size")
 PREPARE_PLACEHOLDERS = ("python", "data", "workdir")
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # What a user parameter may be called: a word of the run id that is no placeholder's name.
-_RUN_ID_KEYS = {"framework", "workload", "tracer", "nodes", "ppn", "epochs", "steps", "batch",
-                "workers", "staging", "rep"}  # fmt: skip
+_RUN_ID_KEYS = {
+    "framework",
+    "workload",
+    "tracer",
+    "nodes",
+    "ppn",
+    "epochs",
+    "steps",
+    "batch",
+    "workers",
+    "staging",
+    "rep",
+}
 
 
 class PerRank(str):

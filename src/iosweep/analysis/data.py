@@ -479,8 +479,15 @@ def _layer_totals(
 
 
 LAYER_COLUMNS = [
-    "module", "source", "records", "reads", "writes", "bytes_read", "bytes_written", "time"
-]  # fmt: skip
+    "module",
+    "source",
+    "records",
+    "reads",
+    "writes",
+    "bytes_read",
+    "bytes_written",
+    "time",
+]
 
 
 class _Columns:
@@ -492,8 +499,11 @@ class _Columns:
         self, store, table: str, subset: RankSubset | None, missing_as_null: bool = False
     ) -> None:
         self.store, self.table, self.subset, self.missing_as_null = (
-            store, table, subset, missing_as_null
-        )  # fmt: skip
+            store,
+            table,
+            subset,
+            missing_as_null,
+        )
         self.groups = subset.groups[table] if subset else None
 
     def __call__(self, name: str) -> pa.ChunkedArray:

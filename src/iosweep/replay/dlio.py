@@ -160,7 +160,12 @@ def replay_entries(
         ("workflow", "generate_data", generate, GENERATE[generate]),
         ("workflow", "train", True, ""),
         ("workflow", "evaluation", False, "the run's evaluation is not traced as training"),
-        ("workflow", "checkpoint", bool(ck), "the run's checkpoint writes" if ck else "none traced"),
+        (
+            "workflow",
+            "checkpoint",
+            bool(ck),
+            "the run's checkpoint writes" if ck else "none traced",
+        ),
         ("dataset", "data_folder", str(data_folder), FOLDER[generate]),
         ("dataset", "format", fmt, f["suffix"].source),
         ("dataset", "num_files_train", int(f["files"].value), f["files"].source),
@@ -173,23 +178,39 @@ def replay_entries(
         ("reader", "read_threads", workers, f"loader workers: {f['loader_workers'].source}"),
         ("reader", "computation_threads", 1, "DLIO's default"),
         ("reader", "sample_shuffle", "seed", "the run shuffled its samples"),
-        ("reader", "transfer_size", int(f["request_size"].value), f["request_size"].source
-         + " (Pillow's buffering sets the image reader's requests)"),
+        (
+            "reader",
+            "transfer_size",
+            int(f["request_size"].value),
+            f["request_size"].source + " (Pillow's buffering sets the image reader's requests)",
+        ),
         ("reader", "preprocess_time", _round(pre), pre_why),
-        ("reader", "preprocess_time_stdev", _round(f["sample_time"].stdev), "the spread of the run's loads"),
+        (
+            "reader",
+            "preprocess_time_stdev",
+            _round(f["sample_time"].stdev),
+            "the spread of the run's loads",
+        ),
         ("train", "epochs", int(f["epochs"].value), f["epochs"].source),
         ("train", "computation_time", _round(comp), comp_why),
         ("train", "computation_time_stdev", _round(f["computation_time"].stdev), "their spread"),
         ("train", "seed_change_epoch", True, "a new order each epoch, as the run's sampler"),
         ("metric", "au", au_threshold, "iosweep's AU threshold (analysis.au_threshold)"),
-        ("iosweep", "replay_of", m.run_id, "DLIO ignores this section; iosweep's analysis of "
-         "a DLIO run sets the replayed run's answer beside the replay's"),
+        (
+            "iosweep",
+            "replay_of",
+            m.run_id,
+            "DLIO ignores this section; iosweep's analysis of "
+            "a DLIO run sets the replayed run's answer beside the replay's",
+        ),
         ("iosweep", "ranks", int(f["ranks"].value), f["ranks"].source),
         ("iosweep", "calibrated", bool(fixes), "whether a calibration pass corrected the times"),
-        *[("iosweep", k, _round(f[k].value), f[k].source)
-          for k in ("au", "samples_per_s", "wait_per_rank", "verdict")],
+        *[
+            ("iosweep", k, _round(f[k].value), f[k].source)
+            for k in ("au", "samples_per_s", "wait_per_rank", "verdict")
+        ],
         ("iosweep", "limits", list(m.limits), "the header's list, for the report"),
-    ]  # fmt: skip
+    ]
     if workers > 0:
         e.insert(
             17, ("reader", "prefetch_size", 2 * workers, "torch's default: 2 batches a worker")
@@ -198,13 +219,31 @@ def replay_entries(
         one = f["checkpoint_writers"].value <= 1
         e += [
             ("checkpoint", "checkpoint_folder", str(checkpoint_folder), "a folder of the replay's"),
-            ("checkpoint", "type", "rank_zero" if one else "all_ranks", f["checkpoint_writers"].source),
-            ("checkpoint", "model_size", int(f["checkpoint_bytes"].value), f["checkpoint_bytes"].source),
-            ("checkpoint", "checkpoint_after_epoch", int(f["checkpoint_first_epoch"].value),
-             f["checkpoint_first_epoch"].source),
-            ("checkpoint", "epochs_between_checkpoints", int(f["checkpoint_every_epochs"].value),
-             f["checkpoint_every_epochs"].source),
-        ]  # fmt: skip
+            (
+                "checkpoint",
+                "type",
+                "rank_zero" if one else "all_ranks",
+                f["checkpoint_writers"].source,
+            ),
+            (
+                "checkpoint",
+                "model_size",
+                int(f["checkpoint_bytes"].value),
+                f["checkpoint_bytes"].source,
+            ),
+            (
+                "checkpoint",
+                "checkpoint_after_epoch",
+                int(f["checkpoint_first_epoch"].value),
+                f["checkpoint_first_epoch"].source,
+            ),
+            (
+                "checkpoint",
+                "epochs_between_checkpoints",
+                int(f["checkpoint_every_epochs"].value),
+                f["checkpoint_every_epochs"].source,
+            ),
+        ]
     return e
 
 

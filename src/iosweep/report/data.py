@@ -184,8 +184,13 @@ class RunView:
 # Parameters the label says already, or that name no choice of the user's.
 _LABELLED = {"framework", "nodes", "ppn", "ranks", "rep"}
 # How a parameter reads in a label: "workers 2", "batch 32"; the workload and tracer by name.
-_LABEL_WORDS = {"loader_workers": "workers", "batch_size": "batch", "steps": "steps",
-                "epochs": "epochs", "staging": "staging"}  # fmt: skip
+_LABEL_WORDS = {
+    "loader_workers": "workers",
+    "batch_size": "batch",
+    "steps": "steps",
+    "epochs": "epochs",
+    "staging": "staging",
+}
 
 
 def label_runs(runs: list[RunView]) -> None:

@@ -136,8 +136,11 @@ def _script_records(manifest: dict[str, Any], run_dir: Path) -> set[int]:
     manifest["errors"] = {
         str(e["rank"]): e["error"] for e in read_json_files(run_dir / "progress", "rank-*.error")
     }
-    manifest["timing"] = {"source": "script", "wait": "measured",
-                          "method": "the training script timed its own steps and waits"}  # fmt: skip
+    manifest["timing"] = {
+        "source": "script",
+        "wait": "measured",
+        "method": "the training script timed its own steps and waits",
+    }
     return {int(r) for r in manifest["phases"]}
 
 

@@ -127,8 +127,13 @@ def torchrun_command(spec: TorchrunSpec) -> list[str]:
     """The argv of one torchrun agent (a node's share of the ranks)."""
     if spec.nodes < 1 or spec.ppn < 1:
         raise LaunchError(f"nodes and ppn must be >= 1 (got nodes={spec.nodes}, ppn={spec.ppn})")
-    cmd = [spec.python, "-m", "torch.distributed.run", f"--nnodes={spec.nodes}",
-           f"--nproc-per-node={spec.ppn}"]  # fmt: skip
+    cmd = [
+        spec.python,
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={spec.nodes}",
+        f"--nproc-per-node={spec.ppn}",
+    ]
     if spec.nodes == 1:
         cmd.append("--standalone")
     elif not spec.endpoint:

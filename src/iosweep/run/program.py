@@ -134,8 +134,9 @@ class Program:
     values: dict[str, Any] = field(default_factory=dict)
 
 
-def placeholder_values(point: SweepPoint, w: Workload, *, python: str, run_dir: Path,
-                       data_dir: str, threads: int) -> dict[str, Any]:  # fmt: skip
+def placeholder_values(
+    point: SweepPoint, w: Workload, *, python: str, run_dir: Path, data_dir: str, threads: int
+) -> dict[str, Any]:
     return {
         "python": python,
         "data": data_dir,
@@ -174,16 +175,28 @@ def _first_node(env: dict[str, str], hosts: list[str]) -> str:
     nodelist = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST") or ""
     if nodelist:
         try:
-            out = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
-                                 text=True, timeout=30, check=True).stdout.split()  # fmt: skip
+            out = subprocess.run(
+                ["scontrol", "show", "hostnames", nodelist],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            ).stdout.split()
             return out[0] if out else ""
         except (OSError, subprocess.SubprocessError):
             return ""
     return ""
 
 
-def launch_command(config: dict[str, Any], point: SweepPoint, w: Workload, prog: Program,
-                   env: dict[str, str], python: str, run_dir: Path) -> tuple[str, list[str]]:  # fmt: skip
+def launch_command(
+    config: dict[str, Any],
+    point: SweepPoint,
+    w: Workload,
+    prog: Program,
+    env: dict[str, str],
+    python: str,
+    run_dir: Path,
+) -> tuple[str, list[str]]:
     """(launcher name, argv) that starts the point's ranks."""
     lc = config["launcher"]
     if w.launch == "single":
@@ -191,10 +204,16 @@ def launch_command(config: dict[str, Any], point: SweepPoint, w: Workload, prog:
     if w.launch == "torchrun":
         host = _first_node(env, list(lc["hosts"])) if point.nodes > 1 else ""
         port = 20000 + int(hashlib.sha1(str(run_dir).encode()).hexdigest(), 16) % 20000
-        agent = torchrun_command(TorchrunSpec(
-            python=python, nodes=point.nodes, ppn=point.ppn, program=prog.argv,
-            endpoint=f"{host}:{port}" if host else "", run_id=hashlib.sha1(str(run_dir).encode()).hexdigest()[:16],
-        ))  # fmt: skip
+        agent = torchrun_command(
+            TorchrunSpec(
+                python=python,
+                nodes=point.nodes,
+                ppn=point.ppn,
+                program=prog.argv,
+                endpoint=f"{host}:{port}" if host else "",
+                run_id=hashlib.sha1(str(run_dir).encode()).hexdigest()[:16],
+            )
+        )
         if point.nodes == 1 and not lc["hosts"] and "SLURM_JOB_ID" not in env:
             return "torchrun", agent
         per_node = mpi_spec(config, point, 1, agent, env, list(prog.env))  # an agent per node
@@ -203,8 +222,14 @@ def launch_command(config: dict[str, Any], point: SweepPoint, w: Workload, prog:
     return spec.launcher, launcher_argv(spec, env, python)
 
 
-def mpi_spec(config: dict[str, Any], point: SweepPoint, ppn: int, argv: list[str],
-             env: dict[str, str], extra_env: list[str] | None = None) -> LaunchSpec:  # fmt: skip
+def mpi_spec(
+    config: dict[str, Any],
+    point: SweepPoint,
+    ppn: int,
+    argv: list[str],
+    env: dict[str, str],
+    extra_env: list[str] | None = None,
+) -> LaunchSpec:
     """``argv`` started ``ppn`` times per node by ``launcher.kind``; ``extra_env``: more
     variables the ranks must receive (mpirun passes only those it is told to other nodes)."""
     lc = config["launcher"]

@@ -233,8 +233,18 @@ def _stage(config, point, run_dir, data, python, env, log) -> dict[str, Any]:
     """Copy the dataset into every node's local storage, one task per node; the copies'
     records (host, files, bytes, start, end) as the manifest's ``staging``."""
     dest = staging_dir(config, run_dir)
-    prog = [python, "-m", "iosweep.run.stage", "copy", "--src", data["path"], "--dest", str(dest),
-            "--record", str(run_dir / "staging")]  # fmt: skip
+    prog = [
+        python,
+        "-m",
+        "iosweep.run.stage",
+        "copy",
+        "--src",
+        data["path"],
+        "--dest",
+        str(dest),
+        "--record",
+        str(run_dir / "staging"),
+    ]
     cmd = launcher_argv(mpi_spec(config, point, 1, prog, env), env, python)
     log(f"{point.run_id}: staging {data['path']} -> {dest} on {point.nodes} node(s)")
     code, timed_out = _run_launcher(
@@ -292,8 +302,13 @@ _SIGNAL_HINTS = {
 }
 
 
-def _verdict(manifest: dict[str, Any], training: dict[str, Any], exit_code: int, timed_out: bool,
-             trace_problems: dict[int, str]) -> tuple[str, str]:  # fmt: skip
+def _verdict(
+    manifest: dict[str, Any],
+    training: dict[str, Any],
+    exit_code: int,
+    timed_out: bool,
+    trace_problems: dict[int, str],
+) -> tuple[str, str]:
     if timed_out:
         return "failed", f"timed out after {training['timeout']} s (training.timeout)"
     if exit_code != 0 and (sig := manifest.get("signaled_ranks")):
@@ -398,8 +413,9 @@ def _run_in_allocation(config, point, run_dir, dataset_dir, rerun, log) -> dict[
     # the point itself, not its run id: a tune's points are no points of the sweep
     runner = {"config": config, "point": asdict(point), "dataset_dir": str(dataset_dir)}
     args.write_text(json.dumps(runner | {"rerun": rerun}))
-    cmd = slurm.salloc_command(req, os.environ, [sys.executable, "-m", "iosweep.run.runner",
-                                                 str(args)])  # fmt: skip
+    cmd = slurm.salloc_command(
+        req, os.environ, [sys.executable, "-m", "iosweep.run.runner", str(args)]
+    )
     log(f"{point.run_id}: {shlex.join(cmd)}")
     env = base_env(training["threads_per_rank"])  # iosweep importable in the runner
     code, _ = _run_launcher(cmd, env, None, run_dir / "salloc.log")
@@ -411,9 +427,13 @@ def _run_in_allocation(config, point, run_dir, dataset_dir, rerun, log) -> dict[
         pass
     last = [ln for ln in salloc_log.splitlines() if ln.startswith("salloc:")][-1:]
     manifest = _new_manifest(point, describe_data(point, dataset_dir))
-    manifest |= {"rerun": rerun, "status": "failed", "log_tail": salloc_log[-4000:],
-                 "reason": f"salloc exited {code} before the point's runner wrote a manifest"
-                 + (f": {last[0]}" if last else "")}  # fmt: skip
+    manifest |= {
+        "rerun": rerun,
+        "status": "failed",
+        "log_tail": salloc_log[-4000:],
+        "reason": f"salloc exited {code} before the point's runner wrote a manifest"
+        + (f": {last[0]}" if last else ""),
+    }
     _write_manifest(run_dir, manifest)
     log(f"{point.run_id}: failed: {manifest['reason']}")
     return manifest
@@ -433,8 +453,13 @@ def _lost_node(manifest: dict[str, Any], status: str, reason: str) -> tuple[str,
 
 def _workload_record(w: Workload, point: SweepPoint, prog: Program | None) -> dict[str, Any]:
     """What the manifest says of the workload: enough to see what ran and to run it again."""
-    rec: dict[str, Any] = {"name": w.name, "builtin": w.builtin, "launch": w.launch,
-                           "timing": w.timing, "template": w.commands[point.framework]}  # fmt: skip
+    rec: dict[str, Any] = {
+        "name": w.name,
+        "builtin": w.builtin,
+        "launch": w.launch,
+        "timing": w.timing,
+        "template": w.commands[point.framework],
+    }
     if prog is not None:
         rec |= {"workdir": str(prog.cwd), "env": sorted(prog.env), "python": prog.values["python"]}
     return rec
@@ -459,8 +484,14 @@ def _prepare(config, point, w, run_dir, data, manifest, log):
         staged = manifest["staging"] = _stage(config, point, run_dir, data, python, env, log)
         data_dir = staged["dir"]
     manifest["host_info"] = host_info(data_dir or str(run_dir))
-    values = placeholder_values(point, w, python=python, run_dir=run_dir, data_dir=data_dir,
-                                threads=training["threads_per_rank"])  # fmt: skip
+    values = placeholder_values(
+        point,
+        w,
+        python=python,
+        run_dir=run_dir,
+        data_dir=data_dir,
+        threads=training["threads_per_rank"],
+    )
     prog = program(point, w, values, run_dir)
     manifest["workload"] = _workload_record(w, point, prog)
     dirs = [Path(p) for p in (data.get("path"), data_dir) if p]

@@ -36,9 +36,14 @@ def salloc_command(req: Request, env: Mapping[str, str], command: list[str]) -> 
     """``salloc`` running ``command`` in an allocation for ``req``; account and partition as
     for the other jobs (``SBATCH_ACCOUNT``/``SBATCH_PARTITION``, when salloc's own variables
     are not set)."""
-    cmd = ["salloc", f"--job-name={req.job_name}", f"--nodes={req.nodes}",
-           f"--ntasks-per-node={req.ppn}", f"--cpus-per-task={req.cpus_per_task}",
-           f"--time={req.minutes}"]  # fmt: skip
+    cmd = [
+        "salloc",
+        f"--job-name={req.job_name}",
+        f"--nodes={req.nodes}",
+        f"--ntasks-per-node={req.ppn}",
+        f"--cpus-per-task={req.cpus_per_task}",
+        f"--time={req.minutes}",
+    ]
     for what in ("ACCOUNT", "PARTITION"):
         if env.get(f"SBATCH_{what}") and not env.get(f"SALLOC_{what}"):
             cmd.append(f"--{what.lower()}={env[f'SBATCH_{what}']}")
@@ -47,8 +52,14 @@ def salloc_command(req: Request, env: Mapping[str, str], command: list[str]) -> 
 
 def _scontrol(args: list[str], env: Mapping[str, str]) -> str:
     try:
-        proc = subprocess.run(["scontrol", *args], capture_output=True, text=True,
-                              env=dict(env), timeout=60, check=False)  # fmt: skip
+        proc = subprocess.run(
+            ["scontrol", *args],
+            capture_output=True,
+            text=True,
+            env=dict(env),
+            timeout=60,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return proc.stdout if proc.returncode == 0 else ""

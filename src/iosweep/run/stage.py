@@ -86,8 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.cmd == "copy":
             rec = copy(a.src, a.dest, a.record)
-            print(f"{rec['host']}: staged {rec['files']} files, {rec['bytes'] / 1e6:.1f} MB "
-                  f"in {rec['end'] - rec['start']:.2f} s -> {rec['dest']}", flush=True)  # fmt: skip
+            print(
+                f"{rec['host']}: staged {rec['files']} files, {rec['bytes'] / 1e6:.1f} MB "
+                f"in {rec['end'] - rec['start']:.2f} s -> {rec['dest']}",
+                flush=True,
+            )
         else:
             shutil.rmtree(a.dest, ignore_errors=True)
     except (StagingError, OSError) as e:

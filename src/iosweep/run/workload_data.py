@@ -44,15 +44,20 @@ def _run_prepare(w: Workload, framework: str, data: Path, training: dict[str, An
     python, _, why = workload_python(w, framework, training)
     if python is None:
         return f"{w.key('python')}: {why}"
-    argv, env = render(w.prepare or "", {"python": python, "data": str(data),
-                                         "workdir": str(workdir(w))})  # fmt: skip
+    argv, env = render(
+        w.prepare or "", {"python": python, "data": str(data), "workdir": str(workdir(w))}
+    )
     data.mkdir(parents=True, exist_ok=True)
     log(f"{w.key('prepare')}: {shlex.join(argv)} (in {workdir(w)})")
     try:
         proc = subprocess.run(
-            argv, cwd=workdir(w), env={**os.environ, **w.env, **env}, capture_output=True,
-            text=True, check=False,
-        )  # fmt: skip
+            argv,
+            cwd=workdir(w),
+            env={**os.environ, **w.env, **env},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     except OSError as e:
         return f"{w.key('prepare')}: cannot run {argv[0]!r}: {e.strerror}"
     log(proc.stdout + proc.stderr)

@@ -136,8 +136,9 @@ def write_imagenet_store(
     step_rows: dict[str, list] = {k: [] for k in STORE_TABLES["steps"].names}
     # each epoch's sampler: the files of each rank (drawn first, so the store is the same
     # whatever order it is written in)
-    perms = [rng.permutation(files)[: per_rank * ranks].reshape(ranks, per_rank) for _ in
-             range(epochs)]  # fmt: skip
+    perms = [
+        rng.permutation(files)[: per_rank * ranks].reshape(ranks, per_rank) for _ in range(epochs)
+    ]
     jitter = rng.random((ranks, epochs, per_rank)) * 1e-3
     try:
         for r in range(ranks):  # the store's rows in rank order, as a store is written
@@ -149,9 +150,19 @@ def write_imagenet_store(
                 ts = (t[:, None] + np.arange(READS_PER_FILE)[None, :] * 2e-4).ravel()
                 streams.add(
                     "segments",
-                    _segments(r, pid.repeat(4), f.repeat(4), off4[f].ravel(), len4[f].ravel(),
-                              ts, ts + 1e-4, path_values, hosts, write=False),
-                )  # fmt: skip
+                    _segments(
+                        r,
+                        pid.repeat(4),
+                        f.repeat(4),
+                        off4[f].ravel(),
+                        len4[f].ravel(),
+                        ts,
+                        ts + 1e-4,
+                        path_values,
+                        hosts,
+                        write=False,
+                    ),
+                )
                 streams.add("counters", _counters(r, pid, f, t, size, len4, path_values, hosts))
                 _steps(step_rows, r, e, t_epoch, epoch_len, steps)
                 if r == 0:  # rank 0's checkpoint after the epoch, in 1 MiB writes
@@ -162,13 +173,26 @@ def write_imagenet_store(
     pq.write_table(table("steps", step_rows), out / "steps.parquet", compression="zstd")
     pq.write_table(empty_table("app_events"), out / "app_events.parquet")
     meta = run_meta(
-        "bench-imagenet", ranks, {r: hosts[r // RANKS_PER_NODE] for r in range(ranks)},
-        pid=100_000, traced=False, tracer="darshan", start=0.0,
+        "bench-imagenet",
+        ranks,
+        {r: hosts[r // RANKS_PER_NODE] for r in range(ranks)},
+        pid=100_000,
+        traced=False,
+        tracer="darshan",
+        start=0.0,
         end=20.0 + epochs * (epoch_len + 5.0),
-        params={"framework": "pytorch", "workload": "imagenet", "nodes": -(-ranks // RANKS_PER_NODE),
-                "ppn": RANKS_PER_NODE, "ranks": ranks, "loader_workers": workers,
-                "batch_size": BATCH, "steps": 0, "rep": 0},
-    )  # fmt: skip
+        params={
+            "framework": "pytorch",
+            "workload": "imagenet",
+            "nodes": -(-ranks // RANKS_PER_NODE),
+            "ppn": RANKS_PER_NODE,
+            "ranks": ranks,
+            "loader_workers": workers,
+            "batch_size": BATCH,
+            "steps": 0,
+            "rep": 0,
+        },
+    )
     meta.write(out / RUN_JSON)  # last: the store is complete
     return Shape(streams.rows["segments"], streams.rows["counters"], files, ranks, workers, epochs)
 
@@ -179,9 +203,19 @@ def _checkpoint(streams: _Streams, epoch: int, t: float, files: int, paths, host
     t0 = t + ck * 1e-3
     streams.add(
         "segments",
-        _segments(0, np.full(n, 99_999), np.full(n, files + epoch), ck << 20, np.full(n, 1 << 20),
-                  t0, t0 + 8e-4, paths, hosts, write=True),
-    )  # fmt: skip
+        _segments(
+            0,
+            np.full(n, 99_999),
+            np.full(n, files + epoch),
+            ck << 20,
+            np.full(n, 1 << 20),
+            t0,
+            t0 + 8e-4,
+            paths,
+            hosts,
+            write=True,
+        ),
+    )
 
 
 def _segments(rank, pid, file, offset, length, start, end, paths, hosts, write) -> pa.Table:
@@ -226,8 +260,9 @@ def _counters(rank, pid, file, t, size, len4, paths, hosts) -> pa.Table:
     return table("counters", cols)
 
 
-def _steps(rows: dict[str, list], rank: int, epoch: int, t_epoch: float, epoch_len: float,
-           steps: int) -> None:  # fmt: skip
+def _steps(
+    rows: dict[str, list], rank: int, epoch: int, t_epoch: float, epoch_len: float, steps: int
+) -> None:
     """The manifest's steps of one rank's epoch: the epoch (step -1), then every step."""
     st = t_epoch + 0.5 + np.arange(steps) * STEP_COMPUTE * 1.15
     for k, v in (("rank", rank), ("epoch", epoch), ("samples", BATCH)):
@@ -284,9 +319,15 @@ def write_imagenet_logs(
                     out / "traces" / f"rank-{r}" / f"root_python_id{rank_pid[r]}-{pid}_{e}.darshan"
                 )
                 log.parent.mkdir(parents=True, exist_ok=True)
-                write_darshan_log(log, dxt, start=CLOCK + t_epoch, end=CLOCK + t_epoch + epoch_len,
-                                  exe="python train_resnet50.py", jobid=rank_pid[r],
-                                  metadata={"fork_parent": str(rank_pid[r])})  # fmt: skip
+                write_darshan_log(
+                    log,
+                    dxt,
+                    start=CLOCK + t_epoch,
+                    end=CLOCK + t_epoch + epoch_len,
+                    exe="python train_resnet50.py",
+                    jobid=rank_pid[r],
+                    metadata={"fork_parent": str(rank_pid[r])},
+                )
                 segments += READS_PER_FILE * len(mine)
                 records += len(mine)
             _steps(step_rows, r, e, t_epoch, epoch_len, steps)
@@ -325,14 +366,27 @@ def _rank_logs(out: Path, epochs: int, epoch_len: float, pids: list[int], hosts:
     return n * epochs + len(pids)
 
 
-def _run_files(out: Path, step_rows: dict[str, list], ranks: int, rank_pid: list[int],
-               host: list[str], workers: int, epochs: int, epoch_len: float) -> None:  # fmt: skip
+def _run_files(
+    out: Path,
+    step_rows: dict[str, list],
+    ranks: int,
+    rank_pid: list[int],
+    host: list[str],
+    workers: int,
+    epochs: int,
+    epoch_len: float,
+) -> None:
     """The run's manifest (steps on the logs' clock) and rank files, as the workflow writes."""
     infos = [
-        {"rank": r, "local_rank": r % RANKS_PER_NODE, "size": ranks, "pid": rank_pid[r],
-         "host": host[r]}
+        {
+            "rank": r,
+            "local_rank": r % RANKS_PER_NODE,
+            "size": ranks,
+            "pid": rank_pid[r],
+            "host": host[r],
+        }
         for r in range(ranks)
-    ]  # fmt: skip
+    ]
     (out / "ranks").mkdir(parents=True, exist_ok=True)
     for info in infos:
         (out / "ranks" / f"rank-{info['rank']}.json").write_text(json.dumps(info))
@@ -342,11 +396,23 @@ def _run_files(out: Path, step_rows: dict[str, list], ranks: int, rank_pid: list
         for k in ("start", "end", "wait_start", "wait_end"):
             if st[k] is not None:
                 st[k] += CLOCK
-    params = {"framework": "pytorch", "workload": "imagenet", "tracer": "darshan",
-              "nodes": -(-ranks // RANKS_PER_NODE), "ppn": RANKS_PER_NODE, "ranks": ranks,
-              "loader_workers": workers, "batch_size": BATCH}  # fmt: skip
+    params = {
+        "framework": "pytorch",
+        "workload": "imagenet",
+        "tracer": "darshan",
+        "nodes": -(-ranks // RANKS_PER_NODE),
+        "ppn": RANKS_PER_NODE,
+        "ranks": ranks,
+        "loader_workers": workers,
+        "batch_size": BATCH,
+    }
     manifest = {
-        "run_id": "bench-imagenet", "params": params, "status": "ok", "start_time": CLOCK,
-        "end_time": CLOCK + 20.0 + epochs * (epoch_len + 5.0), "ranks": infos, "steps": steps,
-    }  # fmt: skip
+        "run_id": "bench-imagenet",
+        "params": params,
+        "status": "ok",
+        "start_time": CLOCK,
+        "end_time": CLOCK + 20.0 + epochs * (epoch_len + 5.0),
+        "ranks": infos,
+        "steps": steps,
+    }
     (out / "manifest.json").write_text(json.dumps(manifest))  # last: the run is complete

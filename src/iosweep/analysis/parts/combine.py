@@ -202,8 +202,15 @@ def combine(
         dict(sorted(actor_host.items())),
         settings,
     )
-    ps = _Parts(parts, facts, paths, meta, run, min(f.run_start for f in facts),
-                max(f.run_end for f in facts))  # fmt: skip
+    ps = _Parts(
+        parts,
+        facts,
+        paths,
+        meta,
+        run,
+        min(f.run_start for f in facts),
+        max(f.run_end for f in facts),
+    )
     lengths = _start_place_lengths(ps, jobs)
     by_file, mpiio = _tables(ps)
     t, rows = by_file.tables, by_file.rows
@@ -564,9 +571,15 @@ def _checkpoints(ps: _Parts, rows: pd.DataFrame, windows: pd.DataFrame) -> dict[
         counted = add_windows(ps.frames(part.COUNTED, coded=True))
         ci = ps.run.class_names.index(CLASS)
         traced = checkpoints_of(
-            rows, written, counted, ci, ps.n_ranks, s.phase_gap_s, windows,
+            rows,
+            written,
+            counted,
+            ci,
+            ps.n_ranks,
+            s.phase_gap_s,
+            windows,
             ps.run_time,
-        )  # fmt: skip
+        )
 
     def opened() -> pd.DataFrame:
         return add_opened(ps.frames(part.OPENED))
@@ -584,8 +597,16 @@ def _status(
         i for f in ps.facts for i in f.issues
     ]
     issues += coverage_issues(ps.meta, ps.actor_kind, t.ranks)
-    status = status_of(ps.meta, str(store), issues, has_ops or ps.counted, t.dxt_available,
-                       ps.counted, ps.shared, [x for f in ps.facts for x in f.limitations])  # fmt: skip
+    status = status_of(
+        ps.meta,
+        str(store),
+        issues,
+        has_ops or ps.counted,
+        t.dxt_available,
+        ps.counted,
+        ps.shared,
+        [x for f in ps.facts for x in f.limitations],
+    )
     return status_sections(ps.meta, store, status, checks)
 
 
@@ -608,8 +629,11 @@ def _ops_pass(
     total = sum(counts.values())
     strata = np.array(sorted(counts), np.int64)
     wanted = allocate(np.array([counts[k] for k in strata], np.int64), s.plot_sample_ops)
-    at = {int(k): np.linspace(0, counts[int(k)] - 1, q).round().astype(np.int64)
-          for k, q in zip(strata, wanted, strict=True) if q > 0}  # fmt: skip
+    at = {
+        int(k): np.linspace(0, counts[int(k)] - 1, q).round().astype(np.int64)
+        for k, q in zip(strata, wanted, strict=True)
+        if q > 0
+    }
     spans = [f.ranked_span for f in ps.facts if f.ranked_span]
     edges = (
         heatmap_edges(ps.start, ps.end, min(x[0] for x in spans), max(x[1] for x in spans))
@@ -630,16 +654,27 @@ def _ops_pass(
         m = ops["actor"].to_numpy() >= 0
         if edges is not None and m.any():
             o = ops[m]
-            bins += heatmap_bins(o["actor"].to_numpy(), o["op"].to_numpy(),
-                                 o["length"].to_numpy(), o["start"].to_numpy(), actors, edges)  # fmt: skip
+            bins += heatmap_bins(
+                o["actor"].to_numpy(),
+                o["op"].to_numpy(),
+                o["length"].to_numpy(),
+                o["start"].to_numpy(),
+                actors,
+                edges,
+            )
     sample = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     heat = (
         heatmap_frame(bins, actors, edges)
         if edges is not None
         else pd.DataFrame(columns=HEATMAP_COLUMNS)
     )
-    info = OpsSampleInfo(total, len(sample), sum(f.trace.excluded_io_ops for f in ps.facts),
-                         names, _added([f.other_layer_ops for f in ps.facts]))  # fmt: skip
+    info = OpsSampleInfo(
+        total,
+        len(sample),
+        sum(f.trace.excluded_io_ops for f in ps.facts),
+        names,
+        _added([f.other_layer_ops for f in ps.facts]),
+    )
     return sample, heat, info
 
 

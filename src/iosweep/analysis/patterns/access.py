@@ -73,11 +73,20 @@ def class_strategy(
     f = files.loc[
         (files["class"] == cls) & (files[f"{direction}_strategy"] != ""),
         [
-            "file", "path", "size", "coverage_source", col_ops, col_bytes, f"n_{who}",
-            f"whole_{who}", f"{direction}_strategy", f"{direction}_union",
-            f"{direction}_shared", f"{direction}_overlap",
+            "file",
+            "path",
+            "size",
+            "coverage_source",
+            col_ops,
+            col_bytes,
+            f"n_{who}",
+            f"whole_{who}",
+            f"{direction}_strategy",
+            f"{direction}_union",
+            f"{direction}_shared",
+            f"{direction}_overlap",
         ],
-    ]  # fmt: skip
+    ]
     if f.empty or rows is None:
         return None
     per_rank = class_stats(rows)
@@ -191,10 +200,14 @@ class EpochSharing:
 
     def __add__(self, o: EpochSharing) -> EpochSharing:
         return EpochSharing(
-            self.epochs, self.files + o.files, self.shared + o.shared,
-            max(self.max_readers, o.max_readers), self.redundant_bytes + o.redundant_bytes,
-            self.both + o.both, self.moved + o.moved,
-        )  # fmt: skip
+            self.epochs,
+            self.files + o.files,
+            self.shared + o.shared,
+            max(self.max_readers, o.max_readers),
+            self.redundant_bytes + o.redundant_bytes,
+            self.both + o.both,
+            self.moved + o.moved,
+        )
 
     def summary(self) -> dict[str, Any] | None:
         """What :func:`per_epoch_of` says (None without reads in epochs)."""
@@ -316,8 +329,9 @@ def classes_summary(
 def _no_rows() -> ClassRows:
     """A class no rank's row has (its files moved by unattributed processes only)."""
     empty = pd.Series(dtype=np.int64)
-    return ClassRows(set(), set(), set(), np.zeros(len(CATEGORIES), np.int64), empty, 0, 0,
-                     ValueCounts(), {})  # fmt: skip
+    return ClassRows(
+        set(), set(), set(), np.zeros(len(CATEGORIES), np.int64), empty, 0, 0, ValueCounts(), {}
+    )
 
 
 def _access(

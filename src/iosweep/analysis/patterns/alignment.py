@@ -38,8 +38,9 @@ def add_alignment_counts(parts: list[dict[str, Any] | None]) -> dict[str, Any] |
     known = [p for p in parts if p is not None]
     if not known:
         return None
-    out: dict[str, Any] = {k: sum(p[k] for p in known) for k in ("ops", "file_not_aligned",
-                                                                  "mem_not_aligned")}  # fmt: skip
+    out: dict[str, Any] = {
+        k: sum(p[k] for p in known) for k in ("ops", "file_not_aligned", "mem_not_aligned")
+    }
     out["alignments"] = {}
     for p in known:
         for v, n in p["alignments"].items():

@@ -250,9 +250,16 @@ def opened_of(files: pd.DataFrame, meta: RunMeta, gap: float) -> list[dict[str, 
             cur["files"] += 1
             continue
         out.append(
-            {"start": float(r["start"]), "end": float(r["end"]), "bytes": size, "files": 1,
-             "ranks": 1, "after_epoch": None, "traced": False}
-        )  # fmt: skip
+            {
+                "start": float(r["start"]),
+                "end": float(r["end"]),
+                "bytes": size,
+                "files": 1,
+                "ranks": 1,
+                "after_epoch": None,
+                "traced": False,
+            }
+        )
     for o in out:
         o["duration"] = o["end"] - o["start"]
     return out

@@ -270,12 +270,13 @@ def _spreads(
     return pd.DataFrame(
         {
             "bytes": ((b_max - b_min) / b_max).where(b_max >= s.imbalance_min_bytes, 0.0),
-            "time": ((t_max - t_min) / t_max.where(t_max > 0)).fillna(0.0)
+            "time": ((t_max - t_min) / t_max.where(t_max > 0))
+            .fillna(0.0)
             .where(t_max >= s.imbalance_min_io_time_s, 0.0),
             "b_max": b_max,
             "b_min": b_min,
         }
-    )  # fmt: skip
+    )
 
 
 def _busiest_files(files: pd.DataFrame, max_files: int) -> np.ndarray:

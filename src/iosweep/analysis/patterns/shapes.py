@@ -160,12 +160,18 @@ class ShapeGroups:
     def __add__(self, o: ShapeGroups) -> ShapeGroups:
         g = pd.concat([x for x in (self.groups, o.groups) if len(x)] or [self.groups])
         added = g.groupby(SHAPE, sort=True).agg(
-            files=("files", "sum"), streams=("streams", "sum"),
-            opened_files=("opened_files", "sum"), opens=("opens", "sum"),
-            epochs=("epochs", "sum"), body_min=("body_min", "min"), body_max=("body_max", "max"),
-            procs=("procs", "max"), mid_reads=("mid_reads", "max"),
-            reads_min=("reads_min", "min"), reads_max=("reads_max", "max"),
-        )  # fmt: skip
+            files=("files", "sum"),
+            streams=("streams", "sum"),
+            opened_files=("opened_files", "sum"),
+            opens=("opens", "sum"),
+            epochs=("epochs", "sum"),
+            body_min=("body_min", "min"),
+            body_max=("body_max", "max"),
+            procs=("procs", "max"),
+            mid_reads=("mid_reads", "max"),
+            reads_min=("reads_min", "min"),
+            reads_max=("reads_max", "max"),
+        )
         return ShapeGroups(added.reset_index(), self.files + o.files, self.streams + o.streams)
 
 
@@ -194,8 +200,20 @@ def shape_groups(st: pd.DataFrame, opens: pd.Series) -> ShapeGroups:
                 "reads_max": int(g["reads"].max()),
             }
         )
-    columns = [*SHAPE, "files", "streams", "opened_files", "opens", "epochs", "body_min",
-               "body_max", "procs", "mid_reads", "reads_min", "reads_max"]  # fmt: skip
+    columns = [
+        *SHAPE,
+        "files",
+        "streams",
+        "opened_files",
+        "opens",
+        "epochs",
+        "body_min",
+        "body_max",
+        "procs",
+        "mid_reads",
+        "reads_min",
+        "reads_max",
+    ]
     return ShapeGroups(pd.DataFrame(rows, columns=columns), int(st["file"].nunique()), len(st))
 
 

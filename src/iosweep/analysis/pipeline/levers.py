@@ -184,8 +184,11 @@ def projection(df: pd.DataFrame, s: AnalysisSettings) -> dict[str, Any] | None:
         j = i if np.isfinite(opens[i]) else opens.dropna().index[0]
         fs_md = s.fs_metadata_rate or float(seen["files_per_s"].max())
         at_md = fs_md / float(opens[j])
-        out |= {"opens_per_rank": float(opens[j]), "fs_metadata_rate": fs_md,
-                "ranks_at_metadata": at_md}  # fmt: skip
+        out |= {
+            "opens_per_rank": float(opens[j]),
+            "fs_metadata_rate": fs_md,
+            "ranks_at_metadata": at_md,
+        }
         src = "analysis.fs_metadata_rate" if s.fs_metadata_rate else "the most this sweep observed"
         text += (
             f"; its {opens[j]:,.0f} file opens per second meet {fs_md:,.0f} opens/s ({src}) "

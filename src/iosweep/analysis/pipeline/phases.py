@@ -85,10 +85,19 @@ def _fetch_steps(fs, fe, fstep, cs, ce, kinds) -> list[dict[str, Any]]:
         a, b = np.searchsorted(cs, lo, "left"), np.searchsorted(cs, hi, "left")
         its = _iterations(cs, ce, kinds, int(a), int(b))
         start, end = its[0] if its else (lo, hi if np.isfinite(hi) else lo)
-        out.append({"start": start, "end": end, "wait_start": fs[k], "wait_end": fe[k],
-                    "iter_step": fstep[k]})  # fmt: skip
-        out += [{"start": s0, "end": e0, "wait_start": np.nan, "wait_end": np.nan,
-                 "iter_step": -1} for s0, e0 in its[1:]]  # fmt: skip
+        out.append(
+            {
+                "start": start,
+                "end": end,
+                "wait_start": fs[k],
+                "wait_end": fe[k],
+                "iter_step": fstep[k],
+            }
+        )
+        out += [
+            {"start": s0, "end": e0, "wait_start": np.nan, "wait_end": np.nan, "iter_step": -1}
+            for s0, e0 in its[1:]
+        ]
     return out
 
 
@@ -110,8 +119,16 @@ def _training_fetches(f: pd.DataFrame, cs: np.ndarray) -> pd.DataFrame:
 def _compute_steps(cs, ce) -> list[dict[str, Any]]:
     g = np.zeros(len(cs), np.int64)
     _, lo, hi = intervals.merge(g, cs, ce)  # nested and overlapping compute: one step
-    return [{"start": float(a), "end": float(b), "wait_start": np.nan, "wait_end": np.nan,
-             "iter_step": -1} for a, b in zip(lo, hi, strict=True)]  # fmt: skip
+    return [
+        {
+            "start": float(a),
+            "end": float(b),
+            "wait_start": np.nan,
+            "wait_end": np.nan,
+            "iter_step": -1,
+        }
+        for a, b in zip(lo, hi, strict=True)
+    ]
 
 
 def _epochs(steps: list[dict[str, Any]], windows: list[tuple[float, float]]) -> list[int]:
@@ -147,8 +164,14 @@ def _rank_steps(
     kinds = (c["cat"].astype(str) + "/" + c["name"].astype(str)).to_numpy()
     used.update(f"{c}/{n}" for c, n in zip(f["cat"], f["name"], strict=True))
     if len(f):
-        steps = _fetch_steps(f["start"].to_numpy(np.float64), f["end"].to_numpy(np.float64),
-                             f["step"].to_numpy(np.int64), cs, ce, kinds)  # fmt: skip
+        steps = _fetch_steps(
+            f["start"].to_numpy(np.float64),
+            f["end"].to_numpy(np.float64),
+            f["step"].to_numpy(np.int64),
+            cs,
+            ce,
+            kinds,
+        )
     else:
         steps = _compute_steps(cs, ce)
     ep = ev[(ev["actor"].to_numpy() == actor) & masks["epoch"]].sort_values("start")
@@ -172,8 +195,17 @@ def _rank_steps(
             else min(r["wait_start"] if np.isfinite(r["wait_start"]) else r["start"] for r in rs)
         )
         hi = windows[e][1] if e < len(windows) else max(r["end"] for r in rs)
-        out.append({"actor": actor, "epoch": e, "step": -1, "start": lo, "end": hi,
-                    "wait_start": np.nan, "wait_end": np.nan})  # fmt: skip
+        out.append(
+            {
+                "actor": actor,
+                "epoch": e,
+                "step": -1,
+                "start": lo,
+                "end": hi,
+                "wait_start": np.nan,
+                "wait_end": np.nan,
+            }
+        )
     return out
 
 
@@ -194,11 +226,17 @@ def _crossing(rd: RunData, masks: dict[str, np.ndarray]) -> list[dict[str, str]]
             n += int((inside & ~((cs <= a) & (ce >= b)) & ~((cs >= a) & (ce <= b))).sum())
         if n:
             src = str(ev.loc[here & masks["fetch"], "cat"].iloc[0])
-            out.append({"source": f"rank {actor}", "kind": "crossing-events", "severity": "warning",
-                        "message": f"{n} compute events of pid {pid} overlap fetch events "
-                        f"({src}) without either holding the other: annotations that cross "
-                        "(an iter() started inside a compute region?); the steps take the "
-                        "fetch events as the waits"})  # fmt: skip
+            out.append(
+                {
+                    "source": f"rank {actor}",
+                    "kind": "crossing-events",
+                    "severity": "warning",
+                    "message": f"{n} compute events of pid {pid} overlap fetch events "
+                    f"({src}) without either holding the other: annotations that cross "
+                    "(an iter() started inside a compute region?); the steps take the "
+                    "fetch events as the waits",
+                }
+            )
     return out
 
 
@@ -214,9 +252,15 @@ def _unmatched(rd: RunData, masks: dict[str, np.ndarray]) -> list[dict[str, str]
         if rules == defaults.get(kind) or masks[kind].any() or ev.empty:
             continue
         seen = ", ".join(sorted({str(c) for c in ev["cat"].cat.categories})[:20])
-        out.append({"source": f"analysis.phases.{kind}", "kind": "no-match", "severity": "warning",
-                    "message": f"analysis.phases.{kind} {rules} matches no event of the trace; "
-                    f"its categories are: {seen}"})  # fmt: skip
+        out.append(
+            {
+                "source": f"analysis.phases.{kind}",
+                "kind": "no-match",
+                "severity": "warning",
+                "message": f"analysis.phases.{kind} {rules} matches no event of the trace; "
+                f"its categories are: {seen}",
+            }
+        )
     return out
 
 

@@ -60,8 +60,10 @@ def _figures(comp: pd.DataFrame, app: pd.DataFrame, posix: pd.DataFrame) -> dict
         return df["start"].to_numpy(np.float64), df["end"].to_numpy(np.float64)
 
     c, a, p = (_spans(*arr(df)) for df in (comp, app, posix))
-    busy = {k: float((df["end"] - df["start"]).sum()) for k, df in
-            (("compute", comp), ("app", app), ("posix", posix))}  # fmt: skip
+    busy = {
+        k: float((df["end"] - df["start"]).sum())
+        for k, df in (("compute", comp), ("app", app), ("posix", posix))
+    }
     return {
         "compute_time": float((c[1] - c[0]).sum()),
         "app_io_time": float((a[1] - a[0]).sum()),
@@ -148,5 +150,10 @@ def unoverlapped_summary(table: pd.DataFrame, per_rank: list[dict[str, Any]]) ->
     """The summary from :func:`unoverlapped_rows` of every rank (in rank order)."""
     totals = {k: float(sum(r[k] for r in per_rank)) for k in COLUMNS[2:7]}
     totals |= {k: float(table[k].sum()) for k in ("u_app_io_dfa", "u_posix_io_dfa")}
-    return {"available": True, "reason": "", "per_rank": per_rank, "totals": totals,
-            "processes": len(table)}  # fmt: skip
+    return {
+        "available": True,
+        "reason": "",
+        "per_rank": per_rank,
+        "totals": totals,
+        "processes": len(table),
+    }

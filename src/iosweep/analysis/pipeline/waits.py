@@ -326,8 +326,11 @@ def timing_of(rd: RunData) -> dict[str, Any]:
     t = rd.timing or (rd.meta.manifest or {}).get("timing") or {}
     if not isinstance(t, dict):
         return {}
-    other = [f"{o.get('kind')} at {o.get('site')} ({o.get('batches')} batches)"
-             for o in t.get("other_loops") or [] if isinstance(o, dict)]  # fmt: skip
+    other = [
+        f"{o.get('kind')} at {o.get('site')} ({o.get('batches')} batches)"
+        for o in t.get("other_loops") or []
+        if isinstance(o, dict)
+    ]
     return {
         "source": t.get("source")
         if t.get("source") in ("script", "hooks", "events", "none")

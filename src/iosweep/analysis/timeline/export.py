@@ -244,8 +244,9 @@ def part_slices(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
     ev = rd.app_events
     keep = _kept(rd, loop, lo, hi)
     starts = (rd.ops.start, ev["start"].to_numpy(), loop["start"].to_numpy())
-    capped = _capped(np.concatenate([x[k] for x, k in zip(starts, keep, strict=True)]),
-                     int(t["max_events"]))  # fmt: skip
+    capped = _capped(
+        np.concatenate([x[k] for x, k in zip(starts, keep, strict=True)]), int(t["max_events"])
+    )
     if capped:
         keep = tuple(k & (x <= capped[0]) for x, k in zip(starts, keep, strict=True))
     slices = pd.concat(

@@ -89,9 +89,18 @@ SIZE_EDGES = [1, 100, 1024, 10240, 102400, 1 << 20, 4 << 20, 10 << 20, 100 << 20
 
 
 SIZE_LABELS = [
-    "0 B (end of file)", "1-99 B", "100 B-1 KiB", "1-10 KiB", "10-100 KiB", "100 KiB-1 MiB",
-    "1-4 MiB", "4-10 MiB", "10-100 MiB", "100 MiB-1 GiB", ">= 1 GiB",
-]  # fmt: skip
+    "0 B (end of file)",
+    "1-99 B",
+    "100 B-1 KiB",
+    "1-10 KiB",
+    "10-100 KiB",
+    "100 KiB-1 MiB",
+    "1-4 MiB",
+    "4-10 MiB",
+    "10-100 MiB",
+    "100 MiB-1 GiB",
+    ">= 1 GiB",
+]
 
 
 SIZE_COLORS = ["#bdbdbd"] + [

@@ -198,12 +198,28 @@ def _label_files(ax, paths: list[str], pos: np.ndarray, first_rank: float, anon:
     first and last in path order)."""
     names = [p.rsplit("/", 1)[-1] or p for p in paths]
     if len(names) > 8:
-        ax.text(0.0, 1.0, anon(f"sub-columns: {len(names)} files in path order, {names[0]} ... {names[-1]}"),
-                transform=ax.transAxes, fontsize=6, va="bottom", color="#555555")  # fmt: skip
+        ax.text(
+            0.0,
+            1.0,
+            anon(f"sub-columns: {len(names)} files in path order, {names[0]} ... {names[-1]}"),
+            transform=ax.transAxes,
+            fontsize=6,
+            va="bottom",
+            color="#555555",
+        )
         return
     for name, x in zip(names, pos, strict=True):
-        ax.text(first_rank + x, 1.0, anon(name), transform=ax.get_xaxis_transform(), rotation=90,
-                fontsize=6, ha="center", va="bottom", color="#555555")  # fmt: skip
+        ax.text(
+            first_rank + x,
+            1.0,
+            anon(name),
+            transform=ax.get_xaxis_transform(),
+            rotation=90,
+            fontsize=6,
+            ha="center",
+            va="bottom",
+            color="#555555",
+        )
 
 
 @with_rc
@@ -339,9 +355,13 @@ def draw_heatmap(ax, hm: pd.DataFrame, fig: Figure) -> None:
         else None
     )
     img = ax.imshow(
-        np.ma.masked_equal(grid, 0), aspect="auto", cmap="magma_r", norm=norm, interpolation="nearest",
+        np.ma.masked_equal(grid, 0),
+        aspect="auto",
+        cmap="magma_r",
+        norm=norm,
+        interpolation="nearest",
         extent=(t0, t1, len(ranks) - 0.5, -0.5),
-    )  # fmt: skip
+    )
     if len(ranks) <= 32:
         ax.set_yticks(range(len(ranks)), [str(r) for r in ranks])
     ax.set_xlabel("time from run start (s)")

@@ -48,8 +48,15 @@ def sizes_figure(sizes: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
             label=f"{op}s",
         )
         if 0 in d.index:  # zero-byte reads at end of file: counted apart, not a size
-            ax_h.bar([(k - 0.5) * width], [d.loc[0]], width=width, color="#d9d9d9",
-                     edgecolor=color, hatch="//", label=f"0-byte {op}s (end of file)")  # fmt: skip
+            ax_h.bar(
+                [(k - 0.5) * width],
+                [d.loc[0]],
+                width=width,
+                color="#d9d9d9",
+                edgecolor=color,
+                hatch="//",
+                label=f"0-byte {op}s (end of file)",
+            )
     bins = sorted(allc["bin"].unique())
     ax_h.set_xticks(
         bins, [human_bytes(0 if b == 0 else 2 ** (b - 1)) for b in bins], rotation=45, ha="right"

@@ -110,10 +110,12 @@ def _host_rows(runs: list[RunView]) -> list[tuple[str, list]]:
         rows.append(
             (
                 "processes per core",
-                [f"up to {worst:.1f} (ranks x (1 + loader workers) per node / cores)"
-                 + ("; oversubscribed: ranks and workers share cores" if worst > 1 else "")],
+                [
+                    f"up to {worst:.1f} (ranks x (1 + loader workers) per node / cores)"
+                    + ("; oversubscribed: ranks and workers share cores" if worst > 1 else "")
+                ],
             )
-        )  # fmt: skip
+        )
     data = {
         (d.get("workload"), d.get("source"), d.get("files"), d.get("bytes"))
         for r in runs
@@ -122,10 +124,12 @@ def _host_rows(runs: list[RunView]) -> list[tuple[str, list]]:
     rows.append(
         (
             "datasets",
-            [f"{w or '?'}: {src or '?'}, {n:,} files, {fmt.human_bytes(b)}"
-             for w, src, n, b in sorted(data, key=str)],
+            [
+                f"{w or '?'}: {src or '?'}, {n:,} files, {fmt.human_bytes(b)}"
+                for w, src, n, b in sorted(data, key=str)
+            ],
         )
-    )  # fmt: skip
+    )
     fs = _values(runs, lambda r: (r.manifest.get("host_info") or {}).get("data_fs"))
     rows.append(("data file system", fs))
     cached = [float(c) for _, i in infos if (c := i.get("data_page_cache_share")) is not None]
@@ -133,10 +137,12 @@ def _host_rows(runs: list[RunView]) -> list[tuple[str, list]]:
         rows.append(
             (
                 "data in the page cache before a run",
-                [f"{min(cached):.0%} to {max(cached):.0%} of a sample of the files (fincore): "
-                 "storage reads may have been served from memory"],
+                [
+                    f"{min(cached):.0%} to {max(cached):.0%} of a sample of the files (fincore): "
+                    "storage reads may have been served from memory"
+                ],
             )
-        )  # fmt: skip
+        )
     return [(k, v) for k, v in rows if v]
 
 

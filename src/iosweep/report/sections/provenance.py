@@ -113,8 +113,12 @@ def _workload_texts(runs: list[RunView]) -> dict[str, list[str]]:
         if not isinstance(wl, dict) or not wl.get("name"):
             continue
         whose = "iosweep's own" if wl.get("builtin") else "yours"
-        lines = [f"workload: {wl['name']} ({whose})", f"command: {wl.get('template', '')}",
-                 f"launch: {wl.get('launch', '')}", f"timing: {wl.get('timing', '')}"]  # fmt: skip
+        lines = [
+            f"workload: {wl['name']} ({whose})",
+            f"command: {wl.get('template', '')}",
+            f"launch: {wl.get('launch', '')}",
+            f"timing: {wl.get('timing', '')}",
+        ]
         for key in ("workdir", "python"):
             if wl.get(key):
                 lines.append(f"{key}: {wl[key]}")

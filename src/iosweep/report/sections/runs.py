@@ -274,9 +274,14 @@ def _figures(ctx: Context, r: RunView) -> tuple[list, list[str]]:
         )
         add(fig, "spatial", "Spatial pattern", SPATIAL_CAPTION + suffix)
         fig = plots.temporal_figure(
-            s, hosts(r), f"Temporal pattern: {r.label}", ctx.anon, epochs(r), marks(r),
+            s,
+            hosts(r),
+            f"Temporal pattern: {r.label}",
+            ctx.anon,
+            epochs(r),
+            marks(r),
             r.table("heatmap"),
-        )  # fmt: skip
+        )
         bands = TEMPORAL_MARKS if r.training else ""
         add(fig, "temporal", "Temporal pattern", TEMPORAL_CAPTION.format(marks=bands) + suffix)
         notes += _sample_notes(r, s)
@@ -285,12 +290,24 @@ def _figures(ctx: Context, r: RunView) -> tuple[list, list[str]]:
             "No per-operation trace (DXT) in this run: no spatial or temporal plot; figures come from counters."
             + _counter_patterns(sm)
         )
-    add(plots.sizes_figure(r.table("sizes"), f"Request sizes: {r.label}", ctx.anon), "sizes",
-        "Request sizes", SIZES_CAPTION)  # fmt: skip
-    add(plots.overlap_figure(r.table("overlap"), f"I/O and compute: {r.label}", ctx.anon),
-        "overlap", "I/O and compute", OVERLAP_CAPTION)  # fmt: skip
-    add(plots.nodes_figure(r.table("nodes"), f"Per node: {r.label}", ctx.anon), "nodes",
-        "Per node", NODES_RUN_CAPTION)  # fmt: skip
+    add(
+        plots.sizes_figure(r.table("sizes"), f"Request sizes: {r.label}", ctx.anon),
+        "sizes",
+        "Request sizes",
+        SIZES_CAPTION,
+    )
+    add(
+        plots.overlap_figure(r.table("overlap"), f"I/O and compute: {r.label}", ctx.anon),
+        "overlap",
+        "I/O and compute",
+        OVERLAP_CAPTION,
+    )
+    add(
+        plots.nodes_figure(r.table("nodes"), f"Per node: {r.label}", ctx.anon),
+        "nodes",
+        "Per node",
+        NODES_RUN_CAPTION,
+    )
     return figures, notes
 
 

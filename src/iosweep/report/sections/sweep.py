@@ -123,10 +123,15 @@ def pipeline_section(ctx: Context) -> dict[str, Any]:
         rows = [
             {"ranks": r, "nodes": n, "au": a, "samples_per_s": x, "bw_rank": b, "bw_node": bn}
             for r, n, a, x, b, bn in zip(
-                s.ranks, s.nodes, s.au, s.samples_per_s, s.read_bandwidth_per_rank,
-                s.read_bandwidth_per_node, strict=True,
+                s.ranks,
+                s.nodes,
+                s.au,
+                s.samples_per_s,
+                s.read_bandwidth_per_rank,
+                s.read_bandwidth_per_node,
+                strict=True,
             )
-        ]  # fmt: skip
+        ]
         fed = s.largest_fed
         scale.append(
             {

@@ -187,8 +187,11 @@ def _levers(ctx: Context, framework: str, wl: str) -> list[str]:
         for s in ctx.sweep.pipeline.levers
         if s.key.get("framework") == framework and (s.key.get("workload") or "") == wl
     ]
-    differ = [k for k in dict.fromkeys(k for s in series for k in s.key)
-              if len({str(s.key.get(k)) for s in series}) > 1]  # fmt: skip
+    differ = [
+        k
+        for k in dict.fromkeys(k for s in series for k in s.key)
+        if len({str(s.key.get(k)) for s in series}) > 1
+    ]
     out = []
     for s in series:
         named = ", ".join(f"{k} {s.key.get(k)}" for k in differ)

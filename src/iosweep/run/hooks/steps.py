@@ -56,8 +56,13 @@ def _loop_groups(doc: dict[str, Any]) -> dict[tuple, list[int]]:
 def _batches(doc: dict[str, Any]) -> dict[int, list[tuple[float, float, int]]]:
     b = doc.get("batches") or {}
     out: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
-    for i, t0, t1, n in zip(b.get("loop", []), b.get("request", []), b.get("ready", []),
-                            b.get("samples", []), strict=False):  # fmt: skip
+    for i, t0, t1, n in zip(
+        b.get("loop", []),
+        b.get("request", []),
+        b.get("ready", []),
+        b.get("samples", []),
+        strict=False,
+    ):
         out[int(i)].append((float(t0), float(t1), int(n)))
     for v in out.values():
         v.sort()
@@ -241,16 +246,30 @@ def _candidates(doc: dict[str, Any]) -> list[dict[str, Any]]:
     for (kind, site, _), its in _loop_groups(doc).items():
         n = sum(len(batches.get(i, ())) for i in its)
         if n:
-            out.append({"kind": kind, "site": site, "iterations": its, "batches": n,
-                        "start": loops[its[0]]["start"]})  # fmt: skip
+            out.append(
+                {
+                    "kind": kind,
+                    "site": site,
+                    "iterations": its,
+                    "batches": n,
+                    "start": loops[its[0]]["start"],
+                }
+            )
     by_site: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for f in doc.get("fits") or []:
         by_site[f.get("site", "?")].append(f)
     for site, fits in by_site.items():
         n = sum(len(f.get("steps") or []) for f in fits)
         if n:
-            out.append({"kind": "keras-fit", "site": site, "fits": fits, "batches": n,
-                        "start": fits[0]["start"]})  # fmt: skip
+            out.append(
+                {
+                    "kind": "keras-fit",
+                    "site": site,
+                    "fits": fits,
+                    "batches": n,
+                    "start": fits[0]["start"],
+                }
+            )
     return sorted(out, key=lambda c: (-c["batches"], c["start"]))
 
 

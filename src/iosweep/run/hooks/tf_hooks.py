@@ -197,8 +197,16 @@ def patch_keras(module: Any, rec: Recorder) -> str:
         if r is None:
             return real_fit(self, *args, **kwargs)
         bound = signature.bind(self, *args, **kwargs)
-        record = {"start": time.time(), "end": None, "site": caller_site(2), "split": None,
-                  "why": "", "epoch": -1, "epochs": [], "steps": []}  # fmt: skip
+        record = {
+            "start": time.time(),
+            "end": None,
+            "site": caller_site(2),
+            "split": None,
+            "why": "",
+            "epoch": -1,
+            "epochs": [],
+            "steps": [],
+        }
         cb = timing(r, record, module)
         given = bound.arguments.get("callbacks")
         if isinstance(given, callbacks.CallbackList):

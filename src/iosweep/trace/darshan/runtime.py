@@ -10,9 +10,18 @@ from __future__ import annotations
 # whose path starts with one of these are not traced at all. DARSHAN_EXCLUDE_DIRS replaces
 # the list as a whole; a NAME_INCLUDE regex of the config file overrides any exclusion.
 DEFAULT_EXCLUDES = (
-    "/etc/", "/dev/", "/usr/", "/bin/", "/boot/", "/lib/", "/opt/", "/sbin/", "/sys/", "/proc/",
+    "/etc/",
+    "/dev/",
+    "/usr/",
+    "/bin/",
+    "/boot/",
+    "/lib/",
+    "/opt/",
+    "/sbin/",
+    "/sys/",
+    "/proc/",
     "/var/",
-)  # fmt: skip
+)
 
 
 def excluded_by_default(path: str) -> str | None:

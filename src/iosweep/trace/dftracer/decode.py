@@ -21,8 +21,18 @@ PH_UNKNOWN, PH_COMPLETE, PH_COUNTER, PH_AGGREGATED, PH_METADATA = 0, 1, 2, 3, 4
 _PH_LETTERS = {"X": PH_COMPLETE, "C": PH_COUNTER, "A": PH_AGGREGATED, "M": PH_METADATA}
 
 # --- the columns parsed out of each line ---------------------------------------------------------
-_ARGS_INT = ("ret", "count", "size", "offset", "whence", "flags", "ret_len", "str_len",
-             "epoch", "step")  # fmt: skip
+_ARGS_INT = (
+    "ret",
+    "count",
+    "size",
+    "offset",
+    "whence",
+    "flags",
+    "ret_len",
+    "str_len",
+    "epoch",
+    "step",
+)
 # fname, hostname: the file and host of an event as pydftracer 1.0.x writes them (no hashes)
 _ARGS_STR = ("hhash", "fhash", "name", "value", "fname", "hostname")
 _TOP_INT = ("id", "pid", "tid", "ts", "dur")

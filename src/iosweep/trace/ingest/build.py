@@ -188,9 +188,17 @@ def ingest_jobs(
     out = Path(out)
     try:
         return _ingest_jobs(
-            [Path(p) for p in inputs], out, manifest, run_id, isolate=isolate, params=params,
-            reuse=reuse, workers=workers, split=split, phases=phases,
-        )  # fmt: skip
+            [Path(p) for p in inputs],
+            out,
+            manifest,
+            run_id,
+            isolate=isolate,
+            params=params,
+            reuse=reuse,
+            workers=workers,
+            split=split,
+            phases=phases,
+        )
     finally:  # the logs' tables spilled while it was written (parts.py), whatever happened
         parts.remove(out / parts.SPILL_DIR)
 
@@ -218,8 +226,14 @@ def _ingest_jobs(
     # as a workload of the sweep), the one DLIO folder of that run
     dlio_dirs = dlio.find_dlio_outputs(inputs)
     if manifest is not None and len(dlio_dirs) > 1:
-        issues.append(Issue(str(manifest), "ambiguous", f"{len(dlio_dirs)} DLIO output folders "
-                            "in one run: DLIO's own account left out", "warning"))  # fmt: skip
+        issues.append(
+            Issue(
+                str(manifest),
+                "ambiguous",
+                f"{len(dlio_dirs)} DLIO output folders in one run: DLIO's own account left out",
+                "warning",
+            )
+        )
         dlio_dirs = []
 
     entries, unfinished = discover(inputs)

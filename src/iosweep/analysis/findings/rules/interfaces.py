@@ -31,25 +31,51 @@ def mpiio_use(c: Context) -> list[Outcome]:
         return none
     if c.summary.get("mpiio"):
         n = sum(int(_mpiio(c, d).get("ops") or 0) for d in ("read", "write"))
-        return [passed(cid, title, f"the job uses MPI-IO ({n:,} reads and writes)",
-                       {"mpiio_ops": (n, "count")})]  # fmt: skip
+        return [
+            passed(
+                cid,
+                title,
+                f"the job uses MPI-IO ({n:,} reads and writes)",
+                {"mpiio_ops": (n, "count")},
+            )
+        ]
     if c.training_job:
-        return [not_applicable(cid, title, "a training job: its data loader reads whole "
-                               "samples; MPI-IO's collective calls do not fit it")]  # fmt: skip
+        return [
+            not_applicable(
+                cid,
+                title,
+                "a training job: its data loader reads whole "
+                "samples; MPI-IO's collective calls do not fit it",
+            )
+        ]
     if c.who != "rank" or c.n_ranks < 2:
-        return [not_applicable(cid, title, f"one {c.who}, or {c.whos} of no MPI job: MPI-IO "
-                               "needs an MPI communicator")]  # fmt: skip
+        return [
+            not_applicable(
+                cid,
+                title,
+                f"one {c.who}, or {c.whos} of no MPI job: MPI-IO needs an MPI communicator",
+            )
+        ]
     f = c.files
     shared = f[(f["n_writers"] >= 2) & (f["bytes_written"] > 0)] if len(f) else f
     moved = int(shared["bytes_written"].sum()) if len(shared) else 0
     floor = c.settings.imbalance_min_bytes
-    numbers = {"shared_files": (len(shared), "count"), "bytes": (moved, "bytes"),
-               "threshold_bytes": (floor, "bytes")}  # fmt: skip
+    numbers = {
+        "shared_files": (len(shared), "count"),
+        "bytes": (moved, "bytes"),
+        "threshold_bytes": (floor, "bytes"),
+    }
     if moved < floor:
-        return [passed(cid, title, f"no MPI-IO, and no file written by several ranks with "
-                       f"{human_bytes(floor)} or more ({len(shared)} such files, "
-                       f"{human_bytes(moved)}); shared input read through POSIX needs none",
-                       numbers)]  # fmt: skip
+        return [
+            passed(
+                cid,
+                title,
+                f"no MPI-IO, and no file written by several ranks with "
+                f"{human_bytes(floor)} or more ({len(shared)} such files, "
+                f"{human_bytes(moved)}); shared input read through POSIX needs none",
+                numbers,
+            )
+        ]
     ins = make_insight(
         "mpiio_unused",
         "info",
@@ -86,11 +112,19 @@ def mpiio_independent(c: Context) -> list[Outcome]:
         }
         measured = f"{indep:,} of {ops:,} MPI-IO {name}s ({share:.1%}) are independent calls"
         if share <= s.mpiio_independent_share:
-            out.append(passed(cid, title, f"{measured}: at most "
-                              f"{s.mpiio_independent_share:.0%}", numbers))  # fmt: skip
+            out.append(
+                passed(cid, title, f"{measured}: at most {s.mpiio_independent_share:.0%}", numbers)
+            )
         elif indep <= s.mpiio_independent_min_count:
-            out.append(not_applicable(cid, title, f"{measured}: too few to matter (floor: more "
-                                      f"than {s.mpiio_independent_min_count:,})", numbers))  # fmt: skip
+            out.append(
+                not_applicable(
+                    cid,
+                    title,
+                    f"{measured}: too few to matter (floor: more "
+                    f"than {s.mpiio_independent_min_count:,})",
+                    numbers,
+                )
+            )
         else:
             ins = make_insight(
                 "mpiio_independent",
@@ -138,13 +172,27 @@ def mpiio_nonblocking(c: Context) -> list[Outcome]:
         elif share is None:
             out.append(not_checked(cid, title, f"{measured}; the run's length is unknown"))
         elif share <= s.io_time_share:
-            out.append(passed(cid, title, f"{measured}, but a rank spends {share:.1%} of the "
-                              f"run in them (at most {s.io_time_share:.0%}): overlapping them "
-                              "would win little", numbers))  # fmt: skip
+            out.append(
+                passed(
+                    cid,
+                    title,
+                    f"{measured}, but a rank spends {share:.1%} of the "
+                    f"run in them (at most {s.io_time_share:.0%}): overlapping them "
+                    "would win little",
+                    numbers,
+                )
+            )
         elif mean < s.mpiio_overhead_min_s:
-            out.append(not_applicable(cid, title, f"{measured}; a rank spends {share:.1%} of "
-                                      f"the run in them, but {mean:.3g} s: too little to matter "
-                                      f"(floor: {s.mpiio_overhead_min_s} s)", numbers))  # fmt: skip
+            out.append(
+                not_applicable(
+                    cid,
+                    title,
+                    f"{measured}; a rank spends {share:.1%} of "
+                    f"the run in them, but {mean:.3g} s: too little to matter "
+                    f"(floor: {s.mpiio_overhead_min_s} s)",
+                    numbers,
+                )
+            )
         else:
             ins = make_insight(
                 "mpiio_blocking",
@@ -175,8 +223,13 @@ def mpiio_overhead(c: Context) -> list[Outcome]:
             out.append(not_applicable(cid, title, f"no MPI-IO {name}s"))
             continue
         if not t or gap is None:
-            out.append(not_applicable(cid, title, f"the MPI-IO {name}s' times or the POSIX "
-                                      "calls under them are unknown"))  # fmt: skip
+            out.append(
+                not_applicable(
+                    cid,
+                    title,
+                    f"the MPI-IO {name}s' times or the POSIX calls under them are unknown",
+                )
+            )
             continue
         numbers = {
             "op": (name, "text"),
@@ -191,11 +244,18 @@ def mpiio_overhead(c: Context) -> list[Outcome]:
             f"{t['mean'] - gap:.2f} s in the POSIX {name}s under them"
         )
         if gap < s.mpiio_overhead_min_s:
-            out.append(passed(cid, title, f"{measured}: a gap under {s.mpiio_overhead_min_s} s",
-                              numbers))  # fmt: skip
+            out.append(
+                passed(cid, title, f"{measured}: a gap under {s.mpiio_overhead_min_s} s", numbers)
+            )
         elif gap <= s.mpiio_overhead_share * t["mean"]:
-            out.append(passed(cid, title, f"{measured}: at most {s.mpiio_overhead_share:.0%} of "
-                              "the MPI-IO time", numbers))  # fmt: skip
+            out.append(
+                passed(
+                    cid,
+                    title,
+                    f"{measured}: at most {s.mpiio_overhead_share:.0%} of the MPI-IO time",
+                    numbers,
+                )
+            )
         else:
             out.append(found(cid, title, _overhead_insight(name, t, gap, numbers)))
     return out
@@ -230,14 +290,24 @@ def stdio_share(c: Context) -> list[Outcome]:
     st = layers.get("STDIO")
     moved = (st["bytes_read"] + st["bytes_written"]) if st else 0
     share = moved / total if total else 0.0
-    numbers = {"stdio_bytes": (moved, "bytes"), "share": (share, "share"),
-               "threshold_share": (s.stdio_share, "share")}  # fmt: skip
+    numbers = {
+        "stdio_bytes": (moved, "bytes"),
+        "share": (share, "share"),
+        "threshold_share": (s.stdio_share, "share"),
+    }
     if not total:
         return [not_applicable(cid, title, "no bytes moved on the analysed layers")]
     if share <= s.stdio_share:
         where = "" if st else " (no STDIO on the analysed paths; terminal streams are left out)"
-        return [passed(cid, title, f"STDIO moves {human_bytes(moved)}, {share:.1%} of the "
-                       f"analysed bytes (at most {s.stdio_share:.0%}){where}", numbers)]  # fmt: skip
+        return [
+            passed(
+                cid,
+                title,
+                f"STDIO moves {human_bytes(moved)}, {share:.1%} of the "
+                f"analysed bytes (at most {s.stdio_share:.0%}){where}",
+                numbers,
+            )
+        ]
     ins = make_insight(
         "stdio_share",
         "warn" if moved >= s.imbalance_min_bytes else "info",

@@ -65,8 +65,14 @@ def imbalance(c: Context) -> list[Outcome]:
     r = c.ranks[c.ranks["rank"].isin(agg)] if agg else c.ranks
     among = f"the {len(r)} aggregators" if agg else f"the {len(r)} {c.whos}"
     if agg and len(agg) == 1:
-        return [not_applicable(cid, title, f"one aggregator ({c.who} {agg[0]}) does all the "
-                               "file I/O (mpiio_aggregators): no balance to judge")]  # fmt: skip
+        return [
+            not_applicable(
+                cid,
+                title,
+                f"one aggregator ({c.who} {agg[0]}) does all the "
+                "file I/O (mpiio_aggregators): no balance to judge",
+            )
+        ]
     s = c.settings
     bal = _balance(c, r)
     bs, ts = bal["bytes_spread"][0], bal["io_time_spread"][0]
@@ -78,23 +84,38 @@ def imbalance(c: Context) -> list[Outcome]:
     over = {k: v for k, v in over.items() if v[0] is not None and v[0] > s.imbalance_share}
     fired = {k: bal[k] for k, v in over.items() if v[1] >= v[2]}
     stragglers = bal["stragglers"][0]
-    numbers = {**fired, "stragglers": (stragglers, "ranks"),
-               "threshold_share": (s.imbalance_share, "share")}  # fmt: skip
+    numbers = {
+        **fired,
+        "stragglers": (stragglers, "ranks"),
+        "threshold_share": (s.imbalance_share, "share"),
+    }
     if not fired and not stragglers:
         spreads = {k: bal[k] for k in ("bytes_spread", "io_time_spread")}
         measured = (
             f"over {among}: (max - min) / max of bytes {bs or 0:.1%}, of I/O time {ts or 0:.1%}"
         )
         if not over:
-            return [passed(cid, title, f"{measured} (at most {s.imbalance_share:.0%}); "
-                           "no straggler", spreads)]  # fmt: skip
+            return [
+                passed(
+                    cid,
+                    title,
+                    f"{measured} (at most {s.imbalance_share:.0%}); no straggler",
+                    spreads,
+                )
+            ]
         small = "; ".join(
             f"the busiest {c.who}'s {'bytes' if k == 'bytes_spread' else 'I/O time'} "
             f"{fmt(amount)} is under the floor of {fmt(floor)}"
             for k, (_, amount, floor, fmt) in over.items()
         )
-        return [not_applicable(cid, title, f"{measured}: above {s.imbalance_share:.0%}, but "
-                               f"too little to matter: {small}", spreads)]  # fmt: skip
+        return [
+            not_applicable(
+                cid,
+                title,
+                f"{measured}: above {s.imbalance_share:.0%}, but too little to matter: {small}",
+                spreads,
+            )
+        ]
     text = [
         f"(max - min) / max of {k.removesuffix('_spread').replace('_', ' ')} per rank is {v[0]:.1%}"
         for k, v in fired.items()
@@ -127,9 +148,15 @@ def mpiio_aggregators(c: Context) -> list[Outcome]:
         return [not_applicable(cid, title, "no collective MPI-IO calls")]
     agg = aggregators(c)
     if not agg:
-        return [passed(cid, title, f"collective MPI-IO ({collective:,} calls), with the bytes "
-                       f"spread over {AGGREGATOR_RANKS:.0%} of the ranks or more",
-                       {"collective": (collective, "count")})]  # fmt: skip
+        return [
+            passed(
+                cid,
+                title,
+                f"collective MPI-IO ({collective:,} calls), with the bytes "
+                f"spread over {AGGREGATOR_RANKS:.0%} of the ranks or more",
+                {"collective": (collective, "count")},
+            )
+        ]
     heavy = c.io_matters()
     ins = make_insight(
         "mpiio_aggregators",
@@ -169,8 +196,14 @@ def shared_file_imbalance(c: Context) -> list[Outcome]:
             continue
         sp = c.spreads[op]
         if not len(sp):
-            out.append(not_applicable(cid, title, f"no file is {done} by two {c.whos} or more"
-                                      + (" among MPI-IO's aggregators" if agg else "")))  # fmt: skip
+            out.append(
+                not_applicable(
+                    cid,
+                    title,
+                    f"no file is {done} by two {c.whos} or more"
+                    + (" among MPI-IO's aggregators" if agg else ""),
+                )
+            )
             continue
         worst = sp[["bytes", "time"]].max(axis=1)
         numbers = {
@@ -181,12 +214,19 @@ def shared_file_imbalance(c: Context) -> list[Outcome]:
             "threshold_share": (s.imbalance_share, "share"),
         }
         if worst.max() <= s.imbalance_share:
-            out.append(passed(cid, title, f"{files(len(sp))} {done} by several {c.whos}: the "
-                              f"largest (max - min) / max per rank is {sp['bytes'].max():.1%} of "
-                              f"bytes and {sp['time'].max():.1%} of time (at most "
-                              f"{s.imbalance_share:.0%}; counted where the busiest rank moves "
-                              f"{human_bytes(s.imbalance_min_bytes)} or spends "
-                              f"{s.imbalance_min_io_time_s} s)", numbers))  # fmt: skip
+            out.append(
+                passed(
+                    cid,
+                    title,
+                    f"{files(len(sp))} {done} by several {c.whos}: the "
+                    f"largest (max - min) / max per rank is {sp['bytes'].max():.1%} of "
+                    f"bytes and {sp['time'].max():.1%} of time (at most "
+                    f"{s.imbalance_share:.0%}; counted where the busiest rank moves "
+                    f"{human_bytes(s.imbalance_min_bytes)} or spends "
+                    f"{s.imbalance_min_io_time_s} s)",
+                    numbers,
+                )
+            )
             continue
         f = worst.idxmax()
         path = c.files.set_index("file")["path"].get(f, str(f)) if len(c.files) else f
@@ -216,8 +256,13 @@ def metadata_heavy(c: Context) -> list[Outcome]:
     md, s = c.summary["metadata"], c.settings
     share, mx = md.get("meta_time_share"), float(md.get("max_rank_meta_time") or 0.0)
     if share is None:
-        return [not_checked(cid, title, "no metadata timings (the tracer recorded no open, "
-                            "stat or seek durations)")]  # fmt: skip
+        return [
+            not_checked(
+                cid,
+                title,
+                "no metadata timings (the tracer recorded no open, stat or seek durations)",
+            )
+        ]
     numbers = {
         "meta_time_share": (share, "share"),
         "max_rank_meta_time": (mx, "s"),
@@ -229,10 +274,17 @@ def metadata_heavy(c: Context) -> list[Outcome]:
     }
     by_share = share > s.metadata_time_share and mx >= s.metadata_min_time_s
     if not by_share and mx <= s.metadata_rank_time_s:
-        return [passed(cid, title, f"{share:.1%} of I/O time is metadata and the busiest "
-                       f"{c.who} spends {mx:.2f} s on it (found above {s.metadata_time_share:.0%} "
-                       f"with {s.metadata_min_time_s} s on one {c.who}, or above "
-                       f"{s.metadata_rank_time_s} s on one)", numbers)]  # fmt: skip
+        return [
+            passed(
+                cid,
+                title,
+                f"{share:.1%} of I/O time is metadata and the busiest "
+                f"{c.who} spends {mx:.2f} s on it (found above {s.metadata_time_share:.0%} "
+                f"with {s.metadata_min_time_s} s on one {c.who}, or above "
+                f"{s.metadata_rank_time_s} s on one)",
+                numbers,
+            )
+        ]
     ins = make_insight(
         "metadata_heavy",
         "warn",
@@ -256,9 +308,15 @@ def file_per_process_at_scale(c: Context) -> list[Outcome]:
         return none
     s, n = c.settings, c.n_ranks
     if n < s.fpp_min_ranks:
-        return [not_applicable(cid, title, f"{n} {c.whos}, under the {s.fpp_min_ranks} at which "
-                               "per-rank files load the metadata servers together",
-                               {"ranks": (n, "count"), "threshold_ranks": (s.fpp_min_ranks, "count")})]  # fmt: skip
+        return [
+            not_applicable(
+                cid,
+                title,
+                f"{n} {c.whos}, under the {s.fpp_min_ranks} at which "
+                "per-rank files load the metadata servers together",
+                {"ranks": (n, "count"), "threshold_ranks": (s.fpp_min_ranks, "count")},
+            )
+        ]
     out: list[Outcome] = []
     for cls, acc in c.summary["classes"].items():
         for d in ("read", "write"):

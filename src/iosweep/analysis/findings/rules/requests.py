@@ -55,20 +55,29 @@ def _small(c: Context, op: str, d: dict[str, Any], cid: str, title: str) -> Outc
     measured = f"{small:,} of {sized:,} {op}s ({lo:.1%}) are smaller than {thr}"
     if hi <= s.small_requests_share:
         return passed(
-            cid, title, measured + (f" (at most {small + maybe:,})" if maybe else "")
-            + f": not above {s.small_requests_share:.0%}", numbers,
-        )  # fmt: skip
+            cid,
+            title,
+            measured
+            + (f" (at most {small + maybe:,})" if maybe else "")
+            + f": not above {s.small_requests_share:.0%}",
+            numbers,
+        )
     if small + maybe < s.small_requests_min_count:
         return not_applicable(
-            cid, title, f"{measured}: too few to matter (floor: "
-            f"{s.small_requests_min_count:,} requests)", numbers,
-        )  # fmt: skip
+            cid,
+            title,
+            f"{measured}: too few to matter (floor: {s.small_requests_min_count:,} requests)",
+            numbers,
+        )
     if lo <= s.small_requests_share or small < s.small_requests_min_count:
         return not_checked(
-            cid, title, f"{small:,} to {small + maybe:,} of {sized:,} {op}s are smaller than "
+            cid,
+            title,
+            f"{small:,} to {small + maybe:,} of {sized:,} {op}s are smaller than "
             f"{thr}: Darshan's 100K_1M bin holds {maybe:,} requests of 1 MiB or less that "
-            "neither DXT nor the four most common sizes (ACCESS1..4) tell apart", numbers,
-        )  # fmt: skip
+            "neither DXT nor the four most common sizes (ACCESS1..4) tell apart",
+            numbers,
+        )
     return found(cid, title, _small_insight(c, op, d, sized, zero))
 
 
@@ -125,8 +134,11 @@ def random_access(c: Context) -> list[Outcome]:
     s = c.settings
     rnd, ops, source = _random_counts(c.summary["spatial"])
     if not ops:
-        return [not_checked(cid, title, "no operation has a known offset (no DXT segments, "
-                            "no POSIX counters)")]  # fmt: skip
+        return [
+            not_checked(
+                cid, title, "no operation has a known offset (no DXT segments, no POSIX counters)"
+            )
+        ]
     share = rnd / ops
     numbers = {
         "random": (rnd, "count"),
@@ -140,8 +152,14 @@ def random_access(c: Context) -> list[Outcome]:
     if share <= s.random_ops_share:
         return [passed(cid, title, f"{measured}: not above {s.random_ops_share:.0%}", numbers)]
     if rnd < s.random_ops_min_count:
-        return [not_applicable(cid, title, f"{measured}: too few to matter (floor: "
-                               f"{s.random_ops_min_count:,})", numbers)]  # fmt: skip
+        return [
+            not_applicable(
+                cid,
+                title,
+                f"{measured}: too few to matter (floor: {s.random_ops_min_count:,})",
+                numbers,
+            )
+        ]
     ins = make_insight(
         "random_access",
         "warn",
@@ -170,8 +188,14 @@ def misaligned_requests(c: Context) -> list[Outcome]:
         if none := when_no_io(c, cid, title):
             out += none
         elif c.training_job:
-            out.append(not_applicable(cid, title, "a training job's data loader picks its "
-                                      "offsets and buffers; its verdict says where its time goes"))  # fmt: skip
+            out.append(
+                not_applicable(
+                    cid,
+                    title,
+                    "a training job's data loader picks its "
+                    "offsets and buffers; its verdict says where its time goes",
+                )
+            )
         elif not c.summary.get("alignment"):
             out.append(not_checked(cid, title, "no POSIX counters (Darshan's *_NOT_ALIGNED)"))
         else:
@@ -197,10 +221,13 @@ def _misaligned(c: Context, where: str, what: str, cid: str, title: str) -> Outc
     io = c.io_share
     if n < s.misaligned_min_count and not c.io_matters():
         return not_applicable(
-            cid, title, f"{measured}: too few to matter (floor: {s.misaligned_min_count:,} "
+            cid,
+            title,
+            f"{measured}: too few to matter (floor: {s.misaligned_min_count:,} "
             f"requests, or I/O above {s.io_time_share:.0%} of the run; the busiest rank's "
-            f"I/O is {io or 0:.1%})", numbers,
-        )  # fmt: skip
+            f"I/O is {io or 0:.1%})",
+            numbers,
+        )
     unit = f"the file system's {block:,}-byte blocks" if block else "the file system's blocks"
     if lustre and where == "file":
         unit = (
@@ -265,12 +292,26 @@ def redundant_reads(c: Context) -> list[Outcome]:
         "threshold_bytes": (s.redundant_read_min_bytes, "bytes"),
     }
     if not len(red):
-        return [passed(cid, title, f"no file is read by {max(s.redundant_read_min_ranks, 2)} "
-                       f"{c.whos} or more (that a split of the data would not explain)", numbers)]  # fmt: skip
+        return [
+            passed(
+                cid,
+                title,
+                f"no file is read by {max(s.redundant_read_min_ranks, 2)} "
+                f"{c.whos} or more (that a split of the data would not explain)",
+                numbers,
+            )
+        ]
     if redundant < s.redundant_read_min_bytes:
-        return [passed(cid, title, f"{human_bytes(redundant)} read again across {files(len(red))} "
-                       f"read by several {c.whos}: under "
-                       f"{human_bytes(s.redundant_read_min_bytes)}", numbers)]  # fmt: skip
+        return [
+            passed(
+                cid,
+                title,
+                f"{human_bytes(redundant)} read again across {files(len(red))} "
+                f"read by several {c.whos}: under "
+                f"{human_bytes(s.redundant_read_min_bytes)}",
+                numbers,
+            )
+        ]
     once = sorted(
         {n["read_once_per"] for n in c.summary.get("nodes", []) if n.get("read_once_per")}
     )
@@ -328,8 +369,11 @@ def redundant_writes(c: Context) -> list[Outcome]:
         f"written ({int((extra > 0).sum())} of {files(len(w))})"
     )
     if redundant < s.redundant_write_min_bytes:
-        return [passed(cid, title, f"{measured}: under {human_bytes(s.redundant_write_min_bytes)}",
-                       numbers)]  # fmt: skip
+        return [
+            passed(
+                cid, title, f"{measured}: under {human_bytes(s.redundant_write_min_bytes)}", numbers
+            )
+        ]
     top = w.loc[extra.idxmax()]
     ins = make_insight(
         "redundant_writes",

@@ -30,8 +30,15 @@ def io_bound(c: Context) -> list[Outcome]:
         "threshold_share": (s.io_time_share, "share"),
     }
     if share <= s.io_time_share:
-        return [passed(cid, title, f"the busiest {c.who} spends {share:.1%} of the run in I/O "
-                       f"(at most {s.io_time_share:.0%})", numbers)]  # fmt: skip
+        return [
+            passed(
+                cid,
+                title,
+                f"the busiest {c.who} spends {share:.1%} of the run in I/O "
+                f"(at most {s.io_time_share:.0%})",
+                numbers,
+            )
+        ]
     ins = make_insight(
         "io_bound",
         "warn",
@@ -55,21 +62,32 @@ def exposed_io(c: Context) -> list[Outcome]:
         return none
     s = c.settings
     if (c.summary.get("pipeline") or {}).get("verdict"):
-        return [not_applicable(cid, title, "the input pipeline's verdict says whether, and why, "
-                               "the ranks wait (input_bound)")]  # fmt: skip
+        return [
+            not_applicable(
+                cid,
+                title,
+                "the input pipeline's verdict says whether, and why, the ranks wait (input_bound)",
+            )
+        ]
     ov = c.summary.get("overlap", {})
     share = ov.get("exposed_share_of_epochs_max")
     if not ov.get("available") or share is None:
-        return [not_applicable(cid, title, "no compute phases recorded to set the I/O "
-                               "against")]  # fmt: skip
+        return [not_applicable(cid, title, "no compute phases recorded to set the I/O against")]
     numbers = {
         "exposed_share_max": (share, "share"),
         "exposed_io_time_max": (ov["exposed_io_time_in_epochs_max"], "s"),
         "threshold_share": (s.exposed_io_share, "share"),
     }
     if share <= s.exposed_io_share:
-        return [passed(cid, title, f"at most {share:.1%} of a rank's epoch is I/O with no "
-                       f"compute running (at most {s.exposed_io_share:.0%})", numbers)]  # fmt: skip
+        return [
+            passed(
+                cid,
+                title,
+                f"at most {share:.1%} of a rank's epoch is I/O with no "
+                f"compute running (at most {s.exposed_io_share:.0%})",
+                numbers,
+            )
+        ]
     ins = make_insight(
         "exposed_io",
         "warn",

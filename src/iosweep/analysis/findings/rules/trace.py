@@ -108,9 +108,11 @@ def _nothing_missed(c: Context, cid: str, title: str, kind: str) -> Outcome:
                 {"on_disk_bytes": (disk.get("bytes", 0), "bytes")},
             )
         return not_applicable(
-            cid, title, "no files on disk to compare the trace's writes with (iosweep "
+            cid,
+            title,
+            "no files on disk to compare the trace's writes with (iosweep "
             "counts the files the runs it launched left)",
-        )  # fmt: skip
+        )
     totals = (c.summary.get("pipeline") or {}).get("totals") or {}
     if totals.get("samples"):
         return passed(
@@ -121,9 +123,10 @@ def _nothing_missed(c: Context, cid: str, title: str, kind: str) -> Outcome:
             {"samples": (int(totals["samples"]), "count")},
         )
     return not_applicable(
-        cid, title, "no outside account of what the run must read (iosweep has one for the "
-        "runs it launched)",
-    )  # fmt: skip
+        cid,
+        title,
+        "no outside account of what the run must read (iosweep has one for the runs it launched)",
+    )
 
 
 def _io_left_out(summary: dict, s: AnalysisSettings) -> Insight | None:
@@ -208,15 +211,19 @@ def _truncated(summary: dict, s: AnalysisSettings, errors: list, comp: float | N
 def _without_metadata(unsized: int, empty: bool) -> Insight:
     # DFTracer without DFTRACER_INC_METADATA: calls timed, their files and sizes unknown
     return make_insight(
-        "io_without_metadata", "high" if empty else "warn",
+        "io_without_metadata",
+        "high" if empty else "warn",
         "I/O calls were traced without their files and sizes",
         f"DFTracer recorded {unsized} read/write calls with no file and no byte count: "
         "it ran without DFTRACER_INC_METADATA=1, so "
-        + ("no I/O figure of this report can be computed" if empty else
-           "the I/O figures of this report leave them out"),
+        + (
+            "no I/O figure of this report can be computed"
+            if empty
+            else "the I/O figures of this report leave them out"
+        ),
         {"calls": (unsized, "count")},
         "Trace again with DFTRACER_INC_METADATA=1 beside DFTRACER_ENABLE=1 (DLIO too).",
-    )  # fmt: skip
+    )
 
 
 def no_io_or_truncated(c: Context) -> list[Outcome]:
