@@ -61,11 +61,8 @@ class Run:
         if self._store is None and self.analysis is not None:
             sm = self.read()
             if isinstance(sm, RunSummary):
-                linked = [self.analysis / sm.store_relative] if sm.store_relative else []
-                for cand in [*linked, Path(sm.store)]:
-                    if (cand / RUN_JSON).is_file():
-                        self._store = cand.resolve()
-                        break
+                store = linked_store(self.analysis, sm.store, sm.store_relative)
+                self._store = store.resolve() if (store / RUN_JSON).is_file() else None
         return self._store
 
     @property
@@ -135,9 +132,10 @@ class Run:
         columns: list[str] | None = None,
     ) -> pa.Table:
         """:meth:`segments` as Arrow."""
-        f = self.trace.path / "segments.parquet"
+        trace = self.trace
+        f = trace.path / "segments.parquet"
         if not f.exists():
-            return self.trace.table("segments", columns)
+            return trace.table("segments", columns)
         filters: list[tuple[str, str, object]] = []
         if ranks is not None:
             filters.append(("rank", "in", sorted({int(r) for r in ranks})))
@@ -208,6 +206,12 @@ class Sweep:
 
     def __repr__(self) -> str:
         return f"<iosweep.Sweep {self.path}: {len(self.runs)} runs>"
+
+
+def linked_store(analysis: Path, store: str, store_relative: str | None) -> Path:
+    """The trace store a run's summary links to: ``store_relative`` from its analysis folder
+    where the summary has it (it survives moving both together), else ``store`` as written."""
+    return analysis / store_relative if store_relative else Path(store)
 
 
 def open(path: Path | str) -> Run | Sweep:

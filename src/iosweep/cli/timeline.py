@@ -14,6 +14,7 @@ from typing import Any
 
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.timeline import export
+from iosweep.notebook import linked_store
 
 EPILOG = (
     "One process per rank: its training loop (steps, data waits) and each of its processes "
@@ -78,8 +79,7 @@ def store_and_summary(
             f"{prog}: {run}: neither a trace store (run.json) nor a "
             f"run analysis (summary.json): {e}"
         ) from None
-    rel = sm.get("store_relative")
-    store = (f.parent / rel) if rel else Path(sm.get("store", ""))
+    store = linked_store(f.parent, sm.get("store", ""), sm.get("store_relative"))
     if not (store / "run.json").is_file():
         raise SystemExit(f"{prog}: {run}: its trace store {store} is gone")
     return store, sm
