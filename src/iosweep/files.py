@@ -42,6 +42,11 @@ def _no_space(path: Path, tmp: Path, need: int | None, error: OSError) -> NoSpac
     )
 
 
+def is_full(e: OSError) -> bool:
+    """Whether ``e`` is a full file system or quota (Arrow's writers say it only in words)."""
+    return e.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(e)
+
+
 @contextlib.contextmanager
 def no_space_named(folder: Path, what: str) -> Iterator[None]:
     """A full file system (or quota) while ``what`` is written under ``folder`` raised as
@@ -52,7 +57,7 @@ def no_space_named(folder: Path, what: str) -> Iterator[None]:
     except NoSpaceError:
         raise
     except OSError as e:
-        if e.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(e):
+        if is_full(e):
             free = shutil.disk_usage(folder if folder.exists() else folder.parent).free
             raise NoSpaceError(
                 e.errno,
@@ -73,7 +78,7 @@ def atomic_write(path: Path | str, write: Callable[[Path], Any], need: int | Non
         write(tmp)
         os.replace(tmp, path)
     except OSError as e:
-        if e.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(e):
+        if is_full(e):
             raise _no_space(path, tmp, need, e) from e
         raise
     finally:

@@ -95,7 +95,7 @@ def _analyze_parts(
         print(f"parts: {len(parts)}, {jobs} at a time{why}", file=sys.stderr, flush=True)
         if jobs == 1:
             for p, d in zip(parts, dirs, strict=True):
-                _said(p, len(parts), *_analyze_part(store, p, d, settings, phases))
+                _said(p, len(parts), *_timed_part(store, p, d, settings, phases))
         else:
             _parts_at_once(store, parts, dirs, settings, phases, jobs)
     t0 = time.monotonic()
@@ -119,7 +119,7 @@ def _parts_at_once(
     ctx = multiprocessing.get_context("spawn")  # fork would copy Arrow's threads' locks
     with ProcessPoolExecutor(jobs, mp_context=ctx, max_tasks_per_child=1) as pool:
         running = {
-            pool.submit(_analyze_part, store, p, d, settings, phases): p
+            pool.submit(_timed_part, store, p, d, settings, phases): p
             for p, d in zip(parts, dirs, strict=True)
         }
         try:
@@ -130,7 +130,7 @@ def _parts_at_once(
             raise
 
 
-def _analyze_part(
+def _timed_part(
     store: Path, p: Part, d: Path, settings: AnalysisSettings, phases: dict[str, list] | None
 ) -> tuple[float, int]:
     """:func:`analyze_part`; its seconds and the process's peak memory."""
