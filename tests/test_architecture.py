@@ -130,3 +130,32 @@ def test_no_line_is_packed_past_the_formatter(tmp_path):
     bad = subprocess.run([*check, str(tmp_path)], capture_output=True, text=True)
     assert bad.returncode == 1
     assert bad.stdout == f"{tmp_path / 'packed.py'}:2: # fmt: skip: let the formatter lay it out\n"
+
+
+def test_sections_by_one_interface_are_found_in_their_rooms_and_fill_the_summary(
+    analysed_without_store: Path, shared_data: Path
+):
+    # the registry finds the sections each room registers (importing every room module), each
+    # key a field of the hand-off; a second section under one key is refused by name; and a
+    # run's summary holds what each section's of_run made of its parts
+    import darshan
+    import numpy as np
+
+    from iosweep.analysis.sections import Section, register, sections
+    from iosweep.analysis.summary.run import RunSummary
+
+    found = {s.key: s for s in sections()}
+    assert {"alignment", "layers"} <= found.keys()
+    fields = {f.alias or n for n, f in RunSummary.model_fields.items()}
+    assert found.keys() <= fields
+    with pytest.raises(ValueError, match="two summary sections are registered as 'layers'"):
+        register(Section("layers", found["layers"].of_part, found["alignment"].of_run))
+    summary = json.loads((analysed_without_store / "summary.json").read_text())
+    # the logs' own POSIX records, as PyDarshan reads them: the most common file alignment
+    alignments = []
+    for log in sorted((shared_data / NP2).rglob("*.darshan")):
+        rep = darshan.DarshanReport(str(log), read_all=True)
+        alignments += rep.records["POSIX"].to_df()["counters"]["POSIX_FILE_ALIGNMENT"].tolist()
+    values, counts = np.unique(alignments, return_counts=True)
+    assert summary["alignment"]["file_alignment"] == int(values[counts.argmax()])
+    assert "POSIX" in [layer["module"] for layer in summary["layers"]]

@@ -25,6 +25,7 @@ from iosweep.analysis.parts import combine as combine_module
 from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.combine import combine
 from iosweep.analysis.parts.plan import Part, plan, plan_jobs
+from iosweep.analysis.parts.results import PATHS, PartResults
 from iosweep.analysis.parts.run import PartsError, analyze_part, part_data
 from iosweep.analysis.patterns.file_ranks import ValueCounts
 from iosweep.analysis.patterns.spatial import classify_ops
@@ -136,7 +137,8 @@ def _assert_same_results(
         rows = sum(sum(json.loads((o / "part.json").read_text())["bucket_rows"]) for o in outs)
         at_most = rows // passes[1] + 1
         passes[0].setattr(combine_module, "pass_rows", lambda s: at_most)
-        assert len(combine_module.tables.passes(outs, at_most)) > 1
+        held = [PartResults(o) for o in outs]
+        assert len(combine_module.tables.passes(held, at_most)) > 1
     combined = combine(store, outs, settings, jobs=jobs)
     t = combined.tables
     # the per-file table whole (the one written holds the busiest files only); the (rank,
@@ -277,8 +279,9 @@ def test_the_union_in_time_worked_out_beside_the_rest_is_the_same(
     monkeypatch.setattr(combine_module, "ProcessPoolExecutor", Pool)
     monkeypatch.setattr(combine_module, "SIDE_MIN_ROWS", 0)
     _assert_same_results(imagenet_store, [[0, 1, 2], [3, 4, 5], [6, 7]], tmp_path, jobs=2)
-    # once for the run as one part (analyze_run, with this machine's CPUs), once in three
-    assert submitted == ["place_lengths"] * 2
+    # once, for the run in three parts (the run as one part is held in memory: its union is
+    # worked out in the process that holds it)
+    assert submitted == ["place_lengths"]
 
 
 @pytest.mark.parametrize(
@@ -445,11 +448,11 @@ def test_value_counts_give_np_medians_over_any_split():
     assert (ValueCounts.of([9, 1]) + ValueCounts.of([10, 2])).median() == 5.5
 
 
-def _paths_part(base: Path, name: str, paths: list[str]) -> Path:
+def _paths_part(base: Path, name: str, paths: list[str]) -> PartResults:
     out = base / name
     out.mkdir()
-    pq.write_table(pa.table({"path": pa.array(paths, pa.string())}), out / tables.PATHS)
-    return out
+    pq.write_table(pa.table({"path": pa.array(paths, pa.string())}), out / PATHS)
+    return PartResults(out)
 
 
 def test_run_paths_code_in_the_order_of_first_use(tmp_path, monkeypatch):
@@ -465,8 +468,10 @@ def test_run_paths_code_in_the_order_of_first_use(tmp_path, monkeypatch):
         pd.util, "hash_array", lambda v, **kw: np.array([len(s) for s in v], np.uint64)
     )
     c = _paths_part(tmp_path, "c", ["/d/x", "/d/q"])  # "/d/q": the hash of "/d/x"
-    with pytest.raises(ValueError, match="two paths have the same 64-bit hash"):
-        tables.RunPaths().of(c)
+    alone = tables.RunPaths()
+    assert alone.of(c).tolist() == [0, 1]  # one part: its codes are the run's, none matched
+    with pytest.raises(ValueError, match=r"c/paths.parquet: two paths have the same 64-bit"):
+        alone.of(_paths_part(tmp_path, "c2", ["/f/y"]))
     d = _paths_part(tmp_path, "d", ["/e/x"])  # in another part
     collide = tables.RunPaths()
     collide.of(_paths_part(tmp_path, "e", ["/d/x", "/d/yy"]))
@@ -481,3 +486,34 @@ def test_a_plan_written_before_every_run_had_a_part_is_made_again(tmp_path):
     store = make_store(tmp_path / "store", segs=segs, n_ranks=2)
     summary = analyze_run(store, tmp_path / "an", parts=[])
     assert summary["ranks"]["count"] == 2 and summary["headline"]["reads"] == 2
+
+
+def test_the_run_held_in_memory_put_together_in_several_passes(
+    imagenet_store, tmp_path, monkeypatch
+):
+    # a run of one part is held in memory (nothing written under the output but the
+    # results); where the budget puts its (rank, file) rows together in several passes (a
+    # large run's: made to here by a small pass), each pass takes its files' rows only, and
+    # the analysis written is the one pass's, table by table
+    one = analyze_run(imagenet_store, tmp_path / "one")
+    taken = []
+    real = combine_module.tables.passes
+    monkeypatch.setattr(combine_module, "pass_rows", lambda s: RANK_RECORDS)
+    monkeypatch.setattr(
+        combine_module.tables, "passes", lambda *a: taken.append(real(*a)) or taken[-1]
+    )
+    made = []
+    monkeypatch.setattr(PartResults, "start", lambda self: made.append(self))
+    several = analyze_run(imagenet_store, tmp_path / "several")
+    assert len(taken[0]) > 4 and [p.held for p in made] == [True]
+    assert sorted(p.name for p in (tmp_path / "several").iterdir()) == sorted(
+        p.name for p in (tmp_path / "one").iterdir()
+    )
+    for key in one.keys() - {"store_relative"}:
+        _assert_close(several[key], one[key], key)
+    for name in one["tables"]:
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(tmp_path / "several" / f"{name}.parquet"),
+            pd.read_parquet(tmp_path / "one" / f"{name}.parquet"),
+            obj=name,
+        )

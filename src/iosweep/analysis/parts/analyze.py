@@ -21,6 +21,7 @@ from iosweep import memory
 from iosweep.analysis import budget
 from iosweep.analysis.parts.combine import combine
 from iosweep.analysis.parts.plan import Part, of_ranks, plan, plan_jobs
+from iosweep.analysis.parts.results import PartResults
 from iosweep.analysis.parts.run import analyze_part
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import ranks_text
@@ -79,12 +80,10 @@ def _analyze_parts(
     """:func:`analyze_run`'s parts analysed under ``work``, ``jobs`` at a time, and put
     together into ``out``."""
     dirs = [work / p.name for p in parts]
-    held: dict[Path, pd.DataFrame] = {}  # emptied by the put-together step as it reads it
-    if len(parts) == 1:
-        ops = analyze_part(store, parts[0], dirs[0], settings, phases, alone=True)
-        if ops is not None:
-            held[dirs[0]] = ops
-        del ops
+    results: list[Path] | list[PartResults] = dirs
+    if len(parts) == 1:  # held in memory: nothing written to be read back
+        held = PartResults(dirs[0], held=True)
+        results = [analyze_part(store, parts[0], held, settings, phases)]
     else:
         why = ""
         if jobs < min(asked, len(parts)):
@@ -99,7 +98,7 @@ def _analyze_parts(
         else:
             _parts_at_once(store, parts, dirs, settings, phases, jobs)
     t0 = time.monotonic()
-    summary = write_combined(store, out, dirs, settings, phases, asked, held)
+    summary = write_combined(store, out, results, settings, phases, asked)
     if len(parts) > 1:
         took = time.monotonic() - t0
         print(f"put together from {len(parts)} parts in {took:.1f} s", file=sys.stderr)
@@ -151,17 +150,16 @@ def _said(p: Part, n: int, seconds: float, peak: int) -> None:
 def write_combined(
     store: Path,
     out: Path,
-    dirs: list[Path],
+    dirs: list[Path] | list[PartResults],
     settings: AnalysisSettings,
     phases: dict[str, list] | None = None,
     jobs: int = 1,
-    held: dict[Path, pd.DataFrame] | None = None,
 ) -> dict[str, Any]:
-    """The run's summary and tables, put together from its parts' folders ``dirs`` (with
-    ``jobs`` CPUs; ``held``: a part's operations in memory, :func:`combine`), written into
-    ``out`` as :func:`iosweep.analysis.analyze_run` writes them; the summary."""
+    """The run's summary and tables, put together from its parts' results ``dirs`` (folders,
+    or one held in memory; with ``jobs`` CPUs), written into ``out`` as
+    :func:`iosweep.analysis.analyze_run` writes them; the summary."""
     memory.map_large_arrays()  # freed arrays go back at once
-    c = combine(store, dirs, settings, phases, jobs, held)
+    c = combine(store, dirs, settings, phases, jobs)
     summary = c.summary
     summary["timeline"] = export.Timeline.record_of(c.timeline)
     summary["store_relative"] = os.path.relpath(store.resolve(), out.resolve())

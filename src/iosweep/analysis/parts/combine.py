@@ -1,21 +1,20 @@
-"""The run's results put together from its parts' (folders of
+"""The run's results put together from its parts' (:class:`~.results.PartResults` of
 :func:`iosweep.analysis.parts.run.analyze_part`)."""
 
 from __future__ import annotations
 
 import itertools
-import json
 import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from iosweep.analysis import budget
 from iosweep.analysis.classify import classify_paths
@@ -36,13 +35,13 @@ from iosweep.analysis.findings.sections import (
 from iosweep.analysis.parts import run as part
 from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.facts import PartFacts, PartTrace
+from iosweep.analysis.parts.results import PartResults
 from iosweep.analysis.patterns.access import (
     EpochSharing,
     access_summary,
     classes_summary,
     epoch_sharing,
 )
-from iosweep.analysis.patterns.alignment import add_alignment_counts, alignment_of
 from iosweep.analysis.patterns.checkpoints import (
     CLASS,
     add_opened,
@@ -57,7 +56,6 @@ from iosweep.analysis.patterns.file_ranks import (
     in_run_order,
 )
 from iosweep.analysis.patterns.files import RunFiles, hosts_of, nodes_table
-from iosweep.analysis.patterns.layers import layers_of
 from iosweep.analysis.patterns.metadata import metadata_summary
 from iosweep.analysis.patterns.mpiio import aggregator_ranks, mpiio_of
 from iosweep.analysis.patterns.shapes import ShapeGroups, shape_groups, shapes_summary
@@ -90,6 +88,7 @@ from iosweep.analysis.pipeline.unoverlapped import COLUMNS as UNOVERLAPPED_COLUM
 from iosweep.analysis.pipeline.unoverlapped import UNAVAILABLE as UNOVERLAPPED_UNAVAILABLE
 from iosweep.analysis.pipeline.unoverlapped import unoverlapped_summary
 from iosweep.analysis.pipeline.waits import pipeline_context, pipeline_summary
+from iosweep.analysis.sections import sections
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.shared import SharedRecords
 from iosweep.analysis.subset import narrowed
@@ -134,15 +133,23 @@ class Combined:
 
 @dataclass
 class _Parts:
-    """The parts' folders and facts, and what the run they make up is known to be."""
+    """The parts' results and facts, and what the run they make up is known to be."""
 
-    dirs: list[Path]
+    dirs: list[PartResults]
     facts: list[PartFacts]
     paths: tables.RunPaths  # the run's path codes
     meta: RunMeta  # the run's, or of the ranks analysed (``--ranks``)
     run: RunFiles
     start: float
     end: float
+
+    @property
+    def settings(self) -> AnalysisSettings:
+        return self.run.settings
+
+    def values(self, name: str) -> list[Any]:
+        """Each part's value ``name`` (:meth:`~.results.PartResults.put_json`)."""
+        return [d.json(name) for d in self.dirs]
 
     @property
     def run_time(self) -> float:
@@ -170,27 +177,27 @@ class _Parts:
 
     def frames(self, name: str, coded: bool = False) -> list[pd.DataFrame]:
         """The parts' ``name`` frames (those that have one); ``coded``: paths as run's codes."""
-        found = [d / name for d in self.dirs if (d / name).exists()]
-        return [tables.read_frame(f, self.paths) if coded else pd.read_parquet(f) for f in found]
+        found = [d for d in self.dirs if d.has(name)]
+        return [tables.coded(d, name, self.paths) if coded else d.frame(name) for d in found]
 
 
 def combine(
     store: Path,
-    parts: list[Path],
+    results: list[Path] | list[PartResults],
     settings: AnalysisSettings,
     phases: dict[str, list] | None = None,
     jobs: int = 1,
-    held: dict[Path, pd.DataFrame] | None = None,
 ) -> Combined:
-    """The run's results from its parts' (folders of :func:`analyze_part`, analysed with the
-    same ``settings`` and ``phases``); ``jobs``: the CPUs it may use; ``held``: a part's
-    operations handed over in memory (the part analysed alone), by its folder."""
+    """The run's results from its parts' (of :func:`analyze_part`, analysed with the same
+    ``settings`` and ``phases``; a folder: a part's results on disk); ``jobs``: the CPUs it
+    may use."""
+    parts = [r if isinstance(r, PartResults) else PartResults(r) for r in results]
     meta = open_store(store).meta
     if meta.phases or phases:
         settings = replace(settings, phases={**settings.phases, **meta.phases, **(phases or {})})
     paths = tables.RunPaths()
     tables.code_paths(parts, paths)
-    facts = [tables.facts(p) for p in parts]
+    facts = [p.facts() for p in parts]
     chosen = sorted({r for f in facts for r in f.ranks})
     if not any(f.whole for f in facts) and chosen != sorted(r.rank for r in meta.ranks):
         meta = narrowed(meta, chosen, unranked=False)  # --ranks
@@ -269,13 +276,9 @@ def combine(
         "run_meta": run_meta_summary(meta),
         "volume": volume_summary(t.ranks),
         "imbalance": imbalance_summary(t.ranks),
-        "layers": layers_of(pd.concat(ps.frames(part.LAYERS)), settings.modules),
-        "alignment": alignment_of(
-            add_alignment_counts([f.alignment for f in facts]),
-            pd.concat(ps.frames(part.LUSTRE, coded=True)).drop_duplicates("file"),
-        ),
         "mpiio": mpiio,
     }
+    summary |= {s.key: s.of_run(ps) for s in sections()}
     summary |= {"settings": settings.to_dict(), "sizes": sizes, "overlap": overlap}
     summary["pipeline"] = pipeline
     summary["headline"] = headline(ps.n_ranks, ps.run_time, summary, t, rows)
@@ -287,13 +290,13 @@ def combine(
         t.files, rows, run, settings.table_max_files
     )
     summary["artefacts"] = sorted((a for f in facts for a in f.artefacts), key=lambda a: a["path"])
-    sample, heat, info = _ops_pass(ps, set(t.files["class"].astype(str)), t, held or {})
+    sample, heat, info = _ops_pass(ps, set(t.files["class"].astype(str)), t)
     summary["ops_sample"] = asdict(info)
     timeline = None
     if settings.timeline["enabled"]:
         records = [f.timeline for f in facts if f.timeline is not None]
         assert len(records) == len(facts), "each part writes its slices when asked for"
-        slices = [d / part.TIMELINE for d in parts]
+        slices = [partial(d.select, part.TIMELINE) for d in parts]
         timeline = from_parts(slices, records, settings.timeline, meta, actor_host, ps.start)
     return Combined(
         run=run,
@@ -409,21 +412,18 @@ def pass_rows(s: AnalysisSettings) -> int:
     return max(1, int(budget.budget_bytes(s.memory_gb) * PASS_SHARE) // PASS_ROW_BYTES)
 
 
-def place_lengths(dirs: list[Path], memory_gb: float | None, share: float) -> np.ndarray:
+def place_lengths(dirs: list[PartResults], memory_gb: float | None, share: float) -> np.ndarray:
     """The length of the union in time of the parts' operations per place (as
     :func:`~iosweep.analysis.pipeline.epochs.span_lengths`), a window of time at a time: each
     part's spans are in (place, time) order, so a window reads only its rows (clipped to it);
     the windows are cut where the parts' row groups start so that each holds about
     ``share x budget / SPAN_ROW_BYTES`` rows (the run's union grows with the run)."""
-    files = [d / part.PLACE_SPANS for d in dirs]
-    starts, rows = [], []
-    for f in files:
-        md = pq.ParquetFile(f).metadata
-        lo = md.schema.to_arrow_schema().get_field_index("lo")
-        for g in range(md.num_row_groups):
-            st = md.row_group(g).column(lo).statistics
-            starts.append(st.min if st is not None and st.has_min_max else -np.inf)
-            rows.append(md.row_group(g).num_rows)
+    starts: list[float] = []
+    rows: list[int] = []
+    for d in dirs:
+        s, n = d.group_starts(part.PLACE_SPANS, "lo")
+        starts += s
+        rows += n
     order = np.argsort(starts, kind="stable")
     cum, at = np.cumsum(np.asarray(rows)[order]), np.asarray(starts, np.float64)[order]
     per = max(1, int(budget.budget_bytes(memory_gb) * share) // SPAN_ROW_BYTES)
@@ -431,9 +431,8 @@ def place_lengths(dirs: list[Path], memory_gb: float | None, share: float) -> np
     edges = [-np.inf, *cuts[np.isfinite(cuts)].tolist(), np.inf]
     total = np.zeros(len(PLACES) + 1)
     for a, b in itertools.pairwise(edges):
-        t = pa.concat_tables(
-            pq.read_table(f, filters=[("lo", "<", b), ("hi", ">", a)]) for f in files
-        )
+        where = [("lo", "<", b), ("hi", ">", a)] if len(edges) > 2 else None
+        t = pd.concat([d.select(part.PLACE_SPANS, filters=where) for d in dirs])
         lo, hi = np.maximum(t["lo"].to_numpy(), a), np.minimum(t["hi"].to_numpy(), b)
         total += union_lengths(t["place"].to_numpy(), lo, hi)
     return total
@@ -441,11 +440,11 @@ def place_lengths(dirs: list[Path], memory_gb: float | None, share: float) -> np
 
 def _start_place_lengths(ps: _Parts, jobs: int) -> Callable[[], np.ndarray]:
     """:func:`place_lengths` of the parts, to be had by calling what this returns: with more
-    than one job and many spans, worked out in a process beside this one while the rest is
-    put together (windows of ``SIDE_SHARE`` of the budget), else when called."""
+    than one job and many spans on disk, worked out in a process beside this one while the
+    rest is put together (windows of ``SIDE_SHARE`` of the budget), else when called."""
     dirs, gb = ps.dirs, ps.run.settings.memory_gb
-    spans = sum(pq.ParquetFile(d / part.PLACE_SPANS).metadata.num_rows for d in dirs)
-    if jobs < 2 or spans < SIDE_MIN_ROWS:
+    spans = sum(d.rows(part.PLACE_SPANS) for d in dirs)
+    if jobs < 2 or spans < SIDE_MIN_ROWS or any(d.held for d in dirs):
         return lambda: place_lengths(dirs, gb, PASS_SHARE)
     pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
     found = pool.submit(place_lengths, dirs, gb, SIDE_SHARE)
@@ -542,15 +541,15 @@ def _signatures(ps: _Parts, t: Tables) -> dict[str, Any]:
     per_rank: dict[str, Any] = {}
     shapes: dict[str, dict[int, str]] = {}
     for d in ps.dirs:
-        eof = tables.read_frame(d / part.EOF_READS, ps.paths)
+        eof = tables.coded(d, part.EOF_READS, ps.paths)
         early = eof[size[eof["file"].to_numpy()] > eof["offset"].to_numpy()]
         if len(early):
             raise part.PartsError(
-                f"{d}: a zero-byte read of {ps.paths.values[int(early['file'].iloc[0])]} at "
+                f"{d.folder}: a zero-byte read of {ps.paths.values[int(early['file'].iloc[0])]} at "
                 f"{int(early['offset'].iloc[0])} is at the end of the file as this part's "
                 "ranks see it, not as the run's do: analyse the run whole"
             )
-        signed = json.loads((d / part.SIGNATURES).read_text())
+        signed = d.json(part.SIGNATURES)
         per_rank |= signed["per_rank"]
         for scope, by in signed["shapes"].items():
             shapes.setdefault(scope, {}).update({int(a): h for a, h in by.items()})
@@ -611,7 +610,7 @@ def _status(
 
 
 def _ops_pass(
-    ps: _Parts, classes: set[str], t: Tables, held: dict[Path, pd.DataFrame]
+    ps: _Parts, classes: set[str], t: Tables
 ) -> tuple[pd.DataFrame, pd.DataFrame, OpsSampleInfo]:
     """The sample of operations the report plots and the heatmap, from each part's operations
     in turn (a second pass: the sample's share of each stratum and the heatmap's bins are
@@ -645,9 +644,7 @@ def _ops_pass(
     seen = dict.fromkeys(counts, 0)
     rows = []
     for d in ps.dirs:
-        ops = tables.recoded(held.pop(d), ps.paths, d) if d in held else None
-        if ops is None:
-            ops = tables.read_frame(d / part.OPS, ps.paths)
+        ops = tables.recoded(d.take(part.OPS), ps.paths, d)
         st = op_strata(ops["class"].to_numpy(), ops["op"].to_numpy(), ps.run.class_names, names)
         idx = np.arange(len(ops)) if total <= s.plot_sample_ops else _picked(ops, st, at, seen)
         rows.append(sample_frame(ops, idx, st, ps.paths.values, names))

@@ -48,7 +48,6 @@ class PartFacts:
     pair_epochs: dict[int, list[int]]  # per class, the epochs its reads fall in
     compute_sources: list[str]  # where the overlap's compute intervals came from
     compute_events: bool  # compute annotations (DFAnalyzer's unoverlapped figures)
-    alignment: dict[str, Any] | None
     untimed: int  # segments without a time (the run's issue adds them up)
     issues: list[dict[str, Any]]
     artefacts: list[dict[str, Any]]
@@ -58,10 +57,12 @@ class PartFacts:
     other_layer_ops: dict[str, int]
     trace: PartTrace
     # the tables' counts (parts.tables.write_part): segments, traced and counted POSIX
-    # operations, (rank, file) rows per bucket of files
+    # operations, (rank, file) rows, and those per bucket of files (a part held in memory:
+    # none, counted where a pass needs them)
     ops: int = 0
     posix_traced: int = 0
     posix_counted: int = 0
+    file_rank_rows: int = -1
     bucket_rows: list[int] = field(default_factory=list)
 
     def write(self, out: Path) -> None:

@@ -1,26 +1,24 @@
-"""A part of a run analysed on its own: what each section takes from its ranks, written as
-files for :mod:`.combine` to put together."""
+"""A part of a run analysed on its own: what each section takes from its ranks, its results
+(:class:`~.results.PartResults`, files or held in memory) for :mod:`.combine` to put
+together."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from iosweep import memory
 from iosweep.analysis.data import READ, WRITE, RunData, load_run, unsized_io_calls, untimed_issue
 from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.facts import PartFacts, PartTrace
 from iosweep.analysis.parts.plan import Part, whole_run
+from iosweep.analysis.parts.results import PartResults
 from iosweep.analysis.patterns.access import epoch_read_pairs
-from iosweep.analysis.patterns.alignment import alignment_counts
 from iosweep.analysis.patterns.artefacts import fd_reuse, remove
 from iosweep.analysis.patterns.checkpoints import (
     CLASS,
@@ -49,6 +47,7 @@ from iosweep.analysis.pipeline.waits import (
     pipeline_facts,
     rank_epoch_table,
 )
+from iosweep.analysis.sections import sections
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import select
 from iosweep.analysis.timeline.export import part_slices
@@ -68,7 +67,6 @@ PHASES, PHASE_RANKS = "phases.parquet", "phase_ranks.parquet"  # the part's own 
 SIGNATURES, EOF_READS = "signatures.json", "eof_reads.parquet"
 # checkpoint files: write windows from segments and from counters, opens and closes
 WRITTEN, COUNTED, OPENED = "written.parquet", "counted.parquet", "opened.parquet"
-LAYERS, LUSTRE = "layers.parquet", "lustre.parquet"
 OPS = "ops.parquet"  # the part's analysed operations (its sample and heatmap: second pass)
 TIMELINE = "timeline.parquet"  # its first slices of the run's timeline (timeline.export)
 MPIIO_OPS, MPIIO_RECORDS = "mpiio_ops.parquet", "mpiio_records.parquet"
@@ -106,59 +104,59 @@ def _records_steps(store: Path) -> bool:
 def analyze_part(
     store: Path,
     part: Part,
-    out: Path,
+    out: Path | PartResults,
     settings: AnalysisSettings,
     phases: dict[str, list] | None = None,
-    alone: bool = False,
-) -> pd.DataFrame | None:
-    """The part's results under ``out`` (one folder per part); ``alone``: the only part of
-    its analysis (what only parts put together need is not asked of it), its operations
-    returned, not written (the put-together step's second pass takes them in memory: at 10 M
-    segments, 270 MB not written and read back). A full file system raises NoSpaceError
-    naming ``out``."""
-    with no_space_named(out, "the part's results"):
-        return _analyze_part(store, part, out, settings, phases, alone)
+) -> PartResults:
+    """The part's results: files under ``out`` (a folder per part), or held in memory where
+    ``out`` is (the only part of its analysis: what only parts put together need is not asked
+    of it). A full file system raises NoSpaceError naming the folder."""
+    res = out if isinstance(out, PartResults) else PartResults(out)
+    with no_space_named(res.folder, "the part's results"):
+        _analyze_part(store, part, res, settings, phases)
+    return res
 
 
 def _analyze_part(
     store: Path,
     part: Part,
-    out: Path,
+    out: PartResults,
     settings: AnalysisSettings,
     phases: dict[str, list] | None,
-    alone: bool,
-) -> pd.DataFrame | None:
+) -> None:
     memory.map_large_arrays()
     rd, artefacts = part_data(store, part, settings, phases)
+    alone = out.held
     if rd.timing is not None and not alone:
         raise PartsError(
             f"{store}: the run's steps come from its trace's annotations, which a part of its "
             "ranks cannot place in the run's epochs yet: analyse it whole"
         )
-    out.mkdir(parents=True, exist_ok=True)
+    out.start()
+    # the (rank, file) tables and signatures first: their peak is the part's, and frames
+    # held in memory (a run of one part) would add to it
+    sp = classify_ops(rd)
+    tp = tables_part(rd, sp)
+    _write_signatures(rd, sp, tp, out)
     timeline = None
     if settings.timeline["enabled"]:
         slices, timeline = part_slices(rd)
-        slices.to_parquet(out / TIMELINE, index=False)
+        out.put(TIMELINE, slices)
         del slices
-    sp = classify_ops(rd)
-    tp = tables_part(rd, sp)
-    size_counts(rd).to_parquet(out / SIZES, index=False)
+    out.put(SIZES, size_counts(rd))
     windows, whole_run_epochs = rank_windows(rd), run_epochs(store)
     op_epoch = op_epochs(rd, windows, whole_run_epochs)
     counts, spans = place_spans(rd, op_places(rd, op_epoch, windows, whole_run_epochs))
-    counts.to_parquet(out / PLACE_COUNTS, index=False)
+    out.put(PLACE_COUNTS, counts)
     # in (place, time) order as merged, in small row groups: the put-together step reads a
     # window of time at a time (combine.place_lengths), each place's rows a sorted run
-    pq.write_table(
-        pa.Table.from_pandas(spans, preserve_index=False), out / PLACE_SPANS, row_group_size=1 << 15
-    )
-    rank_epoch_table(rd, op_epoch).to_parquet(out / PIPELINE, index=False)
+    out.put(PLACE_SPANS, spans, group_rows=1 << 15)
+    out.put(PIPELINE, rank_epoch_table(rd, op_epoch))
     pairs = pd.concat(
         [epoch_read_pairs(rd, op_epoch, ci).assign(cls=ci) for ci in range(len(rd.class_names))],
         ignore_index=True,
     )
-    tables.write_frame(pairs, rd.paths, out / EPOCH_PAIRS, by_bucket=True)
+    out.put(EPOCH_PAIRS, pairs, rd.paths, by_bucket=True)
     # per class, the epochs its reads fall in (the run's: those of every part)
     pair_epochs = {
         int(c): sorted(e.tolist()) for c, e in pairs.groupby("cls")["epoch"].unique().items()
@@ -166,16 +164,19 @@ def _analyze_part(
     del pairs
     _write_shapes(rd, op_epoch, out)
     compute = compute_intervals(rd)
-    overlap_rows(rd, compute).to_parquet(out / OVERLAP, index=False)
-    unoverlapped, per_rank = unoverlapped_rows(rd)
-    unoverlapped.to_parquet(out / UNOVERLAPPED, index=False)
-    pd.DataFrame(per_rank).to_parquet(out / UNOVERLAPPED_RANKS, index=False)
-    _write_signatures(rd, sp, tp, out)
+    out.put(OVERLAP, overlap_rows(rd, compute))
+    compute_events = has_compute_events(rd)
+    if compute_events or not alone:  # (another part's events ask for this part's rows too)
+        unoverlapped, per_rank = unoverlapped_rows(rd)
+        out.put(UNOVERLAPPED, unoverlapped)
+        out.put(UNOVERLAPPED_RANKS, pd.DataFrame(per_rank))
     _write_checkpoints(rd, out)
-    _write_layers(rd, out)
+    _write_mpiio(rd, out)
+    for section in sections():
+        section.of_part(rd, out)
     found, ranks = phase_parts(rd)
-    found.to_parquet(out / PHASES, index=False)
-    ranks.to_parquet(out / PHASE_RANKS, index=False)
+    out.put(PHASES, found)
+    out.put(PHASE_RANKS, ranks)
     facts = PartFacts(
         ranks=part.ranks,
         whole=part.whole,
@@ -193,8 +194,7 @@ def _analyze_part(
         epochs_known=not whole_run_epochs.empty,
         pair_epochs=pair_epochs,
         compute_sources=list(compute),
-        compute_events=has_compute_events(rd),
-        alignment=alignment_counts(rd),
+        compute_events=compute_events,
         # what reading found: the untimed segments counted apart (the run's issue adds them up)
         untimed=rd.untimed,
         issues=[asdict(i) for i in rd.issues if i != untimed_issue(rd.untimed)],
@@ -217,15 +217,12 @@ def _analyze_part(
     tables.write_part(tp, rd.paths, facts, out)
     events = from_app_events(rd) if not len(rd.counters) else None
     if events is not None:
-        events.rename_axis("rank").reset_index().to_parquet(out / METADATA_EVENTS, index=False)
-    ops = _ops_frame(rd)  # its columns are rd.ops's own (not copied): the rest goes with rd
-    if alone:
-        return ops
-    tables.write_frame(ops, rd.paths, out / OPS)
-    return None
+        out.put(METADATA_EVENTS, events.rename_axis("rank").reset_index())
+    # held: its columns are rd.ops's own (not copied), the rest goes with rd
+    out.put(OPS, _ops_frame(rd), rd.paths)
 
 
-def _write_shapes(rd: RunData, op_epoch: np.ndarray, out: Path) -> None:
+def _write_shapes(rd: RunData, op_epoch: np.ndarray, out: PartResults) -> None:
     """The dataset's read streams and its files' opens, counted by Darshan (where the part
     has counters) and as open calls (which the run uses depends on whether any part has
     counters)."""
@@ -234,15 +231,15 @@ def _write_shapes(rd: RunData, op_epoch: np.ndarray, out: Path) -> None:
     ci = rd.settings.class_names.index(DATASET)
     streams = read_streams(rd, op_epoch, ci)
     if streams is not None:
-        tables.write_frame(streams, rd.paths, out / SHAPE_STREAMS, by_bucket=True)
+        out.put(SHAPE_STREAMS, streams, rd.paths, by_bucket=True)
     for counted, name in ((True, OPENS_COUNTED), (False, OPENS_CALLED)):
         if counted and not len(rd.counters):
             continue
         opens = opens_per_file(rd, ci, counted).rename("opens").rename_axis("file")
-        tables.write_frame(opens.reset_index(), rd.paths, out / name, by_bucket=True)
+        out.put(name, opens.reset_index(), rd.paths, by_bucket=True)
 
 
-def _write_signatures(rd: RunData, sp: Spatial, tp: TablesPart, out: Path) -> None:
+def _write_signatures(rd: RunData, sp: Spatial, tp: TablesPart, out: PartResults) -> None:
     """The ranks' signatures, their end of file where the part's own rows put it (a file's
     size is the furthest byte any rank touched): the zero-byte reads taken to be at end of
     file are written beside them, for the run's sizes to confirm."""
@@ -251,34 +248,31 @@ def _write_signatures(rd: RunData, sp: Spatial, tp: TablesPart, out: Path) -> No
     np.maximum.at(size, fr["file"].to_numpy(), fr["extent"].to_numpy().clip(min=0))
     per_rank, shapes = rank_signatures(rd, sp, size) if len(rd.ops) else ({}, {})
     shapes_json = {scope: {str(a): h for a, h in by.items()} for scope, by in shapes.items()}
-    (out / SIGNATURES).write_text(json.dumps({"per_rank": per_rank, "shapes": shapes_json}))
+    out.put_json(SIGNATURES, {"per_rank": per_rank, "shapes": shapes_json})
     ops = rd.ops
     at_eof = (ops.op == READ) & (ops.length == 0) & (ops.offset >= 0) & (ops.actor >= 0)
     at_eof &= ops.offset >= size[ops.file]
     eof = pd.DataFrame({"file": ops.file[at_eof], "offset": ops.offset[at_eof]})
-    tables.write_frame(eof.drop_duplicates(), rd.paths, out / EOF_READS)
+    out.put(EOF_READS, eof.drop_duplicates(), rd.paths)
 
 
-def _write_checkpoints(rd: RunData, out: Path) -> None:
+def _write_checkpoints(rd: RunData, out: PartResults) -> None:
     """The checkpoint files' write windows (traced and counted) and opens, of the part's
     ranks."""
     if CLASS not in rd.settings.class_names:
         return
     ci = rd.settings.class_names.index(CLASS)
-    tables.write_frame(write_windows(rd, ci), rd.paths, out / WRITTEN)
-    tables.write_frame(counted_windows(rd, ci), rd.paths, out / COUNTED)
-    opened_files(rd).to_parquet(out / OPENED, index=False)
+    out.put(WRITTEN, write_windows(rd, ci), rd.paths)
+    out.put(COUNTED, counted_windows(rd, ci), rd.paths)
+    out.put(OPENED, opened_files(rd))
 
 
-def _write_layers(rd: RunData, out: Path) -> None:
-    """Every module's totals, the files' Lustre striping and the MPI-IO layer's operations
-    and records (their host and module codes are the part's own: left out)."""
-    rd.layers.to_parquet(out / LAYERS, index=False)
-    tables.write_frame(rd.lustre, rd.paths, out / LUSTRE)
+def _write_mpiio(rd: RunData, out: PartResults) -> None:
+    """The MPI-IO layer's operations and records (their host and module codes are the
+    part's own: left out)."""
     if rd.mpiio is not None:
-        tables.write_frame(rd.mpiio.ops, rd.paths, out / MPIIO_OPS)
-        records = rd.mpiio.records.drop(columns=["host", "module"])
-        tables.write_frame(records, rd.paths, out / MPIIO_RECORDS)
+        out.put(MPIIO_OPS, rd.mpiio.ops, rd.paths)
+        out.put(MPIIO_RECORDS, rd.mpiio.records.drop(columns=["host", "module"]), rd.paths)
 
 
 def _ops_frame(rd: RunData) -> pd.DataFrame:

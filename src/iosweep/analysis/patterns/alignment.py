@@ -14,6 +14,9 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.data import RunData
+from iosweep.analysis.sections import PartOut, PartsIn, Section, register
+
+COUNTS, LUSTRE = "alignment.json", "lustre.parquet"  # a part's counts, its files' striping
 
 
 def alignment_counts(rd: RunData) -> dict[str, Any] | None:
@@ -81,3 +84,16 @@ def alignment_of(counts: dict[str, Any] | None, lustre: pd.DataFrame) -> dict[st
 def _most_common(v) -> int:
     values, counts = np.unique(np.asarray(v, np.int64), return_counts=True)
     return int(values[counts.argmax()])
+
+
+def _of_part(rd: RunData, out: PartOut) -> None:
+    out.put_json(COUNTS, alignment_counts(rd))
+    out.put(LUSTRE, rd.lustre, rd.paths)
+
+
+def _of_run(parts: PartsIn) -> dict[str, Any] | None:
+    lustre = pd.concat(parts.frames(LUSTRE, coded=True)).drop_duplicates("file")
+    return alignment_of(add_alignment_counts(parts.values(COUNTS)), lustre)
+
+
+SECTION = register(Section("alignment", _of_part, _of_run))

@@ -14,6 +14,9 @@ from typing import Any
 import pandas as pd
 
 from iosweep.analysis.data import RunData
+from iosweep.analysis.sections import PartOut, PartsIn, Section, register
+
+TOTALS = "layers.parquet"  # a part's totals per module and source (RunData.layers)
 
 # module -> (name in words, where it sits relative to the file layers)
 LAYERS = {
@@ -68,3 +71,14 @@ def layers_of(totals: pd.DataFrame, analysed: list[str]) -> list[dict[str, Any]]
 def unanalysed_io(layers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The layers outside ``analysis.modules`` that moved bytes."""
     return [x for x in layers if not x["analysed"] and (x["bytes_read"] or x["bytes_written"])]
+
+
+def _of_part(rd: RunData, out: PartOut) -> None:
+    out.put(TOTALS, rd.layers)
+
+
+def _of_run(parts: PartsIn) -> list[dict[str, Any]]:
+    return layers_of(pd.concat(parts.frames(TOTALS)), parts.settings.modules)
+
+
+SECTION = register(Section("layers", _of_part, _of_run))

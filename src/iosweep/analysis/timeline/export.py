@@ -6,13 +6,13 @@ from __future__ import annotations
 import gzip
 import heapq
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 from iosweep import __version__
 from iosweep.analysis.data import OPS, RunData
@@ -268,30 +268,27 @@ def part_slices(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
 
 
 def from_parts(
-    files: list[Path],
+    files: Sequence[Callable[..., pd.DataFrame]],
     facts: list[dict[str, Any]],
     t: dict[str, Any],
     meta: RunMeta,
     actor_host: dict[int, str],
     run_start: float,
 ) -> Timeline:
-    """The run's timeline from its parts' slices (``files``, of :func:`part_slices`) and
+    """The run's timeline from its parts' slices (``files``: each part's slices of
+    :func:`part_slices`, read as ``f(columns=, filters=)`` with Parquet's filters) and
     ``facts``, cut as :func:`collect` cuts the whole run's: the run's step window from every
     part's, then the first ``max_events`` slices of all parts (only their starts are read
     to find where)."""
     ends = [f["steps_end"] for f in facts if f["steps_end"] is not None]
     lo, hi, why = _cut(t, max(ends) if ends else np.inf)
-    starts = np.concatenate(
-        [pq.read_table(f, columns=["start"])["start"].to_numpy() for f in files]
-    )
+    starts = np.concatenate([f(columns=["start"])["start"].to_numpy() for f in files])
     capped = _capped(starts[_in_window(starts, lo, hi)], int(t["max_events"]))
     if capped:
         hi, why = capped
     del starts
     where = [("start", ">=", lo), ("start", "<", hi)]
-    slices = pd.concat(
-        [pq.read_table(f, filters=where).to_pandas() for f in files], ignore_index=True
-    )
+    slices = pd.concat([f(filters=where) for f in files], ignore_index=True)
     kept = np.bincount(slices.pop("kind").to_numpy(np.int64), minlength=len(KINDS))
     left = {k: sum(f["slices"][k] for f in facts) - int(kept[i]) for i, k in enumerate(KINDS)}
     marks = [m for f in facts for m in f["marks"] if lo <= m["ts"] / 1e6 < hi]
