@@ -227,12 +227,59 @@ def test_stdio_only_log(shared_data: Path):
     assert issue.kind == "no-dxt" and issue.severity == "warning" and "STDIO" in issue.message
 
 
+def test_stdio_writes_without_sizes_are_not_denied(shared_data: Path, tmp_path: Path):
+    # the log's STDIO writes (PyDarshan's counters) have no size histogram and no DXT: the
+    # small-requests check cannot be made, and says so; it said "not applicable: no writes"
+    from iosweep.analysis import analyze_run
+    from iosweep.trace.ingest import ingest
+
+    log_dir = shared_data / "darshan-logs/stdio_no_posix"
+    rep = darshan.DarshanReport(str(next(log_dir.glob("*.darshan"))), read_all=True)
+    writes = int(rep.records["STDIO"].to_df()["counters"]["STDIO_WRITES"].sum())
+    assert writes > 0
+    ingest([log_dir], tmp_path / "store")
+    sm = analyze_run(tmp_path / "store", tmp_path / "a")
+    check = next(c for c in sm["checks"] if c["id"] == "small_requests.write")
+    assert check["outcome"] == "not-checked"
+    assert check["reason"].startswith(f"{writes:,} writes without their sizes")
+
+
 def test_empty_log_says_no_io_recorded(shared_data: Path):
     path = shared_data / "darshan-logs/empty_log/empty_log.darshan"
     with pytest.raises(LogError) as e:
         read_darshan_log(path)
     assert e.value.kind == "empty" and "no I/O recorded" in e.value.message
     assert e.value.path == str(path)
+
+
+def test_an_empty_log_is_ingested_and_analysed_as_empty_not_failed(shared_data, tmp_path, capsys):
+    # the log is read (job metadata only: its README): ingest writes the store and says there
+    # is no I/O, exit 0 (it wrote the store, then said "no log could be ingested", exit 1);
+    # the analysis says empty; nodes unknown, not 0 (the log names no host)
+    from iosweep.cli import main
+
+    log_dir, store = shared_data / "darshan-logs/empty_log", tmp_path / "store"
+    assert main(["ingest", str(log_dir), "-o", str(store)]) == 0
+    said = capsys.readouterr()
+    assert "no I/O recorded in the 1 log read" in said.out
+    assert "no log could be ingested" not in said.err
+    assert main(["analyze", str(store), "-o", str(tmp_path / "a")]) == 0
+    assert "empty_log: empty, 0 processes" in capsys.readouterr().out
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["analysis_status"] == "empty" and summary["ranks"]["nodes"] is None
+
+
+def test_a_logs_run_time_is_darshans_own_at_its_resolution(shared_data: Path):
+    # logs before Darshan 3.4.7 hold whole seconds: a job that started and ended in one
+    # second ran for Darshan's (and PyDarshan's) 1 s, not 0 s beside records that took
+    # longer; logs with nanoseconds keep them. Expected: PyDarshan's own run_time.
+    logs = sorted((shared_data / "darshan-logs").glob("*/*.darshan"))
+    logs = [f for f in logs if "dlio_logs" not in f.parts and "empty_log" not in f.parts]
+    assert len(logs) >= 9
+    for f in logs:
+        theirs = darshan.DarshanReport(str(f), read_all=False).metadata["job"]["run_time"]
+        log = read_darshan_log(f)
+        assert log.end - log.start == pytest.approx(theirs, abs=1e-6), f.name
 
 
 def test_dlio_logs_are_non_mpi_processes_without_dxt(shared_data: Path):
@@ -524,3 +571,24 @@ def test_one_record_of_writes_then_reads_keeps_its_split(tmp_path: Path, writes:
     assert fc["POSIX_F_OPEN_START_TIMESTAMP"] == pytest.approx(0.5)
     job = rep.metadata["job"]
     assert (job["end_time_sec"], job["end_time_nsec"]) == (1_700_000_003, 250_000_000)
+
+
+def test_a_log_whose_name_is_not_utf8_is_read_and_reported(shared_data, tmp_path):
+    # a file name with a byte that is not UTF-8 (0xff): it was refused ("surrogates not
+    # allowed") and `iosweep report` raised; now read, analysed and reported, the name shown
+    # as job\xff.darshan
+    import os
+
+    from iosweep.cli import main
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    src = shared_data / "darshan-logs/release_logs/mpi-io-test-x86_64-3.4.7.darshan"
+    (logs / os.fsdecode(b"job\xff.darshan")).write_bytes(src.read_bytes())
+    assert main(["ingest", str(logs), "-o", str(tmp_path / "store")]) == 0
+    meta = json.loads((tmp_path / "store" / "run.json").read_text())
+    assert not [i for i in meta["issues"] if i["severity"] == "error"]
+    assert {p["source"] for p in meta["processes"]} == {"job\\xff.darshan"}
+    assert main(["analyze", str(tmp_path / "store"), "-o", str(tmp_path / "a")]) == 0
+    assert main(["report", str(tmp_path / "a"), "-o", str(tmp_path / "r.html")]) == 0
+    assert "job\\xff.darshan" in (tmp_path / "r.html").read_text(encoding="utf-8")

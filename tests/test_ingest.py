@@ -445,10 +445,19 @@ def test_cli_ingest(shared_data: Path, tmp_path: Path, capsys):
     out = capsys.readouterr().out
     assert "processes: 4 (2 child, 2 rank)" in out and "ranks: 0,1 (from rank-file)" in out
     assert "2 unattributed" in out
+    # a log read that holds job metadata only: the store is written and said so, exit 0
+    # (issue 50: it was written, then "no log could be ingested", exit 1)
     empty = shared_data / "darshan-logs/empty_log"
-    assert cli_main(["ingest", str(empty), "-o", str(tmp_path / "e")]) == 1
+    assert cli_main(["ingest", str(empty), "-o", str(tmp_path / "e")]) == 0
     captured = capsys.readouterr()
-    assert "no I/O recorded" in captured.out and "no log could be ingested" in captured.err
+    assert "no I/O recorded in the 1 log read" in captured.out
+    assert "no log could be ingested" not in captured.err
+    # no log that could be read at all: exit 1, said
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "job.darshan").write_bytes(b"not a darshan log" * 64)
+    assert cli_main(["ingest", str(bad), "-o", str(tmp_path / "b")]) == 1
+    assert "no log could be ingested" in capsys.readouterr().err
     assert cli_main(["ingest", str(tmp_path / "missing"), "-o", str(tmp_path / "x")]) == 2
 
 

@@ -553,3 +553,26 @@ def test_every_rule_appears_in_every_real_log_s_checklist(tmp_path):
             n += 1
     # 8 folders: the 5 release logs are 5 jobs, the others one each
     assert n == 12
+
+
+def test_a_shared_files_spread_under_its_floor_is_not_judged_not_a_false_zero(tmp_path):
+    # two ranks read one shared file: 2 MiB and 1 MiB (bytes over the 1 MiB floor: spread
+    # (2 - 1) / 2 = 50%), in 0.02 s and 0.01 s (time under the 0.1 s floor: not judged, where
+    # it was printed as "0.0% of time"); then a file of 2 KiB and 1 KiB: neither over
+    mib = 1 << 20
+    segs = [
+        (0, "/data/shared.bin", "read", 0, 2 * mib, 1.0, 1.02),
+        (1, "/data/shared.bin", "read", 0, mib, 1.0, 1.01),
+    ]
+    sm = analyze_run(make_store(tmp_path / "s", segs, n_ranks=2), tmp_path / "o")
+    check = next(c for c in sm["checks"] if c["id"] == "shared_file_imbalance.read")
+    assert check["outcome"] == "found"
+    (ins,) = [i for i in sm["insights"] if i["id"] == "shared_file_imbalance"]
+    assert "time spread not judged (under the floor)" in ins["message"]
+    assert ins["numbers"]["bytes_spread_max"] == pytest.approx(0.5)
+    assert ins["numbers"]["time_spread_max"] is None  # unknown, not 0
+    small = [(r, "/data/tiny.bin", "read", 0, (2 - r) << 10, 1.0, 1.01) for r in range(2)]
+    sm = analyze_run(make_store(tmp_path / "t", small, n_ranks=2), tmp_path / "p")
+    check = next(c for c in sm["checks"] if c["id"] == "shared_file_imbalance.read")
+    assert check["outcome"] == "not-applicable"
+    assert "none enough to judge" in check["reason"] and "%" not in check["reason"]

@@ -86,6 +86,19 @@ def atomic_write(path: Path | str, write: Callable[[Path], Any], need: int | Non
     return path
 
 
+def shown(path: Path | str) -> str:
+    """A path (or text holding one) as text any UTF-8 file can hold: a file name's bytes that
+    are not UTF-8 (kept by Python as lone surrogates) written as ``\\xNN``, where a JSON, Arrow
+    or HTML writer would refuse them."""
+    text = os.fsdecode(path) if isinstance(path, Path) else path
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "surrogateescape")
+        return raw.decode("utf-8", "backslashreplace")
+    return text
+
+
 def write_text(path: Path | str, text: str) -> Path:
     data = text.encode("utf-8")
     return atomic_write(path, lambda p: p.write_bytes(data), need=len(data))

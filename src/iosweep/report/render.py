@@ -16,7 +16,7 @@ import jinja2
 import markupsafe
 
 from iosweep.analysis.summary import LedgerError, read_ledger
-from iosweep.files import write_text
+from iosweep.files import shown, write_text
 from iosweep.report import fmt
 from iosweep.report.anonymize import Anonymizer, build_anonymizer, identity
 from iosweep.report.data import load_runs, load_sweep
@@ -113,4 +113,4 @@ def render_report(
         page["budget"]["linked"] = figs.linked
         html = template.render(**page)
     figs.write_index()
-    return write_text(out_html, html)
+    return write_text(out_html, shown(html))  # (a name no stage made UTF-8: said, not a crash)

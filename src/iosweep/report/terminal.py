@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from iosweep.analysis.summary import AnalysisFailure, Lever, RunSummary
+from iosweep.report.words import plural
 
 # ANSI: only when the output is a terminal (the caller decides)
 _STYLE = {"bad": "\033[1;31m", "good": "\033[1;32m", "warn": "\033[1;33m", "dim": "\033[2m"}
@@ -108,7 +109,7 @@ def run_text(
 
     r = as_record(sm, where, levers)
     n = sm.ranks.count
-    head = f"{sm.run_id}: {sm.analysis_status}, {n} {sm.ranks.kind}{'s' if n != 1 else ''}"
+    head = f"{sm.run_id}: {sm.analysis_status}, {plural(n, sm.ranks.kind)}"
     lines = [style("dim", head) if color else head]
     p, t = sm.pipeline, sm.pipeline.totals
     if p.available and p.verdict and t:

@@ -21,10 +21,12 @@ STRATEGY_TEXT = {
 
 
 def plural(n: Any, word: str) -> str:
+    """``n`` and ``word``, in the plural unless ``n`` is 1 ("0 processes", "1 rank")."""
+    many = word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")
     if n is None:
-        return f"? {word}s"
+        return f"? {many}"
     n = int(n) if float(n).is_integer() else n
-    return f"{n} {word}{'' if n == 1 else 's'}"
+    return f"{n} {word if n == 1 else many}"
 
 
 def class_order(cls: str) -> tuple[int, str]:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from iosweep.files import write_text
+from iosweep.files import shown, write_text
 
 SCHEMA_VERSION = 1
 
@@ -226,6 +226,9 @@ class Issue:
     kind: str  # truncated | corrupt | empty | no-dxt | partial-dxt | partial-counters | missing-log | failed-rank | ...
     message: str
     severity: str = "error"  # error (data lost) | warning (data kept, caveat)
+
+    def __post_init__(self) -> None:  # a file name that is not UTF-8 (files.shown)
+        self.source, self.message = shown(self.source), shown(self.message)
 
 
 @dataclass

@@ -66,13 +66,16 @@ def status_of(
 def ranks_summary(
     n_ranks: int, kind: str, actor_host: dict[int, str], ranks: pd.DataFrame
 ) -> dict[str, Any]:
-    """The run's ranks (or processes, ``kind``), their hosts and how many did I/O."""
+    """The run's ranks (or processes, ``kind``), their hosts and how many did I/O; the nodes
+    unknown (None, never 0) where a rank's host is (logs without host names: an MPI job's
+    counters, a log with no records)."""
     hosts = sorted({h for h in actor_host.values() if h})
+    known = bool(actor_host) and all(actor_host.values())
     return {
         "count": n_ranks,
         "kind": kind,
         "with_io": int((ranks[["reads", "writes"]].sum(axis=1) > 0).sum()) if len(ranks) else 0,
-        "nodes": len(hosts),
+        "nodes": len(hosts) if known else None,
         "hosts": hosts,
         "per_node": {h: sum(1 for v in actor_host.values() if v == h) for h in hosts},
     }

@@ -256,8 +256,8 @@ def _spreads(
     ranked: pd.DataFrame, op: str, agg: list[int] | None, s: AnalysisSettings
 ) -> pd.DataFrame:
     """Per file that two ranks or more moved bytes of (among ``agg`` where given): (max -
-    min) / max over its ranks of the bytes and of the seconds, each 0 where the busiest rank
-    is under its floor (Drishti's P18/P19 on shared files)."""
+    min) / max over its ranks of the bytes and of the seconds, each NaN (not judged, never a
+    false 0) where the busiest rank is under its floor (Drishti's P18/P19 on shared files)."""
     col = "bytes_read" if op == "read" else "bytes_written"
     rows = ranked[ranked[col] > 0]
     if agg:
@@ -269,10 +269,10 @@ def _spreads(
     t_max, t_min = g[f"{op}_time"].max()[shared], g[f"{op}_time"].min()[shared]
     return pd.DataFrame(
         {
-            "bytes": ((b_max - b_min) / b_max).where(b_max >= s.imbalance_min_bytes, 0.0),
-            "time": ((t_max - t_min) / t_max.where(t_max > 0))
-            .fillna(0.0)
-            .where(t_max >= s.imbalance_min_io_time_s, 0.0),
+            "bytes": ((b_max - b_min) / b_max).where(b_max >= max(s.imbalance_min_bytes, 1)),
+            "time": ((t_max - t_min) / t_max.where(t_max > 0)).where(
+                t_max >= s.imbalance_min_io_time_s
+            ),
             "b_max": b_max,
             "b_min": b_min,
         }

@@ -46,8 +46,8 @@ class Ranks(Model):
     count: int
     kind: Literal["rank", "process"]
     with_io: int
-    nodes: int
-    hosts: list[str]
+    nodes: int | None  # None: unknown (a rank's host is not in the trace)
+    hosts: list[str]  # those known
     per_node: dict[str, int]
 
 

@@ -126,6 +126,24 @@ _NUMBERS = [
 ]
 
 
+# what a number the trace cannot give is said as (the others are left out)
+_UNKNOWN = {"nodes": "unknown (the trace does not name every rank's host)"}
+
+
+def _numbers(headline: dict[str, Any], defaults: dict[str, Any]) -> list[tuple[str, str]]:
+    """The run's numbers, the headline's (else the sweep's, for ranks and nodes); one the
+    trace cannot give said as unknown where the report has words for it, else left out."""
+    out = []
+    for k in _NUMBERS:
+        v = headline.get(k)
+        v = defaults.get(k) if v is None else v
+        if v is not None:
+            out.append((k.replace("_", " "), fmt.metric(k, v)))
+        elif k in _UNKNOWN:
+            out.append((k, _UNKNOWN[k]))
+    return out
+
+
 def section(ctx: Context, r: RunView) -> dict[str, Any]:
     sm = r.summary
     h = sm.headline
@@ -141,11 +159,7 @@ def section(ctx: Context, r: RunView) -> dict[str, Any]:
         "tracer": r.tracer,
         "figures": [],
         "notes": [],
-        "numbers": [
-            (k.replace("_", " "), fmt.metric(k, v))
-            for k in _NUMBERS
-            if (v := h.get(k, defaults.get(k))) is not None
-        ],
+        "numbers": _numbers(h, defaults),
         "access": access_sentences(sm),
         "mpiio": _mpiio(sm),
         "layers": _layers(sm),

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ class LogHandle:
         self.cb = backend()
         self.ffi, self.lib = self.cb.ffi, self.cb.libdutil
         self.path = path
-        self.h = self.lib.darshan_log_open(str(path).encode())
+        self.h = self.lib.darshan_log_open(os.fsencode(path))
         if self.h == self.ffi.NULL:
             raise LogError(path, "corrupt", "libdarshan-util cannot open the log")
 
@@ -49,7 +50,7 @@ class LogHandle:
 
     def reopen(self) -> None:
         self.close()
-        self.h = self.lib.darshan_log_open(str(self.path).encode())
+        self.h = self.lib.darshan_log_open(os.fsencode(self.path))
         if self.h == self.ffi.NULL:
             self.h = None
             raise LogError(self.path, "corrupt", "libdarshan-util cannot reopen the log")

@@ -15,6 +15,7 @@ with rank -1 would mean "shared by all ranks").
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,7 +79,7 @@ def write_merged_log(
             mounts.update({p: t for p, t in o.job["mounts"]})
         ffi, lib = writer_lib()
         out.unlink(missing_ok=True)
-        fd = lib.darshan_log_create(str(out).encode(), 0, 0)  # zlib; not partial
+        fd = lib.darshan_log_create(os.fsencode(out), 0, 0)  # zlib; not partial
         if fd == ffi.NULL:
             raise OSError(f"{out}: darshan_log_create failed")
         ok = True

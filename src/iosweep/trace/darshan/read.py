@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from iosweep.files import shown
 from iosweep.trace.darshan.check import LogLayout, check_log
 from iosweep.trace.darshan.counters import (
     COUNTER_SPECS,
@@ -113,7 +114,12 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
         )
         incomplete.extend(lost)
 
-    duration = max(job["end"] - job["start"], 0.0)
+    # a log of whole seconds (no nanoseconds: Darshan before 3.4.7) ends within the second it
+    # names: Darshan's own run time counts that second (end - start + 1 s; PyDarshan's too),
+    # not 0 s beside records that took longer
+    whole_seconds = job["start"] % 1 == 0 and job["end"] % 1 == 0
+    end = job["end"] + 1.0 if whole_seconds else job["end"]
+    duration = max(end - job["start"], 0.0)
     dxt_parts: list[DxtPart] = []
     counter_parts: list[dict[str, Any]] = []
     read_ok: list[str] = []
@@ -195,7 +201,7 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
         host_of_rank.setdefault(p.rank, p.host)
     # a per-process log is rank 0 of itself; in an MPI log only rank 0's pid may be known
     pid_of_rank = {0: pid} if pid >= 0 else {}
-    source = path.name
+    source = shown(path.name)
     segments = segments_table(dxt_parts, layout.names, source, pid_of_rank)
     counters = counters_table(counter_parts, layout.names, source, host_of_rank, pid_of_rank)
     fork_parent = job["metadata"].get("fork_parent")
@@ -205,7 +211,7 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
         pid=pid,
         exe=job["exe"],
         start=job["start"],
-        end=job["end"],
+        end=end,
         segments=segments,
         host=host_of_rank.get(0) or next(iter(host_of_rank.values()), None),
         jobid=job["jobid"],

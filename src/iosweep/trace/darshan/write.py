@@ -3,6 +3,7 @@ libdarshan-util's own writer: for merged logs, tests and benchmarks."""
 
 from __future__ import annotations
 
+import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,7 +160,7 @@ def write_darshan_log(
     cb = backend()  # counter names of the same library
     path = Path(path)
     path.unlink(missing_ok=True)
-    fd = lib.darshan_log_create(str(path).encode(), 0, 0)  # zlib, as the runtime writes
+    fd = lib.darshan_log_create(os.fsencode(path), 0, 0)  # zlib, as the runtime writes
     if fd == ffi.NULL:
         raise OSError(f"{path}: darshan_log_create failed")
     ok = True

@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from iosweep.columns import codes, ints_valid
+from iosweep.files import shown
 from iosweep.trace.dftracer.decode import (
     PH_AGGREGATED,
     PH_COMPLETE,
@@ -645,7 +646,7 @@ def _tables(
             "thread": pa.array(tid[rows], type=pa.int64(), mask=~tid_ok[rows]),
             "start": pa.array(rel_start[rows]),
             "end": pa.array(rel_end[rows]),
-            "source": _dict_array(np.zeros(len(rows), dtype=np.int32), [path.name]),
+            "source": _dict_array(np.zeros(len(rows), dtype=np.int32), [shown(path.name)]),
         }
 
     seg_rows = np.flatnonzero(io["is_seg"])

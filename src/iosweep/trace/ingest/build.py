@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from iosweep import memory
-from iosweep.files import write_json
+from iosweep.files import shown, write_json
 from iosweep.trace import dlio, jobs
 from iosweep.trace.darshan.merge import MergeInput, write_merged_log
 from iosweep.trace.ingest import parts
@@ -331,13 +331,13 @@ def _ingest_split(
         f"separate runs: {described}",
         "warning",
     )
-    read_paths = {str(e.path) for e in read}
+    read_paths = {shown(str(e.path)) for e in read}
     # errors of logs that were not read (or not finished) may belong to any of the jobs
     shared = [i for i in issues if i.source not in read_paths]
     stores = []
     for label, idx in groups:
         job = [read[i] for i in idx]
-        own = {str(e.path) for e in job}
+        own = {shown(str(e.path)) for e in job}
         man, found = manifests.get(label, ({}, []))
         job_issues = [warning, *shared, *(i for i in issues if i.source in own), *found]
         meta = _build_store(

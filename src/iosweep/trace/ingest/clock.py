@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from iosweep.files import shown
 from iosweep.trace.ingest import parts
 from iosweep.trace.ingest.find import LogEntry
 from iosweep.trace.schema import (
@@ -111,7 +112,7 @@ def place_all(
         for rank, pid, host in members:
             processes.append(
                 ProcessInfo(
-                    source=L.source.name,
+                    source=shown(L.source.name),
                     pid=pid,
                     host=host,
                     rank=rank,

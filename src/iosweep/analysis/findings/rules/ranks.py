@@ -179,6 +179,20 @@ def mpiio_aggregators(c: Context) -> list[Outcome]:
     return [found(cid, title, ins)]
 
 
+def _spreads_said(b: float, t: float) -> str:
+    """The largest spreads of bytes and of time, one of them under its floor said so."""
+    if pd.isna(t):
+        return f"{b:.1%} of bytes (time not judged: under its floor)"
+    if pd.isna(b):
+        return f"{t:.1%} of time (bytes not judged: under their floor)"
+    return f"{b:.1%} of bytes and {t:.1%} of time"
+
+
+def _spread_text(value: float, fmt: str = ".1%") -> str:
+    """A spread, or why there is none (under the floor)."""
+    return format(value, fmt) if pd.notna(value) else "not judged (under the floor)"
+
+
 def shared_file_imbalance(c: Context) -> list[Outcome]:
     """Per file shared by several ranks, the spread of the bytes and of the time each rank
     spent on it (Drishti's P18/P19 on shared files), per direction; among MPI-IO's
@@ -205,7 +219,21 @@ def shared_file_imbalance(c: Context) -> list[Outcome]:
                 )
             )
             continue
-        worst = sp[["bytes", "time"]].max(axis=1)
+        worst = sp[["bytes", "time"]].max(axis=1)  # NaN: neither reaches its floor
+        floors = (
+            f"where the busiest rank moves {human_bytes(s.imbalance_min_bytes)} or spends "
+            f"{s.imbalance_min_io_time_s} s"
+        )
+        if worst.isna().all():
+            out.append(
+                not_applicable(
+                    cid,
+                    title,
+                    f"{files(len(sp))} {done} by several {c.whos}, none enough to judge: "
+                    f"spreads are counted {floors}",
+                )
+            )
+            continue
         numbers = {
             "files": (len(sp), "count"),
             "uneven_files": (int((worst > s.imbalance_share).sum()), "count"),
@@ -218,12 +246,9 @@ def shared_file_imbalance(c: Context) -> list[Outcome]:
                 passed(
                     cid,
                     title,
-                    f"{files(len(sp))} {done} by several {c.whos}: the "
-                    f"largest (max - min) / max per rank is {sp['bytes'].max():.1%} of "
-                    f"bytes and {sp['time'].max():.1%} of time (at most "
-                    f"{s.imbalance_share:.0%}; counted where the busiest rank moves "
-                    f"{human_bytes(s.imbalance_min_bytes)} or spends "
-                    f"{s.imbalance_min_io_time_s} s)",
+                    f"{files(len(sp))} {done} by several {c.whos}: the largest (max - min) "
+                    f"/ max per rank is {_spreads_said(sp['bytes'].max(), sp['time'].max())} "
+                    f"(at most {s.imbalance_share:.0%}; counted {floors})",
                     numbers,
                 )
             )
@@ -237,7 +262,8 @@ def shared_file_imbalance(c: Context) -> list[Outcome]:
             f"{numbers['uneven_files'][0]:,} of {files(len(sp))} {done} by several {c.whos} "
             f"have a (max - min) / max of bytes or time per rank above {s.imbalance_share:.0%}; "
             f"the most uneven, {path}: {human_bytes(int(sp.at[f, 'b_max']))} against "
-            f"{human_bytes(int(sp.at[f, 'b_min']))}, time spread {sp.at[f, 'time']:.0%}",
+            f"{human_bytes(int(sp.at[f, 'b_min']))}, time spread "
+            f"{_spread_text(sp.at[f, 'time'], '.0%')}",
             {**numbers, "op": (op, "text")},
             "Give each rank an equal part of the shared file (the decomposition), or let "
             "collective MPI-IO aggregate the parts; a time spread at equal bytes points at the "
