@@ -159,3 +159,25 @@ def test_sections_by_one_interface_are_found_in_their_rooms_and_fill_the_summary
     values, counts = np.unique(alignments, return_counts=True)
     assert summary["alignment"]["file_alignment"] == int(values[counts.argmax()])
     assert "POSIX" in [layer["module"] for layer in summary["layers"]]
+
+
+def test_a_summary_section_is_typed_where_it_is_made(analysed_without_store: Path):
+    # each section is checked against its field of the hand-off when it is set: the wrong
+    # shape is named with the section and the field inside it, an unknown section too; the
+    # summary is put together from the typed sections, as read_summary reads the file
+    from iosweep.analysis.summary.build import SummarySections
+
+    made = SummarySections()
+    ranks = {"count": 2, "kind": "rank", "with_io": 2, "nodes": None, "hosts": [], "per_node": {}}
+    with pytest.raises(SummaryError, match=r"summary section 'ranks': count: .*integer"):
+        made["ranks"] = {**ranks, "count": "two"}
+    with pytest.raises(SummaryError, match=r"no section 'rnaks'"):
+        made["rnaks"] = ranks
+    made["ranks"] = ranks
+    assert made["ranks"] is ranks  # read back as made
+    with pytest.raises(SummaryError, match=r"run_id: Field required"):
+        made.model()
+    written = json.loads((analysed_without_store / "summary.json").read_text())
+    whole = SummarySections()
+    whole.update(written)
+    assert whole.model() == read_summary(analysed_without_store)

@@ -4,6 +4,7 @@ its operations: the same for a run analysed whole (:mod:`.run`) or in parts
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -293,7 +294,7 @@ def imbalance_summary(ranks: pd.DataFrame) -> dict[str, Any]:
 
 
 def headline(
-    n_ranks: int, run_time: float, sm: dict[str, Any], t: Tables, facts: FileRankFacts
+    n_ranks: int, run_time: float, sm: Mapping[str, Any], t: Tables, facts: FileRankFacts
 ) -> dict[str, Any]:
     """The run's figures at a glance (the sweep table's columns), from the summary ``sm``,
     the tables and what the (rank, file) rows give."""
@@ -363,7 +364,7 @@ def headline(
     return h
 
 
-def _pipeline_headline(sm: dict[str, Any]) -> dict[str, Any]:
+def _pipeline_headline(sm: Mapping[str, Any]) -> dict[str, Any]:
     """The input pipeline's figures as sweep-table columns (absent without step timestamps)."""
     p = sm["pipeline"]
     if not p.get("available"):

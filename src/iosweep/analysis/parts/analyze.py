@@ -25,9 +25,9 @@ from iosweep.analysis.parts.results import PartResults
 from iosweep.analysis.parts.run import analyze_part
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import ranks_text
-from iosweep.analysis.summary import to_dict, validate, write_summary
+from iosweep.analysis.summary import to_dict, write_summary
 from iosweep.analysis.timeline import export
-from iosweep.files import atomic_write, json_safe
+from iosweep.files import atomic_write
 from iosweep.trace.store import open_store
 
 WORK = ".parts"  # the parts' results, under the output directory until the run's are written
@@ -180,7 +180,7 @@ def write_combined(
     for name, df in tables.items():
         write_parquet(df, out / f"{name}.parquet")
     summary["tables"] = {name: f"{name}.parquet" for name in tables}
-    model = validate(json_safe(summary), str(out))
+    model = summary.model(str(out))
     if c.timeline:
         export.write(open_store(store).meta, c.timeline, to_dict(model), out / export.FILE)
     write_summary(model, out)  # last: its presence means done

@@ -92,6 +92,7 @@ from iosweep.analysis.sections import sections
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.shared import SharedRecords
 from iosweep.analysis.subset import narrowed
+from iosweep.analysis.summary.build import SummarySections
 from iosweep.analysis.timeline.export import Timeline, from_parts
 from iosweep.sampling import allocate
 from iosweep.trace.schema import RunMeta
@@ -127,7 +128,7 @@ class Combined:
     file_ranks: pd.DataFrame
     ops_sample: pd.DataFrame
     heatmap: pd.DataFrame
-    summary: dict[str, Any]  # the summary's sections built in parts so far
+    summary: SummarySections  # the summary's sections, each typed as it was made
     timeline: Timeline | None  # None: not asked for (analysis.timeline.enabled)
 
 
@@ -221,20 +222,23 @@ def combine(
     lengths = _start_place_lengths(ps, jobs)
     by_file, mpiio = _tables(ps)
     t, rows = by_file.tables, by_file.rows
-    summary: dict[str, Any] = {
-        "spatial": spatial_summary(
-            add_counter_sums([f.counter_sums for f in facts]),
-            rows.ops_by_category,
-            rows.patterns,
-        ),
-        "metadata": _metadata(ps, t.ranks),
-    }
+    summary = SummarySections()  # each section typed as it is set
+    summary.update(
+        {
+            "spatial": spatial_summary(
+                add_counter_sums([f.counter_sums for f in facts]),
+                rows.ops_by_category,
+                rows.patterns,
+            ),
+            "metadata": _metadata(ps, t.ranks),
+        }
+    )
     sizes_table, sizes = sizes_of(
         add_size_counts(ps.frames(part.SIZES)), rows, run.class_names, settings
     )
     pipeline_table, pipeline = _pipeline(ps, t.files, sizes)
     classes = _classes(ps, t, rows, by_file.sharing)
-    summary |= {"classes": classes, "access": access_summary(classes)}
+    summary.update({"classes": classes, "access": access_summary(classes)})
     summary["file_shapes"] = (
         shapes_summary(by_file.shapes, part.DATASET) if by_file.shapes is not None else None
     )
@@ -267,25 +271,28 @@ def combine(
         pipeline,
         summary["checkpoints"],
     )
-    summary = _status(ps, store, t, t.dxt_available, checks) | summary
-    summary |= {
-        "trace": _trace([f.trace for f in facts], t, ps.shared),
-        "run": {"start": ps.start, "end": ps.end, "run_time": ps.run_time},
-        "ranks": ranks_summary(ps.n_ranks, ps.actor_kind, actor_host, t.ranks),
-        "nodes": t.nodes.to_dict(orient="records"),
-        "run_meta": run_meta_summary(meta),
-        "volume": volume_summary(t.ranks),
-        "imbalance": imbalance_summary(t.ranks),
-        "mpiio": mpiio,
-    }
-    summary |= {s.key: s.of_run(ps) for s in sections()}
-    summary |= {"settings": settings.to_dict(), "sizes": sizes, "overlap": overlap}
+    summary.update(_status(ps, store, t, t.dxt_available, checks))
+    summary.update(
+        {
+            "trace": _trace([f.trace for f in facts], t, ps.shared),
+            "run": {"start": ps.start, "end": ps.end, "run_time": ps.run_time},
+            "ranks": ranks_summary(ps.n_ranks, ps.actor_kind, actor_host, t.ranks),
+            "nodes": t.nodes.to_dict(orient="records"),
+            "run_meta": run_meta_summary(meta),
+            "volume": volume_summary(t.ranks),
+            "imbalance": imbalance_summary(t.ranks),
+            "mpiio": mpiio,
+        }
+    )
+    summary.update({s.key: s.of_run(ps) for s in sections()})
+    summary.update({"settings": settings.to_dict(), "sizes": sizes, "overlap": overlap})
     summary["pipeline"] = pipeline
     summary["headline"] = headline(ps.n_ranks, ps.run_time, summary, t, rows)
-    summary["insights"], summary["checks"] = run_checks(
+    insights, checks = run_checks(
         summary, t.files, t.ranks, settings, rows.spreads if rows.rows else None
     )
-    summary["headline"]["insights"] = len(summary["insights"])
+    summary.update({"insights": insights, "checks": checks})
+    summary["headline"] = {**summary["headline"], "insights": len(insights)}
     files, file_ranks, summary["file_tables"] = file_tables(
         t.files, rows, run, settings.table_max_files
     )

@@ -11,6 +11,7 @@ as its ``checks``; docs/analysis.md tables each rule's basis and thresholds.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -74,7 +75,7 @@ __all__ = ["RULES", "Context", "Outcome", "run_checks"]
 
 
 def run_checks(
-    summary: dict[str, Any],
+    summary: Mapping[str, Any],
     files: pd.DataFrame,
     ranks: pd.DataFrame,
     s: AnalysisSettings,

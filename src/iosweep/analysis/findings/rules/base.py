@@ -8,7 +8,7 @@ floor, or what was missing, so that a reader never has to guess why a rule said 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,7 +103,7 @@ class Context:
     per direction the spread between the ranks of each file two ranks or more moved bytes
     of (:mod:`iosweep.analysis.patterns.file_ranks`; None: no (rank, file) rows)."""
 
-    summary: dict[str, Any]
+    summary: Mapping[str, Any]
     files: pd.DataFrame
     ranks: pd.DataFrame
     settings: AnalysisSettings

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from iosweep.analysis.findings.rules.base import (
     Context,
     Outcome,
@@ -129,7 +131,7 @@ def _nothing_missed(c: Context, cid: str, title: str, kind: str) -> Outcome:
     )
 
 
-def _io_left_out(summary: dict, s: AnalysisSettings) -> Insight | None:
+def _io_left_out(summary: Mapping, s: AnalysisSettings) -> Insight | None:
     """Nothing analysed, but the tracer did record something: I/O at a layer outside
     ``analysis.modules`` (a DAOS object-store job), or only on excluded paths (a job that
     wrote to its terminal). Either way its tracer worked, unlike what ``no_io_recorded`` says."""
@@ -167,7 +169,7 @@ def _io_left_out(summary: dict, s: AnalysisSettings) -> Insight | None:
     return None
 
 
-def _no_io_recorded(summary: dict) -> Insight:
+def _no_io_recorded(summary: Mapping) -> Insight:
     trace = summary["trace"]
     return make_insight(
         "no_io_recorded",
@@ -186,7 +188,7 @@ def _no_io_recorded(summary: dict) -> Insight:
     )
 
 
-def _truncated(summary: dict, s: AnalysisSettings, errors: list, comp: float | None) -> Insight:
+def _truncated(summary: Mapping, s: AnalysisSettings, errors: list, comp: float | None) -> Insight:
     return make_insight(
         "truncated_trace",
         "high",
