@@ -218,12 +218,12 @@ def _print_store(path: Path, meta: RunMeta, logs_line: str, reused: bool, verbos
             + " (-v lists them)"
         )
     print("\n".join(out))
-    read_empty = [i for i in meta.issues if i.kind == "empty" and i.source != str(path)]
+    read_empty = [i for i in meta.issues if i.kind == "empty"]  # read, no I/O in them
     if not meta.processes and meta.tracer == "none":
         print("  untraced run (tracer none): no logs expected")
-    elif not meta.processes and read_empty:  # read, and holding job metadata only
+    elif not meta.processes and read_empty:
         n = len(read_empty)
-        print(f"  no I/O recorded in the {n} log{'s' if n != 1 else ''} read (job metadata only)")
+        print(f"  no I/O recorded in the {n} log{'s' if n != 1 else ''} read (said above)")
     elif not meta.processes:
         print(f"iosweep ingest: {path}: no log could be ingested", file=sys.stderr)
         return 1

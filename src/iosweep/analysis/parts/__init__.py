@@ -12,6 +12,7 @@ summaries.
 
 :mod:`.plan` makes the plan, :mod:`.run` analyses a part (:mod:`.facts`: what it hands on
 besides its tables; :mod:`.results`: its frames and values, files or held in memory; the
-sections registered in :mod:`iosweep.analysis.sections` add theirs), :mod:`.combine` puts the parts together (:mod:`.tables`: the (rank,
-file) tables' part), :mod:`.analyze` runs the whole and writes the run's analysis.
+sections registered in :mod:`iosweep.analysis.sections` add theirs), :mod:`.combine` puts
+the parts together (:mod:`.tables`: the (rank, file) tables' part), :mod:`.analyze` runs the
+whole and writes the run's analysis.
 """

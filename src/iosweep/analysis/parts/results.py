@@ -154,17 +154,20 @@ class PartResults:
             return np.asarray(self._held[PATHS], dtype=object)
         return np.asarray(pq.read_table(self.folder / PATHS)["path"].to_pylist(), dtype=object)
 
-    def frame(self, name: str) -> pd.DataFrame:
-        """The frame ``name`` as put (its codes the part's)."""
+    def frame(self, name: str, objects: bool = False) -> pd.DataFrame:
+        """The frame ``name`` as put (its codes the part's); ``objects``: read from disk with
+        its strings as shared objects (a frame put with paths: one per file's row)."""
         if self._held is not None:
             return self._held[name].copy(deep=False)
+        if objects:
+            return _as_frame(pq.read_table(self.folder / name))
         return pd.read_parquet(self.folder / name)
 
     def take(self, name: str) -> pd.DataFrame:
         """:meth:`frame`, let go of here (the last read of a large frame)."""
         if self._held is not None:
             return self._held.pop(name)
-        return _as_frame(pq.read_table(self.folder / name))
+        return self.frame(name, objects=True)
 
     def rows(self, name: str) -> int:
         if self._held is not None:
@@ -217,11 +220,9 @@ class PartResults:
             return np.asarray(f.bucket_rows, np.int64)
         codes = self.frame(name)["file"].to_numpy()
         paths = self._held[PATHS] if self._held is not None else self.paths().tolist()
-        return (
-            np.bincount(buckets_of(paths)[codes], minlength=BUCKETS)
-            if len(codes)
-            else (np.zeros(BUCKETS, np.int64))
-        )
+        if not len(codes):
+            return np.zeros(BUCKETS, np.int64)
+        return np.bincount(buckets_of(paths)[codes], minlength=BUCKETS)
 
     def group_starts(self, name: str, column: str) -> tuple[list[float], list[int]]:
         """The least ``column`` value and the rows of each row group of frame ``name`` (put

@@ -129,8 +129,8 @@ class RunPaths:
 
 def _collision(folder: Path | None) -> ValueError:
     return ValueError(
-        f"{Path(folder or '.') / PATHS}: two paths have the same 64-bit hash; the run cannot be put "
-        "together from parts: analyse it whole"
+        f"{Path(folder or '.') / PATHS}: two paths have the same 64-bit hash; the run cannot "
+        "be put together from parts: analyse it whole"
     )
 
 
@@ -138,15 +138,15 @@ def recoded(df: pd.DataFrame, paths: RunPaths, part: PartResults) -> pd.DataFram
     """``df``, a frame of ``part``, its ``file`` codes the run's."""
     if "file" in df:
         code = df["file"].fillna(-1).to_numpy(np.int64)  # (an empty frame's may be floats)
-        run = code if paths.same(part) else paths.of(part)[code.clip(min=0)]
+        codes = paths.of(part)  # (the first part's are the run's: not looked up)
+        run = code if paths.same(part) else codes[code.clip(min=0)]
         df["file"] = np.where(code >= 0, run, -1).astype(np.int32)
     return df
 
 
 def coded(part: PartResults, name: str, paths: RunPaths) -> pd.DataFrame:
     """``part``'s frame ``name`` with the run's path codes."""
-    paths.of(part)
-    return recoded(part.frame(name), paths, part)
+    return recoded(part.frame(name, objects=True), paths, part)
 
 
 def ranks_and_counts(parts: list[PartResults]) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -195,7 +195,6 @@ def pass_frame(
     for out in parts:
         df = out.in_buckets(name, buckets, every)
         if df is not None:
-            paths.of(out)
             found.append(recoded(df, paths, out))
     return pd.concat(found, ignore_index=True) if found else None
 

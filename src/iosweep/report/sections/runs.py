@@ -137,10 +137,9 @@ def _numbers(headline: dict[str, Any], defaults: dict[str, Any]) -> list[tuple[s
     for k in _NUMBERS:
         v = headline.get(k)
         v = defaults.get(k) if v is None else v
-        if v is not None:
-            out.append((k.replace("_", " "), fmt.metric(k, v)))
-        elif k in _UNKNOWN:
-            out.append((k, _UNKNOWN[k]))
+        if v is not None or k in _UNKNOWN:
+            shown = fmt.metric(k, v) if v is not None else _UNKNOWN[k]
+            out.append((k.replace("_", " "), shown))
     return out
 
 
