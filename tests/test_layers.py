@@ -141,6 +141,26 @@ def test_a_dfs_job_counts_its_io_once(tmp_path):
     assert files["size"].tolist() == [0] and files["whole_readers"].tolist() == [0]
 
 
+def test_a_dfs_file_without_a_furthest_byte_is_not_said_rewritten(tmp_path):
+    # issue 50 (snyder_ior-DFS): DFS's counters hold no highest byte, so no extent is known:
+    # neither rewrites nor re-reads can be told (it was "16.8 MB of the 16.8 MB written go
+    # to bytes already written"), the job wrote through DFS (not "POSIX alone"), and DXT
+    # missed DFS, not only STDIO
+    log = log_with(tmp_path, DFS_JOB)
+    with darshan.DarshanReport(str(log)) as rep:
+        names = rep.records["DFS"].to_df()["counters"].columns
+    assert not any("MAX_BYTE" in n for n in names)
+    sm = analysed(tmp_path, log)
+    checks = {c["id"]: c for c in sm["checks"]}
+    for cid, what in (("redundant_writes", "written"), ("redundant_reads", "read")):
+        assert checks[cid]["outcome"] == "not-checked", checks[cid]
+        assert f"no highest byte {what} among DFS's counters" in checks[cid]["reason"]
+    assert checks["mpiio_use"]["outcome"] == "found"
+    assert "through DFS alone" in checks["mpiio_use"]["reason"]
+    (note,) = [i for i in sm["issues"] if i["kind"] == "no-dxt"]
+    assert "its reads and writes are STDIO, DFS and DAOS, which DXT" in note["message"]
+
+
 def test_a_job_whose_io_only_an_unanalysed_layer_saw_is_told_so(tmp_path):
     # a DAOS object-store job: 32 MiB written through the array API, no file layer at all
     records = [

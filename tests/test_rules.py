@@ -530,6 +530,44 @@ def test_rank_minus_1_records_of_a_log_stay_shared(tmp_path):
     assert set(c.loc[c["path"] == "/out/shared", "rank"]) == {-1}
 
 
+def test_bytes_read_beyond_a_shared_record_s_extent_are_re_reads(tmp_path):
+    # issue 50 (e3sm_io_heatmap_only's i_case_1344p.nc): one shared POSIX record (rank -1,
+    # no DXT) with 25,722,216 bytes read and a highest byte of 11,727,455: at least
+    # 25,722,216 - 11,727,456 = 13,994,760 bytes were read more than once (it "passed")
+    import darshan
+
+    from iosweep.trace.darshan.write import CounterRecord, write_darshan_log
+
+    rec = CounterRecord(
+        "POSIX",
+        "/inputs/i_case.nc",
+        {"POSIX_OPENS": 8, "POSIX_READS": 7682, "POSIX_BYTES_READ": 25_722_216,
+         "POSIX_MAX_BYTE_READ": 11_727_455, "POSIX_FASTEST_RANK": 3,
+         "POSIX_FASTEST_RANK_BYTES": 49_713, "POSIX_SLOWEST_RANK": 5,
+         "POSIX_SLOWEST_RANK_BYTES": 316_072},
+        {"POSIX_F_READ_TIME": 2.0},
+        rank=-1,
+    )  # fmt: skip
+    (tmp_path / "logs").mkdir()
+    log = write_darshan_log(
+        tmp_path / "logs" / "e3sm.darshan", [], start=1.7e9, end=1.7e9 + 100,
+        exe="./e3sm_io", jobid=7, nprocs=8, records=[rec],
+    )  # fmt: skip
+    with darshan.DarshanReport(str(log)) as rep:
+        c = rep.records["POSIX"].to_df()["counters"].iloc[0]
+    expected = int(c["POSIX_BYTES_READ"] - (c["POSIX_MAX_BYTE_READ"] + 1))
+    assert expected == 13_994_760
+    from iosweep.trace.ingest import ingest
+
+    ingest([log.parent], tmp_path / "store")
+    sm = analyze_run(tmp_path / "store", tmp_path / "out", AnalysisSettings())
+    check = next(c for c in sm["checks"] if c["id"] == "redundant_reads")
+    assert check["outcome"] == "found", check
+    assert check["numbers"]["redundant_bytes"] == expected
+    assert "at least 14.0 MB of the 25.7 MB" in check["reason"]
+    assert "1 file is read by 8 ranks" in check["reason"]
+
+
 # --- the real logs ----------------------------------------------------------------------------
 def test_every_rule_appears_in_every_real_log_s_checklist(tmp_path):
     # each log of shared/data/darshan-logs (the 24 DLIO logs as one job): every rule of

@@ -178,11 +178,13 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
         for p in counter_parts
     }
     traced = rw.get("POSIX", 0) > 0 or "MPI-IO" in mods
-    if (traced or rw.get("STDIO", 0) > 0) and not any(n in mods for n in DXT_MODULES):
+    # DXT traces POSIX and MPI-IO alone: the layers it never sees are named (STDIO, DFS ...)
+    untraced = [m for m, n in rw.items() if n > 0 and m not in ("POSIX", "MPIIO", "MPI-IO")]
+    if (traced or untraced) and not any(n in mods for n in DXT_MODULES):
         why = (
             "DXT tracing was off (DXT_ENABLE_IO_TRACE=1 turns it on)"
             if traced
-            else "its reads and writes are STDIO, which DXT does not trace"
+            else f"its reads and writes are {_and(untraced)}, which DXT does not trace"
         )
         issues.append(
             log_issue(
@@ -281,3 +283,8 @@ def read_darshan_log_isolated(path: Path | str, timeout: float = 600.0) -> Proce
     if status == "err":
         raise LogError(*payload)
     raise LogError(path, "corrupt", f"reading the log failed: {payload}")
+
+
+def _and(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)

@@ -96,6 +96,7 @@ def writer_lib():
 # Darshan module -> (its id, libdarshan-util's functions, PyDarshan's record type): the
 # writer must receive the modules in increasing id order
 _MODULES = {
+    "POSIX": (1, "posix_logutils", "struct darshan_posix_file"),  # (besides the DxtFiles')
     "MPI-IO": (2, "mpiio_logutils", "struct darshan_mpiio_file"),
     "H5F": (3, "hdf5_file_logutils", "struct darshan_hdf5_file"),
     "H5D": (4, "hdf5_dataset_logutils", "struct darshan_hdf5_dataset"),
@@ -113,7 +114,7 @@ class CounterRecord:
     """One counter record of a module other than POSIX, for :func:`write_darshan_log`:
     the named counters are set, every other one is 0."""
 
-    module: str  # a key of _MODULES: "H5D", "DFS", "MPI-IO" ...
+    module: str  # a key of _MODULES: "POSIX" (no DXT), "H5D", "DFS", "MPI-IO" ...
     path: str
     counters: dict[str, int]
     fcounters: dict[str, float] | None = None
@@ -210,6 +211,7 @@ def write_darshan_log(
             fc[fn["POSIX_F_READ_TIME"]] = float(dur[w:].sum())
             fc[fn["POSIX_F_WRITE_TIME"]] = float(dur[:w].sum())
             ok &= lib.posix_logutils.log_put_record(fd, rec) == 0
+        ok &= put_records(0, _POSIX_ID + 1)  # POSIX records given as counters
         ok &= put_records(_POSIX_ID, _DXT_POSIX_ID)
         head = ffi.sizeof("struct dxt_file_record")
         for f in files:

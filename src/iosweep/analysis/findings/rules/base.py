@@ -140,6 +140,13 @@ class Context:
         """The busiest rank's share of the run in I/O: whether the I/O matters at all."""
         return (self.summary.get("headline") or {}).get("io_share_max")
 
+    @property
+    def layers(self) -> str:
+        """The file-level layers analysed, in words ("POSIX and STDIO", "DFS"): the counters
+        a figure comes from."""
+        named = [la["module"] for la in self.summary.get("layers") or [] if la.get("analysed")]
+        return " and ".join(named) if named else "POSIX and STDIO"
+
     def io_matters(self) -> bool:
         share = self.io_share
         return share is not None and share > self.settings.io_time_share

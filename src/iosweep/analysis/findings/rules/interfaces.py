@@ -81,9 +81,9 @@ def mpiio_use(c: Context) -> list[Outcome]:
         "info",
         "Shared files written without MPI-IO",
         f"{len(shared):,} files are written by several ranks ({human_bytes(moved)}) through "
-        "POSIX alone: the job does not use MPI-IO",
+        f"{c.layers} alone: the job does not use MPI-IO",
         numbers,
-        "Several ranks writing one file through POSIX contend for its locks; MPI-IO "
+        f"Several ranks writing one file through {c.layers} contend for its locks; MPI-IO "
         "(directly, or under HDF5 / PnetCDF) lets collective writes merge the ranks' "
         "requests and align them to the file system.",
     )

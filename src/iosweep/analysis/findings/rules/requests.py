@@ -18,6 +18,7 @@ from iosweep.analysis.findings.rules.base import (
     span,
     when_no_io,
 )
+from iosweep.analysis.settings import OTHER
 from iosweep.units import human_bytes
 
 
@@ -88,18 +89,20 @@ def _small(c: Context, op: str, d: dict[str, Any], cid: str, title: str) -> Outc
 
 def _small_insight(c: Context, op: str, d: dict[str, Any], sized: int, zero: int):
     s = c.settings
-    worst = max(
-        ((k, v[op]) for k, v in c.summary["sizes"]["by_class"].items() if k != "all" and op in v),
-        key=lambda kv: kv[1]["small"],
-        default=(None, None),
-    )
+    classes = [
+        (k, v[op]) for k, v in c.summary["sizes"]["by_class"].items() if k != "all" and op in v
+    ]
+    worst = max(classes, key=lambda kv: kv[1]["small"], default=(None, None))
+    where = f"; most go to {worst[0]} files" if worst[0] else ""
+    if worst[0] == OTHER:  # (the class of files no rule names: not a kind of file to name)
+        where = "; most go to files outside the named classes" if len(classes) > 1 else ""
     return make_insight(
         "small_requests",
         "warn",
         f"Many small {op} requests",
         f"{d['small']:,} of {sized:,} {op} requests ({d['small_share']:.1%}) are smaller than "
         f"{human_bytes(s.small_request_bytes)}"
-        + (f"; most go to {worst[0]} files" if worst[0] else "")
+        + where
         + (f" ({zero:,} zero-byte reads at end of file, not counted)" if zero else ""),
         {
             "op": (op, "text"),
@@ -261,9 +264,10 @@ def _misaligned(c: Context, where: str, what: str, cid: str, title: str) -> Outc
     return found(cid, title, ins)
 
 
-def _repeated_reads(c: Context) -> tuple[pd.DataFrame, pd.Series]:
-    """Files read by several ranks, and the unique bytes of each (module docstring of
-    findings: segments' unions, else whole-file readers)."""
+def _repeated_reads(c: Context) -> tuple[pd.DataFrame, pd.Series, int]:
+    """Files read by several ranks, the unique bytes of each (module docstring of
+    findings: segments' unions, else the extent from the counters), and how many such files
+    have no extent known."""
     s = c.settings
     files = c.files
     partitioned = [
@@ -273,12 +277,16 @@ def _repeated_reads(c: Context) -> tuple[pd.DataFrame, pd.Series]:
     ]
     files = files[~files["class"].isin(partitioned)]
     many = files["n_readers"] >= max(s.redundant_read_min_ranks, 2)
-    red = files[many & (files["read_union"] > 0)]
-    if red.empty:  # counters only: whole-file reads by several ranks say the same
-        red = files[many & (files["whole_readers"] >= 2)]
-        return red, red["size"]
+    traced = files["read_union"] > 0
+    # counters only: a file's bytes read beyond its extent were read more than once (at
+    # least: Drishti's P09), as whole-file reads by several ranks are; no extent, no figure
+    counted = ~traced & (files["size"] > 0)
+    counted &= (many & (files["whole_readers"] >= 2)) | (files["bytes_read"] > files["size"])
+    red = files[(many & traced) | counted]
+    unsized = int((many & ~traced & (files["size"] <= 0)).sum())
     # bytes of unknown offsets are not known to repeat
-    return red, red["read_union"] + red["read_unplaced"]
+    unique = (red["read_union"] + red["read_unplaced"]).where(red["read_union"] > 0, red["size"])
+    return red, unique, unsized
 
 
 def redundant_reads(c: Context) -> list[Outcome]:
@@ -289,13 +297,24 @@ def redundant_reads(c: Context) -> list[Outcome]:
     s = c.settings
     if not len(c.files) or not int(c.files["bytes_read"].sum()):
         return [not_applicable(cid, title, "no reads")]
-    red, uni = _repeated_reads(c)
+    red, uni, unsized = _repeated_reads(c)
     redundant = int((red["bytes_read"] - uni).clip(lower=0).sum())
     numbers = {
         "files": (len(red), "count"),
         "redundant_bytes": (redundant, "bytes"),
         "threshold_bytes": (s.redundant_read_min_bytes, "bytes"),
     }
+    if not len(red) and unsized:
+        return [
+            not_checked(
+                cid,
+                title,
+                f"{files(unsized)} read by several {c.whos} with no extent known "
+                f"(no DXT trace, and no highest byte read among {c.layers}'s counters): "
+                "bytes read again cannot be told",
+                numbers,
+            )
+        ]
     if not len(red):
         return [
             passed(
@@ -320,14 +339,23 @@ def redundant_reads(c: Context) -> list[Outcome]:
     once = sorted(
         {n["read_once_per"] for n in c.summary.get("nodes", []) if n.get("read_once_per")}
     )
+    counted = red["read_union"] <= 0
     ins = make_insight(
         "redundant_reads",
         "warn",
         "The same bytes are read by many ranks",
-        f"{len(red)} files are read by {span(red['n_readers'])} {c.whos} each; "
-        f"{human_bytes(redundant)} of the {human_bytes(int(red['bytes_read'].sum()))} read from "
-        "them are repeats of bytes another rank (or read) already moved"
-        + (f"; data is read once per {', '.join(once)}" if once else ""),
+        f"{files(len(red))} {'is' if len(red) == 1 else 'are'} read by "
+        f"{span(red['n_readers'])} {c.whos} each; "
+        f"{'at least ' if counted.any() else ''}{human_bytes(redundant)} of the "
+        f"{human_bytes(int(red['bytes_read'].sum()))} read from them are repeats of bytes "
+        "another rank (or read) already moved"
+        + (
+            f" (of {files(int(counted.sum()))}: Darshan's counters, the bytes read beyond "
+            "the file's furthest byte)"
+            if counted.any()
+            else ""
+        )
+        + (f"; {_once_per(once)}" if once else ""),
         {
             "files": (len(red), "count"),
             "ranks_per_file_max": (int(red["n_readers"].max()), "count"),
@@ -349,6 +377,16 @@ def redundant_reads(c: Context) -> list[Outcome]:
     return [found(cid, title, ins)]
 
 
+def _once_per(once: list[str]) -> str:
+    """How often the nodes' ranks read each byte, in words (nodes' ``read_once_per``)."""
+    words = {
+        "node": "once per node",
+        "rank": "once per rank",
+        "partly-redundant": "more than once per node but not by every rank",
+    }
+    return "data is read " + ", or ".join(words.get(o, o) for o in once)
+
+
 def redundant_writes(c: Context) -> list[Outcome]:
     """More bytes written to files than they hold (Drishti's P10: a file's bytes written
     above its highest offset): the same bytes written again. DXT's unions where traced,
@@ -360,6 +398,16 @@ def redundant_writes(c: Context) -> list[Outcome]:
     if not len(f) or not int(f["bytes_written"].sum()):
         return [not_applicable(cid, title, "no writes")]
     w = f[f["bytes_written"] > 0]
+    # a file written with no extent known (DFS's counters hold no highest byte written) has
+    # no figure of bytes written again: left out, and said
+    known = (w["write_union"] > 0) | (w["size"] > 0)
+    unknown, w = w[~known], w[known]
+    blind = (
+        f"{files(len(unknown))} written with no extent known (no DXT trace, and no highest "
+        f"byte written among {c.layers}'s counters)"
+    )
+    if w.empty:
+        return [not_checked(cid, title, f"{blind}: bytes written again cannot be told")]
     unique = w["write_union"].where(w["write_union"] > 0, w["size"])
     extra = (w["bytes_written"] - unique).clip(lower=0)
     redundant, total = int(extra.sum()), int(w["bytes_written"].sum())
@@ -372,6 +420,7 @@ def redundant_writes(c: Context) -> list[Outcome]:
     measured = (
         f"{human_bytes(redundant)} of the {human_bytes(total)} written go to bytes already "
         f"written ({int((extra > 0).sum())} of {files(len(w))})"
+        + (f"; {blind}, not judged" if len(unknown) else "")
     )
     if redundant < s.redundant_write_min_bytes:
         return [
