@@ -61,7 +61,16 @@ def test_a_reduced_shared_record_is_handed_to_the_ranks(tmp_path):
     assert sm["headline"]["bytes_read"] == 1000 * MiB
     assert sm["trace"]["unattributed"]["records"] == 0
     assert sm["trace"]["counter_records"] == 1
-    assert sm["trace"]["shared_records"] == {"records": 1, "spread": 1, "traced": 0, "ranks": 4}
+    assert sm["trace"]["shared_records"] == {
+        "records": 1,
+        "spread": 1,
+        "traced": 0,
+        "ranks": 4,
+        "concentrated": 0,
+        "concentrated_bytes": 0,
+        "movers": 0,
+        "concentrated_paths": [],
+    }
     assert any("fastest and the slowest rank" in x for x in sm["limitations"])
     assert sm["access"]["other"]["read"] == "shared"
 
@@ -83,19 +92,37 @@ def test_spread_rows_are_per_rank_records_not_reduced_ones():
     none = np.array([], np.int64)
     seg = {k: none for k in ("actor", "file", "module", "op", "length")}
     seg |= {"start": none.astype(float), "end": none.astype(float)}
-    out, info = share_records(cdf, seg, none.astype(bool), 4)
+    out, info = share_records(cdf, seg, none.astype(bool), 4, ["/out/shared"])
     assert out["actor"].tolist() == [0, 1, 2, 3]
     assert out["bytes_read"].tolist() == [250, 400, 100, 250]
     assert out["read_time"].tolist() == pytest.approx([2.5, 4.0, 1.0, 2.5])
     assert out[["fastest_rank", "slowest_rank"]].to_numpy().tolist() == [[-1, -1]] * 4
     for c in SHARED_COLUMNS:
-        if not c.endswith("rank"):
+        if not c.endswith("rank") and c in cdf:
             assert out[c].tolist() == [0] * 4, c
     assert not reduced(out).any()
-    assert info.to_json() == {"records": 1, "spread": 1, "traced": 0, "ranks": 4}
+    assert info.to_json() == {
+        "records": 1,
+        "spread": 1,
+        "traced": 0,
+        "ranks": 4,
+        "concentrated": 0,
+        "concentrated_bytes": 0,
+        "movers": 0,
+        "concentrated_paths": [],
+    }
     # no ranks to hand it to (a log without a rank count): the record stays as it was
-    same, info = share_records(cdf, seg, none.astype(bool), 0)
-    assert same is cdf and info.to_json() == {"records": 1, "spread": 0, "traced": 0, "ranks": 0}
+    same, info = share_records(cdf, seg, none.astype(bool), 0, ["/out/shared"])
+    assert same is cdf and info.to_json() == {
+        "records": 1,
+        "spread": 0,
+        "traced": 0,
+        "ranks": 0,
+        "concentrated": 0,
+        "concentrated_bytes": 0,
+        "movers": 0,
+        "concentrated_paths": [],
+    }
 
 
 def test_dxt_and_a_reduced_record_of_one_file_count_its_bytes_once(tmp_path):
@@ -123,7 +150,16 @@ def test_dxt_and_a_reduced_record_of_one_file_count_its_bytes_once(tmp_path):
     r = ranks_table(tmp_path)
     assert r["bytes_read"].tolist() == [200 * MiB, 200 * MiB]
     assert r["io_time"].tolist() == pytest.approx([1.0, 1.0])
-    assert sm["trace"]["shared_records"] == {"records": 1, "spread": 0, "traced": 1, "ranks": 0}
+    assert sm["trace"]["shared_records"] == {
+        "records": 1,
+        "spread": 0,
+        "traced": 1,
+        "ranks": 0,
+        "concentrated": 0,
+        "concentrated_bytes": 0,
+        "movers": 0,
+        "concentrated_paths": [],
+    }
     assert sm["trace"]["unattributed"]["records"] == 0
     assert not [i for i in sm["insights"] if "redundant" in i["id"]]
 
@@ -487,5 +523,8 @@ def test_alignment_and_striping_by_hand(tmp_path):
     assert a["file_share"] == pytest.approx(4 / 18) and a["mem_share"] == pytest.approx(2 / 18)
     assert a["file_alignment"] == MiB
     assert a["lustre"] == {
-        "files": 3, "stripe_size": MiB, "stripe_count": 4, "stripe_count_max": 8,
-    }  # fmt: skip
+        "files": 3,
+        "stripe_size": MiB,
+        "stripe_count": 4,
+        "stripe_count_max": 8,
+    }

@@ -598,6 +598,60 @@ def test_bytes_read_beyond_a_shared_record_s_extent_are_re_reads(tmp_path):
     assert "1 file is read by 8 ranks" in check["reason"]
 
 
+def test_collective_buffering_is_counted_from_the_variance_not_called_imbalance(tmp_path):
+    # issue 50 (skew-autobench-ior, its counters as PyDarshan reads them): 2,048 ranks read
+    # 512 GiB of one shared file through collective MPI-IO. At the POSIX layer the record
+    # keeps rank 14 (fastest, 0 B) and rank 1024 (slowest, 9,816,768,512 B), and a byte
+    # variance of 2.563e18: exactly 56 ranks of 9.82 GB and the rest none (MPI-IO's
+    # aggregators). At the MPI-IO layer every rank asked for 256 MiB (variance 0), in
+    # 598.9 s to 651.5 s. It was "imbalance: bytes 100%, stragglers [1024]", with 2,046
+    # ranks said to read 263.9 MB each
+    from iosweep.trace.darshan.write import CounterRecord, write_darshan_log
+    from iosweep.trace.ingest import ingest
+
+    total, agg = 549_755_813_888, 9_816_768_512
+    posix = CounterRecord(
+        "POSIX", "/scratch/ior.dat",
+        {"POSIX_OPENS": 4098, "POSIX_READS": 524_288, "POSIX_BYTES_READ": total,
+         "POSIX_MAX_BYTE_READ": total - 1, "POSIX_FASTEST_RANK": 14,
+         "POSIX_FASTEST_RANK_BYTES": 0, "POSIX_SLOWEST_RANK": 1024,
+         "POSIX_SLOWEST_RANK_BYTES": agg},
+        {"POSIX_F_READ_TIME": 9033.43, "POSIX_F_META_TIME": 212.57,
+         "POSIX_F_FASTEST_RANK_TIME": 0.0137, "POSIX_F_SLOWEST_RANK_TIME": 337.16,
+         "POSIX_F_VARIANCE_RANK_BYTES": 2.5631915654848184e18},
+        rank=-1,
+    )  # fmt: skip
+    mpiio = CounterRecord(
+        "MPI-IO", "/scratch/ior.dat",
+        {"MPIIO_COLL_OPENS": 2048, "MPIIO_COLL_READS": 131_072, "MPIIO_BYTES_READ": total,
+         "MPIIO_FASTEST_RANK": 33, "MPIIO_FASTEST_RANK_BYTES": 1 << 28,
+         "MPIIO_SLOWEST_RANK": 128, "MPIIO_SLOWEST_RANK_BYTES": 1 << 28},
+        {"MPIIO_F_READ_TIME": 1_244_094.9, "MPIIO_F_FASTEST_RANK_TIME": 598.88,
+         "MPIIO_F_SLOWEST_RANK_TIME": 651.46, "MPIIO_F_VARIANCE_RANK_BYTES": 0.0},
+        rank=-1,
+    )  # fmt: skip
+    (tmp_path / "logs").mkdir()
+    write_darshan_log(
+        tmp_path / "logs" / "ior.darshan", [], start=1_601_583_191, end=1_601_583_849,
+        exe="./ior -a MPIIO -c", jobid=4211020700, nprocs=2048, records=[posix, mpiio],
+    )  # fmt: skip
+    ingest([tmp_path / "logs"], tmp_path / "store")
+    sm = analyze_run(tmp_path / "store", tmp_path / "out", AnalysisSettings())
+    checks = {c["id"]: c for c in sm["checks"]}
+    assert sm["trace"]["shared_records"]["movers"] == 56
+    agg_check = checks["mpiio_aggregators"]
+    assert agg_check["outcome"] == "found" and agg_check["numbers"]["aggregators"] == 56
+    assert "about 56 of 2048 ranks" in agg_check["reason"]
+    im = checks["imbalance"]
+    assert im["outcome"] == "passed", im
+    assert "judged at the MPI-IO layer" in im["reason"]
+    assert im["numbers"]["read_bytes_spread"] == 0.0
+    assert im["numbers"]["read_time_spread"] == pytest.approx((651.46 - 598.88) / 651.46, 0.01)
+    sf = checks["shared_file_imbalance.read"]
+    assert sf["outcome"] == "not-checked" and "about 56 of 2048" in sf["reason"], sf
+    assert "imbalance" not in {i["id"] for i in sm["insights"]}
+
+
 # --- the real logs ----------------------------------------------------------------------------
 def test_every_rule_appears_in_every_real_log_s_checklist(tmp_path):
     # each log of shared/data/darshan-logs (the 24 DLIO logs as one job): every rule of

@@ -339,7 +339,7 @@ def load_run(
     if actor_kind == "rank":
         # the job's ranks (not only those with I/O of their own) share a reduced record
         job_ranks = len(meta.ranks) or len(np.unique(cdf["actor"][cdf["actor"] >= 0]))
-        cdf, shared = share_records(cdf, seg, keep, job_ranks)
+        cdf, shared = share_records(cdf, seg, keep, job_ranks, paths.values)
     unattributed = _unattributed(seg, keep, cdf, issues) if actor_kind == "rank" else None
     ops = _kept_ops(seg, keep)
     excluded_ops = int(n_total - len(ops))

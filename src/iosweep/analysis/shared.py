@@ -16,7 +16,9 @@ I/O on shared files had "0 ranks with I/O". Here each reduced record is handed t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -56,7 +58,11 @@ SHARED_COLUMNS = (
     "slowest_rank",
     "slowest_rank_bytes",
     "slowest_rank_time",
+    "variance_rank_bytes",  # (population variance of the ranks' bytes on the file)
 )
+#: under this share of the ranks, a record's bytes went to a few ranks (MPI-IO's collective
+#: buffering aggregators): iosweep's even split of the rest would be no figure of theirs
+FEW_RANKS = 0.5
 
 
 @dataclass
@@ -67,8 +73,14 @@ class SharedRecords:
     spread: int = 0  # handed to the ranks from Darshan's fastest/slowest-rank counters
     traced: int = 0  # the file's per-rank DXT segments used; the record kept what they miss
     ranks: int = 0  # ranks each spread record was shared among
+    # spread records whose bytes Darshan's byte variance puts on a few ranks (FEW_RANKS):
+    # which ranks is not recorded, so their per-rank bytes are not known
+    concentrated: int = 0
+    concentrated_bytes: int = 0
+    movers: int = 0  # about how many ranks moved the bytes of the largest of them
+    concentrated_paths: list[str] = field(default_factory=list)  # (the first 20)
 
-    def to_json(self) -> dict[str, int]:
+    def to_json(self) -> dict[str, Any]:
         return dict(vars(self))
 
 
@@ -78,9 +90,14 @@ def reduced(cdf: pd.DataFrame) -> np.ndarray:
 
 
 def share_records(
-    cdf: pd.DataFrame, seg: dict[str, np.ndarray], keep: np.ndarray, n_ranks: int
+    cdf: pd.DataFrame,
+    seg: dict[str, np.ndarray],
+    keep: np.ndarray,
+    n_ranks: int,
+    names: Sequence[str],
 ) -> tuple[pd.DataFrame, SharedRecords]:
-    """``cdf`` with its reduced records handed to the ``n_ranks`` ranks (module docstring)."""
+    """``cdf`` with its reduced records handed to the ``n_ranks`` ranks (module docstring);
+    ``names``: the paths its file codes index."""
     red = reduced(cdf)
     out = SharedRecords(records=int(red.sum()))
     if not out.records or n_ranks < 1:
@@ -92,10 +109,57 @@ def share_records(
     spread = red & ~traced
     out.spread = int(spread.sum())
     if out.spread:
+        _concentration(cdf[spread], n_ranks, names, out)
         rows = spread_records(cdf[spread], n_ranks)
         cdf = pd.concat([cdf[~spread], rows], ignore_index=True)
         out.ranks = n_ranks
     return cdf, out
+
+
+def variance_movers(rec: pd.DataFrame, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each reduced record, about how many of the ``n`` ranks moved its bytes besides
+    the fastest and slowest ones, from Darshan's counters alone: the number of equal movers
+    that gives both the rest's bytes R and, with the variance, their sum of squares Q
+    (R^2 / Q: every other rank when they moved equal parts, 55 when 55 ranks moved 9.8 GB
+    each and the rest none); NaN where the record has no variance or its counters disagree.
+    And whether a rest is left at all (none: the named ranks' bytes are all there is)."""
+    total = _total(rec, "bytes")
+    var = (
+        rec["variance_rank_bytes"].to_numpy(np.float64)
+        if "variance_rank_bytes" in rec
+        else np.full(len(rec), np.nan)
+    )
+    fast = rec["fastest_rank"].to_numpy(np.int64)
+    f = np.nan_to_num(rec["fastest_rank_bytes"].to_numpy(np.float64))
+    s = np.nan_to_num(rec["slowest_rank_bytes"].to_numpy(np.float64))
+    f = np.where(fast == rec["slowest_rank"].to_numpy(np.int64), 0.0, f)  # (one rank: once)
+    mean = total / n
+    sum_sq = n * (var + mean**2) - f**2 - s**2  # the rest's sum of squares (population)
+    rest = total - f - s
+    left = rest > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        others = np.where(left, rest**2 / sum_sq, 0.0)
+    ok = ~np.isnan(var) & (~left | (sum_sq > 0))
+    return np.where(ok, np.clip(others, 0, n), np.nan), left
+
+
+def _concentration(rec: pd.DataFrame, n: int, names: Sequence[str], out: SharedRecords) -> None:
+    """The spread records whose rest of bytes went to a few ranks, not to every other one
+    (:func:`variance_movers`)."""
+    movers, left = variance_movers(rec, n)
+    few = left & (movers < FEW_RANKS * n)  # (NaN: not known, not counted)
+    if not few.any():
+        return
+    total = _total(rec, "bytes")
+    # the fastest and slowest ranks count where they moved bytes (once where they are one)
+    two = rec["fastest_rank"].to_numpy() != rec["slowest_rank"].to_numpy()
+    named = (two & (rec["fastest_rank_bytes"].to_numpy() > 0)).astype(int)
+    named += rec["slowest_rank_bytes"].to_numpy() > 0
+    out.concentrated = int(few.sum())
+    out.concentrated_bytes = int(total[few].sum())
+    at = np.argmax(np.where(few, total, -1))
+    out.movers = round(float(movers[at])) + int(named[at])
+    out.concentrated_paths = [names[f] for f in rec["file"].to_numpy()[few][:20]]
 
 
 def _file_module(file: np.ndarray, module: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.data import READ, WRITE, MpiioLayer, RunData
-from iosweep.analysis.shared import reduced, spread_records
+from iosweep.analysis.shared import FEW_RANKS, reduced, spread_records, variance_movers
 
 
 def analyze_mpiio(
@@ -52,6 +52,7 @@ def mpiio_of(
             "collective": int(layer.records[f"collective_{name}s"].clip(lower=0).sum()),
             "nonblocking": int(layer.records[f"nonblocking_{name}s"].clip(lower=0).sum()),
             "time": times,
+            "rank_bytes": _rank_bytes(layer, d, name, n_ranks),
             "posix_time": _stats(posix) if posix is not None else None,
             # how much longer a rank spends in MPI-IO than in the POSIX calls under it
             "gap_mean": (times["mean"] - float(posix.mean()))
@@ -110,8 +111,33 @@ def _rank_times(layer: MpiioLayer, d: int, name: str, n_ranks: int) -> dict[str,
     return _stats(rows.groupby("actor")[f"{name}_time"].sum().to_numpy())
 
 
+def _rank_bytes(layer: MpiioLayer, d: int, name: str, n_ranks: int) -> dict[str, float] | None:
+    """min / mean / max over ranks of the bytes each asked of MPI-IO ``name`` calls: as
+    :func:`_rank_times`, and None where a reduced record's bytes went to a few ranks (which
+    ranks, Darshan does not record: :func:`~iosweep.analysis.shared.variance_movers`)."""
+    col = "bytes_read" if d == READ else "bytes_written"
+    ops = layer.ops[(layer.ops["op"] == d) & (layer.ops["rank"] >= 0)]
+    if len(ops) and _use_dxt(layer, d, name):
+        return _stats(ops["length"].groupby(ops["rank"]).sum().to_numpy())
+    recs = layer.records[layer.records[col] > 0]
+    red = reduced(recs)
+    parts = [recs[~red & (recs["actor"] >= 0)]]
+    if red.any():
+        movers, left = variance_movers(recs[red], n_ranks)
+        if (left & ~(movers >= FEW_RANKS * n_ranks)).any():  # (NaN: not known either)
+            return None
+        parts.append(spread_records(recs[red], n_ranks))
+    rows = pd.concat(parts, ignore_index=True)
+    if not len(rows):
+        return None
+    per_rank = rows.groupby("actor")[col].sum()
+    if red.any():  # ranks that asked nothing count (a reduced record is every rank's)
+        per_rank = per_rank.reindex(range(n_ranks), fill_value=0)
+    return _stats(per_rank.to_numpy())
+
+
 AGGREGATOR_BYTES = 0.99  # the fewest ranks that move this share of the bytes ...
-AGGREGATOR_RANKS = 0.5  # ... are MPI-IO's aggregators when they are under this share of ranks
+AGGREGATOR_RANKS = FEW_RANKS  # ... are MPI-IO's aggregators under this share of the ranks
 
 
 def aggregator_ranks(mpiio: dict[str, Any] | None, ranks: pd.DataFrame) -> list[int] | None:

@@ -61,8 +61,9 @@ class Trace(Model):
     excluded_paths: list[str] = Field(default_factory=list)  # the first 5, by path (<STDOUT>)
     unsized_io_calls: int = 0  # DFTracer reads/writes without file or size (no metadata)
     unattributed: dict[str, int | float]
-    # MPI files reduced by Darshan to one record: records, spread (to ranks), traced, ranks
-    shared_records: dict[str, int] = Field(default_factory=dict)
+    # MPI files reduced by Darshan to one record: records, spread (to ranks), traced, ranks,
+    # and those whose bytes went to a few ranks (analysis.shared.SharedRecords)
+    shared_records: dict[str, Any] = Field(default_factory=dict)
 
 
 class Epoch(Model):
@@ -412,6 +413,9 @@ class MpiioDirection(Model):
     independent: int
     nonblocking: int = 0  # MPI_File_i* calls (from counters)
     time: TimeStats | None  # seconds per rank in MPI-IO calls
+    # bytes per rank asked of MPI-IO; None where not known (a reduced record's bytes went
+    # to a few ranks, by Darshan's variance, and which is not recorded)
+    rank_bytes: TimeStats | None = None
     posix_time: TimeStats | None  # the same ranks' seconds in POSIX calls on MPI-IO's files
     gap_mean: float | None  # mean MPI-IO time less mean POSIX time
 

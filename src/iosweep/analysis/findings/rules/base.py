@@ -141,6 +141,14 @@ class Context:
         return (self.summary.get("headline") or {}).get("io_share_max")
 
     @property
+    def concentrated(self) -> dict[str, Any]:
+        """The reduced shared records whose bytes Darshan's variance puts on a few ranks
+        (``trace.shared_records``: analysis.shared.SharedRecords); empty when none: where
+        not, the ranks' bytes on those files are not known."""
+        sr = (self.summary.get("trace") or {}).get("shared_records") or {}
+        return sr if sr.get("concentrated") else {}
+
+    @property
     def layers(self) -> str:
         """The file-level layers analysed, in words ("POSIX and STDIO", "DFS"): the counters
         a figure comes from."""

@@ -62,6 +62,8 @@ def imbalance(c: Context) -> list[Outcome]:
     if c.n_ranks < 2 or len(c.ranks) < 2:
         return [not_applicable(cid, title, f"one {c.who}: nothing to balance")]
     agg = aggregators(c)
+    if c.concentrated and not agg:  # the ranks' own rows cannot say: MPI-IO's may
+        return [_imbalance_at_mpiio(c)]
     r = c.ranks[c.ranks["rank"].isin(agg)] if agg else c.ranks
     among = f"the {len(r)} aggregators" if agg else f"the {len(r)} {c.whos}"
     if agg and len(agg) == 1:
@@ -136,6 +138,94 @@ def imbalance(c: Context) -> list[Outcome]:
     return [found(cid, title, ins)]
 
 
+def _unknown_movers(c: Context) -> str:
+    """Why the ranks' bytes on the concentrated shared records are not known."""
+    few = c.concentrated
+    return (
+        f"the {c.whos}' bytes on {files(few['concentrated'])} shared by every {c.who} are not "
+        f"known: Darshan's variance of their bytes puts them on about {few['movers']} of "
+        f"{c.n_ranks} {c.whos}, and which ones it does not record"
+    )
+
+
+def _imbalance_at_mpiio(c: Context) -> Outcome:
+    """The balance judged where every rank asks for its own data: the MPI-IO layer, when the
+    POSIX bytes went to a few ranks (collective buffering) that the counters do not name."""
+    cid, title, s = "imbalance", "I/O balanced across ranks", c.settings
+    m = c.summary.get("mpiio") or {}
+    dirs = {d: m[d] for d in ("read", "write") if (m.get(d) or {}).get("ops")}
+    if not dirs or any(not v.get("rank_bytes") or not v.get("time") for v in dirs.values()):
+        return not_checked(cid, title, _unknown_movers(c) + ", nor at the MPI-IO layer")
+    spreads: dict[str, tuple] = {}
+    over: list[str] = []
+    for d, v in dirs.items():
+        b, t = v["rank_bytes"], v["time"]
+        for what, st, floor in (
+            ("bytes", b, s.imbalance_min_bytes),
+            ("time", t, s.imbalance_min_io_time_s),
+        ):
+            share = (st["max"] - st["min"]) / st["max"] if st["max"] > 0 else None
+            spreads[f"{d}_{what}_spread"] = (share, "share")
+            if share is not None and share > s.imbalance_share and st["max"] >= floor:
+                over.append(f"of MPI-IO {d} {what} per {c.who} is {share:.1%}")
+    said = "; ".join(
+        f"{k.removesuffix('_spread').replace('_', ' ')} {v:.1%}"
+        for k, (v, _) in spreads.items()
+        if v is not None
+    )
+    where = (
+        f"judged at the MPI-IO layer, where every {c.who} asks for its own data (the POSIX "
+        f"I/O under it goes through about {c.concentrated['movers']} of {c.n_ranks} "
+        f"{c.whos}, MPI-IO's aggregators: mpiio_aggregators)"
+    )
+    numbers = {**spreads, "threshold_share": (s.imbalance_share, "share")}
+    if not over:
+        return passed(
+            cid,
+            title,
+            f"{where}: (max - min) / max per {c.who} of {said} "
+            f"(at most {s.imbalance_share:.0%}, or under the floors)",
+            numbers,
+        )
+    ins = make_insight(
+        "imbalance",
+        "warn",
+        "I/O imbalance across ranks (at the MPI-IO layer)",
+        f"{where}: (max - min) / max " + "; ".join(over),
+        numbers,
+        "Balance the bytes each rank asks for (the decomposition of the domain); a time "
+        "spread at equal bytes points at the aggregators' storage targets.",
+    )
+    return found(cid, title, ins)
+
+
+def _aggregators_by_variance(c: Context, collective: int) -> Outcome:
+    """mpiio_aggregators where the counters do not name the aggregators: Darshan's byte
+    variance on a shared record counts them (analysis.shared.variance_movers)."""
+    few, heavy = c.concentrated, c.io_matters()
+    ins = make_insight(
+        "mpiio_aggregators",
+        "warn" if heavy else "info",
+        "Collective I/O through aggregator ranks",
+        f"about {few['movers']} of {c.n_ranks} ranks move the "
+        f"{human_bytes(few['concentrated_bytes'])} of {files(few['concentrated'])} shared by "
+        f"every rank under {collective:,} collective MPI-IO calls: MPI-IO's collective "
+        "buffering aggregators; the others send them their data (counted from Darshan's "
+        "variance of the ranks' bytes on the file's record; which ranks, it does not record)"
+        + (f"; the busiest spends {c.io_share:.0%} of the run in I/O" if heavy else ""),
+        {
+            "aggregators": (few["movers"], "count"),
+            "ranks": (c.n_ranks, "count"),
+            "collective": (collective, "count"),
+            "io_share_max": (c.io_share, "share"),
+        },
+        "The number of aggregators is the cb_nodes hint (on Lustre, by default, the file's "
+        "stripe count; romio_cb_read/romio_cb_write turn collective buffering on or off): "
+        "more aggregators, or a file striped over more OSTs, spread the file I/O.",
+    )
+    return found("mpiio_aggregators", "File I/O spread over the ranks", ins)
+
+
 def mpiio_aggregators(c: Context) -> list[Outcome]:
     """Collective MPI-IO with a few ranks doing all file I/O: MPI-IO's aggregators. A warning
     when their I/O takes a large share of the run (the funnel is then the bottleneck)."""
@@ -147,6 +237,8 @@ def mpiio_aggregators(c: Context) -> list[Outcome]:
     if not collective:
         return [not_applicable(cid, title, "no collective MPI-IO calls")]
     agg = aggregators(c)
+    if not agg and c.concentrated:
+        return [_aggregators_by_variance(c, collective)]
     if not agg:
         return [
             passed(
@@ -193,6 +285,18 @@ def _spread_text(value: float, fmt: str = ".1%") -> str:
     return format(value, fmt) if pd.notna(value) else "not judged (under the floor)"
 
 
+def _judged_spreads(c: Context, op: str) -> tuple[pd.DataFrame, int]:
+    """The spreads of ``op`` per shared file, less those of the files whose bytes went to a
+    few ranks that Darshan does not name (their per-rank rows are no measure), and how many
+    were left out."""
+    sp = c.spreads[op] if c.spreads is not None else pd.DataFrame()
+    paths = set(c.concentrated.get("concentrated_paths") or [])
+    if not paths or not len(sp) or not len(c.files):
+        return sp, 0
+    blind = sp.index.isin(c.files.loc[c.files["path"].isin(paths), "file"])
+    return sp[~blind], int(blind.sum())
+
+
 def shared_file_imbalance(c: Context) -> list[Outcome]:
     """Per file shared by several ranks, the spread of the bytes and of the time each rank
     spent on it (Drishti's P18/P19 on shared files), per direction; among MPI-IO's
@@ -208,7 +312,10 @@ def shared_file_imbalance(c: Context) -> list[Outcome]:
         if c.spreads is None:
             out.append(not_checked(cid, title, "no per-file, per-rank table"))
             continue
-        sp = c.spreads[op]
+        sp, blind = _judged_spreads(c, op)
+        if not len(sp) and blind:
+            out.append(not_checked(cid, title, _unknown_movers(c)))
+            continue
         if not len(sp):
             out.append(
                 not_applicable(
@@ -219,6 +326,7 @@ def shared_file_imbalance(c: Context) -> list[Outcome]:
                 )
             )
             continue
+        aside = f" ({files(blind)} left out: {_unknown_movers(c)})" if blind else ""
         worst = sp[["bytes", "time"]].max(axis=1)  # NaN: neither reaches its floor
         floors = (
             f"where the busiest rank moves {human_bytes(s.imbalance_min_bytes)} or spends "
@@ -230,7 +338,7 @@ def shared_file_imbalance(c: Context) -> list[Outcome]:
                     cid,
                     title,
                     f"{files(len(sp))} {done} by several {c.whos}, none enough to judge: "
-                    f"spreads are counted {floors}",
+                    f"spreads are counted {floors}{aside}",
                 )
             )
             continue
@@ -248,7 +356,7 @@ def shared_file_imbalance(c: Context) -> list[Outcome]:
                     title,
                     f"{files(len(sp))} {done} by several {c.whos}: the largest (max - min) "
                     f"/ max per rank is {_spreads_said(sp['bytes'].max(), sp['time'].max())} "
-                    f"(at most {s.imbalance_share:.0%}; counted {floors})",
+                    f"(at most {s.imbalance_share:.0%}; counted {floors}){aside}",
                     numbers,
                 )
             )
@@ -263,7 +371,7 @@ def shared_file_imbalance(c: Context) -> list[Outcome]:
             f"have a (max - min) / max of bytes or time per rank above {s.imbalance_share:.0%}; "
             f"the most uneven, {path}: {human_bytes(int(sp.at[f, 'b_max']))} against "
             f"{human_bytes(int(sp.at[f, 'b_min']))}, time spread "
-            f"{_spread_text(sp.at[f, 'time'], '.0%')}",
+            f"{_spread_text(sp.at[f, 'time'], '.0%')}{aside}",
             {**numbers, "op": (op, "text")},
             "Give each rank an equal part of the shared file (the decomposition), or let "
             "collective MPI-IO aggregate the parts; a time spread at equal bytes points at the "
