@@ -196,6 +196,8 @@ class RunData:
     other_layer_ops: dict[str, int]  # reads and writes of modules not analysed (e.g. MPIIO)
     unattributed: dict[str, int]  # I/O by processes not tied to any rank
     shared_records: SharedRecords = field(default_factory=SharedRecords)  # MPI reduced records
+    # actors whose counters held impossible values (read as unknown: _unknown_actors)
+    unknown_actors: list[int] = field(default_factory=list)
     mpiio: MpiioLayer | None = None  # the MPI-IO layer's operations and records, if any
     # Lustre striping of the analysed paths (LUSTRE records): file, stripe_size, stripe_count
     lustre: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -335,6 +337,7 @@ def load_run(
     if not c_keep.all():
         cdf = cdf[c_keep].reset_index(drop=True)
     actor_kind = _actors(meta, seg, keep, cdf)
+    unknown_actors = _unknown_actors(cdf, modules.values, len(meta.ranks))
     shared = SharedRecords()
     if actor_kind == "rank":
         # the job's ranks (not only those with I/O of their own) share a reduced record
@@ -391,6 +394,7 @@ def load_run(
         other_layer_ops=other_layer_ops,
         unattributed=unattributed or {"ops": 0, "bytes": 0, "records": 0},
         shared_records=shared,
+        unknown_actors=unknown_actors,
         mpiio=mpiio,
         lustre=lustre,
         layers=layers,
@@ -579,12 +583,37 @@ def _read_counters(
         else numbers(col(c), np.int64, -1 if c.endswith(unknown_is_minus_1) else 0)
         for c in COUNTER_COLUMNS[5:]
     }
+    # a count or time the log held as an impossible value is null in the store (the
+    # plausibility check at ingest): the record's figures are not known (_unknown_actors)
+    cols[DOUBTFUL] = np.logical_or.reduce(
+        [np.asarray(col(c).is_null()) for c in (*_CORE_COUNTS, *_CORE_TIMES)]
+    )
     cols["actor"] = numbers(col("rank"), np.int32, -1)
     cols["pid"] = numbers(col("pid"), np.int64, -1)
     cols["host"] = hosts.codes(col.by_group("host"), "")
     cols["file"] = paths.codes(col.by_group("path"), "<unknown>")
     cols["module"] = modules.codes(col.by_group("module"), "")
     return pd.DataFrame(cols, copy=False)
+
+
+DOUBTFUL = "doubtful"  # (a column of the counters while they are read)
+# what every POSIX and STDIO record counts (other layers lack some: H5F moves no bytes)
+_CORE_COUNTS = ("reads", "writes", "bytes_read", "bytes_written")
+_CORE_TIMES = ("read_time", "write_time")
+
+
+def _unknown_actors(cdf: pd.DataFrame, modules: list[str], n_ranks: int) -> list[int]:
+    """Actors whose figures are not known: a POSIX or STDIO record of theirs holds a count or
+    a time that the log held as an impossible value (every rank, where it is a record Darshan
+    reduced over all of them). Takes the :data:`DOUBTFUL` column out of ``cdf``."""
+    doubtful = cdf.pop(DOUBTFUL).to_numpy()
+    if len(modules):
+        core = np.isin(np.asarray(modules, dtype=object), ["POSIX", "STDIO"])
+        doubtful = doubtful & core[cdf["module"].to_numpy()]
+    actors = np.unique(cdf["actor"].to_numpy()[doubtful])
+    if len(actors) and actors[0] < 0:
+        return list(range(n_ranks))
+    return [int(a) for a in actors]
 
 
 def _actors(meta: RunMeta, seg: dict[str, np.ndarray], keep: np.ndarray, cdf: pd.DataFrame) -> str:

@@ -226,9 +226,16 @@ class Issue:
     kind: str  # truncated | corrupt | empty | no-dxt | partial-dxt | partial-counters | missing-log | failed-rank | ...
     message: str
     severity: str = "error"  # error (data lost) | warning (data kept, caveat)
+    # the figure the issue makes unknown, where it is one: "run_time" (a log's job record
+    # is impossible); None: what ``kind`` says of the source
+    field: str | None = None
 
     def __post_init__(self) -> None:  # a file name that is not UTF-8 (files.shown)
         self.source, self.message = shown(self.source), shown(self.message)
+
+
+#: Issue.field of an issue that makes the run's length unknown
+RUN_TIME = "run_time"
 
 
 @dataclass

@@ -65,11 +65,16 @@ def status_of(
 
 
 def ranks_summary(
-    n_ranks: int, kind: str, actor_host: dict[int, str], ranks: pd.DataFrame
+    n_ranks: int,
+    kind: str,
+    actor_host: dict[int, str],
+    ranks: pd.DataFrame,
+    unknown: list[int],
 ) -> dict[str, Any]:
     """The run's ranks (or processes, ``kind``), their hosts and how many did I/O; the nodes
     unknown (None, never 0) where a rank's host is (logs without host names: an MPI job's
-    counters, a log with no records)."""
+    counters, a log with no records); ``unknown``: the ranks whose figures are not known
+    (no trace, or counters that held impossible values)."""
     hosts = sorted({h for h in actor_host.values() if h})
     known = bool(actor_host) and all(actor_host.values())
     return {
@@ -79,6 +84,7 @@ def ranks_summary(
         "nodes": len(hosts) if known else None,
         "hosts": hosts,
         "per_node": {h: sum(1 for v in actor_host.values() if v == h) for h in hosts},
+        "unknown": unknown,
     }
 
 
@@ -201,30 +207,33 @@ def self_started_issues(meta: RunMeta) -> list[dict[str, Any]]:
     return out
 
 
-def coverage_issues(meta: RunMeta, actor_kind: str, ranks: pd.DataFrame) -> list[dict[str, Any]]:
-    """Ranks the run should have that left no trace (``ranks``: the ranks table), and ranks
-    the job started itself."""
-    out: list[dict[str, Any]] = self_started_issues(meta)
-    if meta.tracer == "none":
-        return out
+def untraced_ranks(meta: RunMeta, actor_kind: str, ranks: pd.DataFrame) -> list[int]:
+    """Ranks the run should have that left no trace (``ranks``: the ranks table): their
+    figures are not known (never 0)."""
     expected = {r.rank for r in meta.ranks}
     if not expected and isinstance(meta.params.get("ranks"), int):
         expected = set(range(meta.params["ranks"]))
-    if not expected or actor_kind != "rank":
-        return out
+    if meta.tracer == "none" or not expected or actor_kind != "rank":
+        return []
     traced = {p.rank for p in meta.processes if p.rank >= 0}
     if not meta.processes:
         traced = set(
             ranks.loc[(ranks["reads"] + ranks["writes"] + ranks["opens"]) > 0, "rank"].tolist()
         )
-    missing = sorted(expected - traced)
+    return sorted(expected - traced)
+
+
+def coverage_issues(meta: RunMeta, actor_kind: str, ranks: pd.DataFrame) -> list[dict[str, Any]]:
+    """Ranks the run should have that left no trace (``ranks``: the ranks table), and ranks
+    the job started itself."""
+    out: list[dict[str, Any]] = self_started_issues(meta)
+    missing = untraced_ranks(meta, actor_kind, ranks)
+    expected_n = len(meta.ranks) or meta.params.get("ranks")
     already = {(i.source, i.kind) for i in meta.issues}
     for r in missing:
         if not any(k in ("missing-log", "failed-rank") and str(r) in src for src, k in already):
             out.append(
-                asdict(
-                    Issue(f"rank {r}", "missing-log", f"rank {r} of {len(expected)} left no trace")
-                )
+                asdict(Issue(f"rank {r}", "missing-log", f"rank {r} of {expected_n} left no trace"))
             )
     return out
 
@@ -294,10 +303,10 @@ def imbalance_summary(ranks: pd.DataFrame) -> dict[str, Any]:
 
 
 def headline(
-    n_ranks: int, run_time: float, sm: Mapping[str, Any], t: Tables, facts: FileRankFacts
+    n_ranks: int, run_time: float | None, sm: Mapping[str, Any], t: Tables, facts: FileRankFacts
 ) -> dict[str, Any]:
     """The run's figures at a glance (the sweep table's columns), from the summary ``sm``,
-    the tables and what the (rank, file) rows give."""
+    the tables and what the (rank, file) rows give; ``run_time`` None: not known."""
     ranks = t.ranks
     n = max(n_ranks, 1)
     h: dict[str, Any] = {
@@ -322,7 +331,7 @@ def headline(
     h["io_time_max"] = float(io.max()) if len(io) else 0.0
     h["io_time_mean"] = float(io.mean()) if len(io) else 0.0
     h["io_busy_time_total"] = float(ranks["io_busy_time"].sum()) if len(ranks) else 0.0
-    h["io_share_max"] = float(ranks["io_share"].max()) if len(ranks) and run_time > 0 else None
+    h["io_share_max"] = float(ranks["io_share"].max()) if len(ranks) and run_time else None
     h["bandwidth_aggregate"] = moved / h["io_time_max"] if h["io_time_max"] > 0 else None
     h["bandwidth_per_rank_mean"] = float(ranks["bandwidth"].mean()) if len(ranks) else None
     allr = sm["sizes"]["by_class"].get("all", {})

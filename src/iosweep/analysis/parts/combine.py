@@ -30,6 +30,7 @@ from iosweep.analysis.findings.sections import (
     run_meta_summary,
     status_of,
     status_sections,
+    untraced_ranks,
     volume_summary,
 )
 from iosweep.analysis.parts import run as part
@@ -95,7 +96,7 @@ from iosweep.analysis.subset import narrowed
 from iosweep.analysis.summary.build import SummarySections
 from iosweep.analysis.timeline.export import Timeline, from_parts
 from iosweep.sampling import allocate
-from iosweep.trace.schema import RunMeta
+from iosweep.trace.schema import RUN_TIME, RunMeta
 from iosweep.trace.store import open_store
 
 # A pass over the run's (rank, file) rows holds at most this share of the budget, at this
@@ -154,7 +155,13 @@ class _Parts:
 
     @property
     def run_time(self) -> float:
-        return max(0.0, self.end - self.start)
+        """The run's seconds; 0 where a log's job record makes them unknown (an issue's
+        ``field``: :attr:`run_time_known`)."""
+        return max(0.0, self.end - self.start) if self.run_time_known else 0.0
+
+    @property
+    def run_time_known(self) -> bool:
+        return not any(i.field == RUN_TIME for i in self.meta.issues)
 
     @property
     def actor_kind(self) -> str:
@@ -275,8 +282,21 @@ def combine(
     summary.update(
         {
             "trace": _trace([f.trace for f in facts], t, ps.shared),
-            "run": {"start": ps.start, "end": ps.end, "run_time": ps.run_time},
-            "ranks": ranks_summary(ps.n_ranks, ps.actor_kind, actor_host, t.ranks),
+            "run": {
+                "start": ps.start,
+                "end": ps.end,
+                "run_time": ps.run_time if ps.run_time_known else None,
+            },
+            "ranks": ranks_summary(
+                ps.n_ranks,
+                ps.actor_kind,
+                actor_host,
+                t.ranks,
+                sorted(
+                    {a for f in facts for a in f.unknown_actors}
+                    | set(untraced_ranks(ps.meta, ps.actor_kind, t.ranks))
+                ),
+            ),
             "nodes": t.nodes.to_dict(orient="records"),
             "run_meta": run_meta_summary(meta),
             "volume": volume_summary(t.ranks),
@@ -287,7 +307,8 @@ def combine(
     summary.update({s.key: s.of_run(ps) for s in sections()})
     summary.update({"settings": settings.to_dict(), "sizes": sizes, "overlap": overlap})
     summary["pipeline"] = pipeline
-    summary["headline"] = headline(ps.n_ranks, ps.run_time, summary, t, rows)
+    run_time = ps.run_time if ps.run_time_known else None
+    summary["headline"] = headline(ps.n_ranks, run_time, summary, t, rows)
     insights, checks = run_checks(
         summary, t.files, t.ranks, settings, rows.spreads if rows.rows else None
     )

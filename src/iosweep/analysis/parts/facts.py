@@ -36,6 +36,7 @@ class PartFacts:
     whole: bool  # the whole run, read as it is (parts.plan.Part.whole)
     actor_kind: str  # "rank", or "process" for a run whose store names no ranks
     shared_records: SharedRecords  # the records Darshan reduced for all ranks (whole only)
+    unknown_actors: list[int]  # whose counters held impossible values (RunData's)
     limitations: list[str]  # of what was read: said of the analysis of one part only
     actor_host: dict[int, str]
     run_start: float

@@ -190,6 +190,7 @@ def _analyze_part(
         whole=part.whole,
         actor_kind=rd.actor_kind,
         shared_records=rd.shared_records,
+        unknown_actors=rd.unknown_actors,
         # what was not analysed: said of the analysis of one part (--ranks), not of a part
         limitations=list(rd.limitations) if alone else [],
         actor_host=dict(rd.actor_host),

@@ -18,6 +18,7 @@ class Issue(Model):
     kind: str
     message: str
     severity: Literal["error", "warning"] = "error"
+    field: str | None = None  # the figure it makes unknown ("run_time"), where it is one
 
 
 class RankHost(Model):
@@ -39,7 +40,7 @@ class RunInfo(Model):
 class RunWindow(Model):
     start: float | None
     end: float | None
-    run_time: float
+    run_time: float | None  # None: not known (a log's job record is impossible)
 
 
 class Ranks(Model):
@@ -49,6 +50,8 @@ class Ranks(Model):
     nodes: int | None  # None: unknown (a rank's host is not in the trace)
     hosts: list[str]  # those known
     per_node: dict[str, int]
+    # ranks whose figures are not known: no trace, or counters that held impossible values
+    unknown: list[int] = Field(default_factory=list)
 
 
 class Trace(Model):

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from iosweep.trace.darshan.libutil import LogHandle, RecordError, log_issue
+from iosweep.trace.darshan.plausible import impossible_values
 from iosweep.trace.logs import LogError
 from iosweep.trace.schema import ACCESS_SLOTS, COUNTERS, SIZE_BINS, Issue
 
@@ -187,9 +188,13 @@ COUNTER_SPECS: dict[str, tuple[str, dict[str, tuple[str, ...]], str, str]] = {
 }
 
 
-def read_counters(h: LogHandle, module: str, idx: int) -> dict[str, Any] | None:
+def read_counters(
+    h: LogHandle, module: str, idx: int, names: dict[int, str]
+) -> tuple[dict[str, Any] | None, list[Issue]]:
     """Per-record counters of a module of :data:`COUNTER_SPECS` as columns (None if the
-    module has no records)."""
+    module has no records), and the impossible values among them, read as unknown
+    (:func:`~iosweep.trace.darshan.plausible.impossible_values`; ``names``: the log's file
+    names by record id)."""
     ctype, cmap, name, prefix = COUNTER_SPECS[module]
     cnames = {n: i for i, n in enumerate(h.cb.counter_names(module))}
     fnames = {n: i for i, n in enumerate(h.cb.fcounter_names(module))}
@@ -207,8 +212,15 @@ def read_counters(h: LogHandle, module: str, idx: int) -> dict[str, Any] | None:
             f"the {module} data are damaged (libdarshan-util failed after {len(ids)} records)",
         ) from None
     if not ids:
-        return None
+        return None, []
     c, f = np.vstack(ints), np.vstack(floats)
+    raw = {n: c[:, cnames[n]] for srcs in cmap.values() for n in srcs if n in cnames}
+    raw |= {
+        f"{prefix}_{x}": f[:, fnames[f"{prefix}_{x}"]]
+        for x in _FCOUNTERS.values()
+        if f"{prefix}_{x}" in fnames
+    }
+    issues = impossible_values(h.path, module, raw, np.array(ids), np.array(ranks), names)
     cols: dict[str, Any] = {  # ids as arrays, counters as masked arrays
         "file_id": np.array(ids, np.uint64),
         "rank": np.array(ranks, np.int64),
@@ -223,7 +235,7 @@ def read_counters(h: LogHandle, module: str, idx: int) -> dict[str, Any] | None:
         if f"{prefix}_{suffix}" not in fnames:  # H5F / PNETCDF_FILE: no read or write time
             continue
         v = f[:, fnames[f"{prefix}_{suffix}"]]
-        cols[col] = np.ma.masked_array(v, mask=v < 0)
+        cols[col] = np.ma.masked_array(v, mask=(v < 0) | ~np.isfinite(v))
     shared = cols["rank"] < 0
     for table, names, suffixes in ((c, cnames, _SHARED_SUFFIXES), (f, fnames, _SHARED_FSUFFIXES)):
         for col, suffix in suffixes.items():
@@ -240,7 +252,7 @@ def read_counters(h: LogHandle, module: str, idx: int) -> dict[str, Any] | None:
             dtype = np.float64 if pa.types.is_floating(f.type) else np.int64
             cols[f.name] = np.ma.masked_all(len(ids), dtype)
     cols["module"] = np.array([name] * len(ids), object)
-    return cols
+    return cols, issues
 
 
 def counters_table(

@@ -138,5 +138,7 @@ class NameDict:
         return pa.array(list(self.values), pa.string())
 
 
-def log_issue(path: Path, kind: str, message: str, severity: str = "error") -> Issue:
-    return Issue(source=str(path), kind=kind, message=message, severity=severity)
+def log_issue(
+    path: Path, kind: str, message: str, severity: str = "error", field: str | None = None
+) -> Issue:
+    return Issue(source=str(path), kind=kind, message=message, severity=severity, field=field)

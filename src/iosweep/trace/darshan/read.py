@@ -35,6 +35,7 @@ from iosweep.trace.darshan.counters import (
 )
 from iosweep.trace.darshan.dxt import DXT_MODULES, DxtPart, read_dxt, segments_table
 from iosweep.trace.darshan.libutil import SEGMENT_DTYPE, LogHandle, RecordError, backend, log_issue
+from iosweep.trace.darshan.plausible import job_times
 from iosweep.trace.logs import LogError, ProcessLog
 from iosweep.trace.schema import Issue
 
@@ -117,6 +118,7 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
     # a log of whole seconds (no nanoseconds: Darshan before 3.4.7) ends within the second it
     # names: Darshan's own run time counts that second (end - start + 1 s; PyDarshan's too),
     # not 0 s beside records that took longer
+    issues.extend(job_times(path, job["start"], job["end"]))
     whole_seconds = job["start"] % 1 == 0 and job["end"] % 1 == 0
     end = job["end"] + 1.0 if whole_seconds else job["end"]
     duration = max(end - job["start"], 0.0)
@@ -140,7 +142,8 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
             if name in DXT_MODULES:
                 dxt_parts.extend(read_dxt(h, name, m["idx"], duration))
             else:
-                part = read_counters(h, name, m["idx"])
+                part, impossible = read_counters(h, name, m["idx"], layout.names)
+                issues.extend(impossible)
                 if part is not None:
                     counter_parts.append(part)
             read_ok.append(name)

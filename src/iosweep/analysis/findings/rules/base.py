@@ -141,6 +141,12 @@ class Context:
         return (self.summary.get("headline") or {}).get("io_share_max")
 
     @property
+    def unknown_ranks(self) -> list[int]:
+        """Ranks whose figures are not known (no trace, or counters with impossible values):
+        a comparison of ranks leaves them out, never counts them as 0."""
+        return list(self.summary["ranks"].get("unknown") or [])
+
+    @property
     def concentrated(self) -> dict[str, Any]:
         """The reduced shared records whose bytes Darshan's variance puts on a few ranks
         (``trace.shared_records``: analysis.shared.SharedRecords); empty when none: where

@@ -64,8 +64,6 @@ def imbalance(c: Context) -> list[Outcome]:
     agg = aggregators(c)
     if c.concentrated and not agg:  # the ranks' own rows cannot say: MPI-IO's may
         return [_imbalance_at_mpiio(c)]
-    r = c.ranks[c.ranks["rank"].isin(agg)] if agg else c.ranks
-    among = f"the {len(r)} aggregators" if agg else f"the {len(r)} {c.whos}"
     if agg and len(agg) == 1:
         return [
             not_applicable(
@@ -75,6 +73,25 @@ def imbalance(c: Context) -> list[Outcome]:
                 "file I/O (mpiio_aggregators): no balance to judge",
             )
         ]
+    r = c.ranks[c.ranks["rank"].isin(agg)] if agg else c.ranks
+    unknown = sorted(set(r["rank"]) & set(c.unknown_ranks))
+    left_out = (
+        f" ({c.who}{'s' if len(unknown) > 1 else ''} {_listed(unknown)} left out: "
+        "figures not known, no trace or counters with impossible values)"
+        if unknown
+        else ""
+    )
+    r = r[~r["rank"].isin(unknown)]
+    if len(r) < 2:
+        return [
+            not_checked(
+                cid,
+                title,
+                f"fewer than two {c.whos} whose figures are known{left_out}: nothing to compare",
+            )
+        ]
+    among = f"the {len(r)} aggregators" if agg else f"the {len(r)} {c.whos}"
+    among += left_out
     s = c.settings
     bal = _balance(c, r)
     bs, ts = bal["bytes_spread"][0], bal["io_time_spread"][0]
@@ -90,9 +107,12 @@ def imbalance(c: Context) -> list[Outcome]:
         **fired,
         "stragglers": (stragglers, "ranks"),
         "threshold_share": (s.imbalance_share, "share"),
+        **({"unknown_ranks": (unknown, "ranks")} if unknown else {}),
     }
     if not fired and not stragglers:
         spreads = {k: bal[k] for k in ("bytes_spread", "io_time_spread")}
+        if unknown:
+            spreads["unknown_ranks"] = (unknown, "ranks")
         measured = (
             f"over {among}: (max - min) / max of bytes {bs or 0:.1%}, of I/O time {ts or 0:.1%}"
         )
@@ -126,7 +146,7 @@ def imbalance(c: Context) -> list[Outcome]:
         "imbalance",
         "warn",
         "I/O imbalance across ranks" + (" (among MPI-IO's aggregators)" if agg else ""),
-        "; ".join(text),
+        "; ".join(text) + left_out,
         numbers,
         "Balance the data each rank reads (equal shard sizes), and look at the "
         "stragglers' nodes (storage path, local contention)."
@@ -136,6 +156,12 @@ def imbalance(c: Context) -> list[Outcome]:
         "contention).",
     )
     return [found(cid, title, ins)]
+
+
+def _listed(ranks: list[int]) -> str:
+    """Ranks by number, the first ten."""
+    shown = ", ".join(str(r) for r in ranks[:10])
+    return shown + (f" and {len(ranks) - 10:,} more" if len(ranks) > 10 else "")
 
 
 def _unknown_movers(c: Context) -> str:

@@ -29,6 +29,30 @@ def io_bound(c: Context) -> list[Outcome]:
         "run_time": (h["run_time"], "s"),
         "threshold_share": (s.io_time_share, "share"),
     }
+    if share > 1:  # (a sum of call times: calls at once add up past the run)
+        return [
+            not_checked(
+                cid,
+                title,
+                f"the busiest {c.who}'s I/O calls add up to {h['io_time_max']:,.1f} s, "
+                f"{share:.1f} times the run's {h['run_time']:,.1f} s: its calls overlapped "
+                "(threads, asynchronous I/O) or its log's times are wrong, so no share of "
+                "the run can be stated",
+                numbers,
+            )
+        ]
+    if share <= s.io_time_share and c.unknown_ranks:  # (a share above it stays true)
+        return [
+            not_checked(
+                cid,
+                title,
+                f"the busiest {c.who} whose figures are known spends {share:.1%} of the run "
+                f"in I/O (at most {s.io_time_share:.0%}), but the figures of "
+                f"{len(c.unknown_ranks):,} {c.who if len(c.unknown_ranks) == 1 else c.whos} "
+                "are not known (no trace, or counters with impossible values)",
+                numbers,
+            )
+        ]
     if share <= s.io_time_share:
         return [
             passed(

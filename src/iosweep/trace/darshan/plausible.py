@@ -1,0 +1,87 @@
+"""What a Darshan log's job record and counters can physically hold, checked as the log is
+read: a value no runtime writes (a negative count, byte total or time other than the -1 that
+marks a counter an older runtime did not collect; a job that ends before it starts, or runs
+for longer than a year) is a named ``corrupt`` or ``implausible`` issue naming the log, the
+counter, the record and its rank. The value is read as unknown (null), never as 0 or as
+given: the statements resting on it are withheld by the analysis, the rest goes on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from iosweep.trace.darshan.libutil import log_issue
+from iosweep.trace.schema import RUN_TIME, Issue
+
+#: a job longer than this is a clock or unit error (Darshan's clock is the epoch in seconds)
+RUN_CEILING_S = 366 * 86400.0
+#: a start before 1990 is a clock that was never set (or a time in other units)
+EPOCH_FLOOR_S = 631152000.0
+
+
+def job_times(path: Path, start: float, end: float) -> list[Issue]:
+    """The job record's start and end: an end before the start is corrupt, a run longer
+    than :data:`RUN_CEILING_S` or a start before 1990 implausible (the run's length is then
+    not known)."""
+    if end < start:
+        return [
+            log_issue(
+                path,
+                "corrupt",
+                f"the job record ends before it starts (start {start:.0f}, end {end:.0f} s "
+                "since the epoch): the run's length is not known",
+                field=RUN_TIME,
+            )
+        ]
+    problems = []
+    if end - start > RUN_CEILING_S:
+        problems.append(f"a run of {(end - start) / (365.25 * 86400):,.0f} years")
+    if 0 < start < EPOCH_FLOOR_S:
+        problems.append(f"a start {start:.0f} s after the epoch, before 1990")
+    if not problems:
+        return []
+    return [
+        log_issue(
+            path,
+            "implausible",
+            f"the job record's times say {' and '.join(problems)} (start {start:.0f}, end "
+            f"{end:.0f}): a clock or unit error, so the run's length is not known",
+            field=RUN_TIME,
+        )
+    ]
+
+
+def impossible_values(
+    path: Path,
+    module: str,
+    columns: dict[str, np.ndarray],
+    ids: np.ndarray,
+    ranks: np.ndarray,
+    names: dict[int, str],
+) -> list[Issue]:
+    """One ``corrupt`` issue per counter of ``module`` holding a value no runtime writes
+    (``columns``: counter name -> raw values per record): a count below -1, where -1 marks a
+    counter not collected; seconds below 0 other than that -1, or not a number."""
+    out: list[Issue] = []
+    for counter, v in columns.items():
+        if v.dtype.kind == "f":
+            bad = np.flatnonzero(((v < 0) & (v != -1)) | ~np.isfinite(v))
+        else:
+            bad = np.flatnonzero(v < -1)
+        if not len(bad):
+            continue
+        i = int(bad[0])
+        name = names.get(int(ids[i])) or f"<record {int(ids[i]):x}>"
+        value = f"{v[i]:g}" if v.dtype.kind == "f" else f"{int(v[i]):,}"
+        out.append(
+            log_issue(
+                path,
+                "corrupt",
+                f"{len(bad):,} {module} record{'s hold' if len(bad) > 1 else ' holds'} an "
+                f"impossible {counter} (e.g. {value} for {name}, rank {int(ranks[i])}): read "
+                "as unknown",
+            )
+        )
+    return out
