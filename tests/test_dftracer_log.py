@@ -574,7 +574,12 @@ def test_an_unknown_time_unit_is_read_as_microseconds_with_a_warning(tmp_path):
 def test_times_that_are_no_unix_time_are_said(tmp_path):
     t, _ = _one_read(ts=1000)  # µs after boot, say: not after 2000-01-01
     pl = read_dftracer_trace(t.write(tmp_path / "boot.pfw.gz"))
+    # (the tracer's own start event is at 2023's clock: 54 years between the two, which no
+    # run lasts)
     assert _issues(pl) == [
+        ("implausible", "error", "the events span 54 years (first 1010, last "
+         "1700000000000015, in US): timestamps in another unit or damaged, so the run's "
+         "length is not known"),
         ("bad-timestamps", "warning", "first event time 1010 (US) is not a Unix epoch time "
          "between 2000 and 2100: this trace cannot be put on the run's clock"),
     ]  # fmt: skip
@@ -730,3 +735,70 @@ def test_benchmark_traces_read_as_their_real_templates(tmp_path):
     log = read_dftracer_trace(gen_forks[0])
     assert log.pid == 100_001 and log.ppid == 100_000
     assert all("/g" in p for p in set(log.segments.column("path").to_pylist()))
+
+
+# --- impossible values (issue 50: items 10-12) -----------------------------------------------
+def _edited(tmp_path: Path, data: bytes, name: str, edit) -> Path:
+    """The trace with its lines changed by ``edit`` (a list of lines in, a list out)."""
+    lines = gzip.decompress(data).decode().splitlines()
+    return _write(tmp_path, name, gzip.compress(("\n".join(edit(lines)) + "\n").encode()))
+
+
+def _read_lines(lines: list[str]) -> list[int]:
+    return [i for i, ln in enumerate(lines) if '"name":"read"' in ln and '"cat":"POSIX"' in ln]
+
+
+def test_a_negative_duration_is_no_end_and_the_trace_not_complete(tmp_path, tf_trace):
+    # three reads with a negative duration: their end is unknown (left out as untimed), a
+    # named corrupt issue, and the trace is not called complete (it was "imbalance: io time
+    # 100%", complete)
+    _, data = tf_trace
+
+    def negate(lines):
+        for i in _read_lines(lines)[:3]:
+            o = json.loads(lines[i])
+            o["dur"] = -o["dur"] - 5000
+            lines[i] = json.dumps(o)
+        return lines
+
+    pl = read_dftracer_trace(_edited(tmp_path, data, "neg.pfw.gz", negate))
+    (issue,) = [i for i in pl.issues if i.kind == "corrupt"]
+    assert issue.message.startswith("3 events have a negative duration")
+    assert pl.incomplete == [INCOMPLETE_TRACE]
+    end = pl.segments.column("end").to_numpy(zero_copy_only=False)
+    assert int(sum(e != e for e in end)) == 3  # NaN: unknown, not a time before the start
+
+
+def test_an_event_repeated_under_its_id_is_read_once(tmp_path, tf_trace):
+    # one read written 20,001 times (the trace's own end event counts 591 events): read once,
+    # the repeats named (it was "47.0 TB read" at 10^6 repeats, 119 TB/s, no warning)
+    src, data = tf_trace
+    once = read_dftracer_trace(src)
+
+    def repeat(lines):
+        i = _read_lines(lines)[5]
+        return lines[: i + 1] + [lines[i]] * 20_000 + lines[i + 1 :]
+
+    pl = read_dftracer_trace(_edited(tmp_path, data, "rep.pfw.gz", repeat))
+    (issue,) = [i for i in pl.issues if i.kind == "corrupt"]
+    assert issue.message.startswith("20,000 events repeat the id of an event already read")
+    assert pl.segments.num_rows == once.segments.num_rows
+    length = pl.segments.column("length").to_numpy()
+    assert int(length.sum()) == int(once.segments.column("length").to_numpy().sum())
+
+
+def test_timestamps_a_thousand_times_off_make_the_run_s_length_unknown(tmp_path, tf_trace):
+    # one read's ts in ns where the trace says us: the events span 56,832 years; an
+    # implausible issue, the run's length unknown (it was a run of ~56,800 years)
+    _, data = tf_trace
+
+    def shift(lines):
+        i = _read_lines(lines)[7]
+        o = json.loads(lines[i])
+        o["ts"] *= 1000
+        lines[i] = json.dumps(o)
+        return lines
+
+    pl = read_dftracer_trace(_edited(tmp_path, data, "ns.pfw.gz", shift))
+    (issue,) = [i for i in pl.issues if i.kind == "implausible"]
+    assert "years" in issue.message and issue.field == "run_time"

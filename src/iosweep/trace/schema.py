@@ -236,6 +236,8 @@ class Issue:
 
 #: Issue.field of an issue that makes the run's length unknown
 RUN_TIME = "run_time"
+#: a run longer than this is a clock or unit error (any tracer's times)
+RUN_CEILING_S = 366 * 86400.0
 
 
 @dataclass

@@ -13,10 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from iosweep.trace.darshan.libutil import log_issue
-from iosweep.trace.schema import RUN_TIME, Issue
+from iosweep.trace.schema import RUN_CEILING_S, RUN_TIME, Issue
 
-#: a job longer than this is a clock or unit error (Darshan's clock is the epoch in seconds)
-RUN_CEILING_S = 366 * 86400.0
 #: a start before 1990 is a clock that was never set (or a time in other units)
 EPOCH_FLOOR_S = 631152000.0
 

@@ -46,6 +46,7 @@ from iosweep.trace.dftracer.decode import (
     parse_lines,
     split_lines,
 )
+from iosweep.trace.dftracer.plausible import negative_durations, run_span, without_repeats
 from iosweep.trace.dftracer.positions import (
     CAT_CODE,
     MODULE_OPS,
@@ -233,17 +234,23 @@ def _build(
 ) -> ProcessLog:
     issues, lost = _damage(path, norm, lines, bad, problems)
     norm = _unhashed(norm)
+    norm, repeated = without_repeats(path, norm)
     ev = _events(path, norm, lines, warnings)
     meta = _metadata(ev)
     start_rows, end_rows, start_args, end_args = _tracer_events(ev)
     dur, _ = ints_valid(norm.column("dur"))
+    negative = negative_durations(ev.src, ev.timed, dur, ev.line, ev.names, ev.name_c)
     t_first = int(ev.ts[ev.timed].min())
-    t_last = int((ev.ts + dur)[ev.timed].max())
+    t_last = int((ev.ts + np.maximum(dur, 0))[ev.timed].max())
     epoch_start = _check_epoch(ev, t_first, meta)
     rel_start = (ev.ts - t_first) * meta.scale
-    rel_end = rel_start + dur * meta.scale
+    # a negative duration is no end: the call's end (and its time) is unknown
+    rel_end = np.where(negative.rows, np.nan, rel_start + dur * meta.scale)
     proc = _process(ev, meta, start_rows, start_args)
     lost |= _loss(ev, issues, problems, lost, start_rows, end_rows, end_args)
+    span = run_span(ev.src, t_first, t_last, meta.scale, meta.time_metric)
+    issues += [i for i in (repeated, negative.issue, span) if i is not None]
+    lost |= repeated is not None or negative.issue is not None
     io = _io_calls(ev)
     tables = _tables(path, ev, meta, io, rel_start, rel_end)
     _io_warnings(ev, meta, io)

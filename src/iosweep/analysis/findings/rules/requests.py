@@ -279,9 +279,10 @@ def _repeated_reads(c: Context) -> tuple[pd.DataFrame, pd.Series, int]:
     many = files["n_readers"] >= max(s.redundant_read_min_ranks, 2)
     traced = files["read_union"] > 0
     # counters only: a file's bytes read beyond its extent were read more than once (at
-    # least: Drishti's P09), as whole-file reads by several ranks are; no extent, no figure
-    counted = ~traced & (files["size"] > 0)
-    counted &= (many & (files["whole_readers"] >= 2)) | (files["bytes_read"] > files["size"])
+    # least: Drishti's P09), as whole-file reads by several ranks are; no extent, no figure.
+    # (One rank reading its file again is an epoch's re-read, not this rule's: left out.)
+    counted = many & ~traced & (files["size"] > 0)
+    counted &= (files["whole_readers"] >= 2) | (files["bytes_read"] > files["size"])
     red = files[(many & traced) | counted]
     unsized = int((many & ~traced & (files["size"] <= 0)).sum())
     # bytes of unknown offsets are not known to repeat
