@@ -17,7 +17,7 @@ import pytest
 from iosweep.cli import main as cli_main
 from iosweep.trace.darshan.read import SEGMENT_DTYPE, read_darshan_log
 from iosweep.trace.darshan.write import DxtFile, write_darshan_log
-from iosweep.trace.ingest import MERGED_DARSHAN, ingest
+from iosweep.trace.ingest import MERGED_DARSHAN, ingest, ingest_jobs
 from iosweep.trace.schema import RunMeta
 from iosweep.trace.store import open_store, write_store
 
@@ -591,3 +591,23 @@ def test_a_log_is_tied_to_a_rank_by_host_and_pid():
     assert find(200, "c") is None  # pid 200 of another host
     assert find(300, "c").rank == 3  # the rank file names no host: the pid decides
     assert find(None, "a") is None and find(400, "a") is None
+
+
+def test_non_mpi_jobs_that_never_overlapped_are_separate_runs(tmp_path):
+    # issue 50 (item 8): two local runs in one folder, their processes' own pids as job ids:
+    # the first two processes overlap (one run of two), the third began 31 s after both
+    # ended (another run): two stores, never one 3-rank run compared rank by rank
+    logs = tmp_path / "logs"
+    t0 = 1_700_000_000.0
+    _synthetic(logs / "a", pid=101, jobid=101, start=t0, host="n0", exe="python a.py")
+    _synthetic(logs / "b", pid=102, jobid=102, start=t0 + 0.5, host="n0", exe="python a.py")
+    _synthetic(logs / "c", pid=203, jobid=203, start=t0 + 2.5 + 31, host="n0", exe="python b.py")
+    stores = ingest_jobs([logs], tmp_path / "out")
+    assert [len(meta.processes) for _, meta in stores] == [2, 1]
+    assert [s.name for s, _ in stores] == ["processes", "processes-2"]
+    # logs of one scheduler job (one job id) stay one run however far apart
+    far = tmp_path / "far"
+    _synthetic(far / "a", pid=11, jobid=77, start=t0, host="n0", exe="python a.py")
+    _synthetic(far / "b", pid=12, jobid=77, start=t0 + 100, host="n0", exe="python a.py")
+    ((_, meta),) = ingest_jobs([far], tmp_path / "out-far")
+    assert len(meta.processes) == 2

@@ -1,11 +1,13 @@
 """Which logs belong to the same job, when logs of several jobs are given as one input.
 
 An MPI job leaves one Darshan log holding all its ranks, so two MPI logs are two jobs
-unless they share job id, executable and start time. Non-MPI logs cannot be split this way:
-a non-MPI Darshan process takes its own pid (or its forking parent's) as job id when no
-scheduler sets one, so the ranks of one local run carry different job ids; they stay
-together as one job, as do DFTracer traces. How the split stores are laid out is in
-``docs/data-model.md`` ("Several jobs in one input").
+unless they share job id, executable and start time. Non-MPI logs cannot be split by job id
+alone: a non-MPI Darshan process takes its own pid (or its forking parent's) as job id when
+no scheduler sets one, so the ranks of one local run carry different job ids. Non-MPI logs
+(and DFTracer traces) are one job where they overlap in time or share a job id, chained: two
+runs that never overlapped (one ended before the other began) are two jobs, never one run
+whose ranks are compared. How the split stores are laid out is in ``docs/data-model.md``
+("Several jobs in one input").
 """
 
 from __future__ import annotations
@@ -40,12 +42,49 @@ def job_label(log: ProcessLog) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", f"{exe}-job{log.jobid}") or "job"
 
 
+#: logs this close in time still overlap (Darshan's clocks before 3.4.7 are whole seconds)
+OVERLAP_SLACK_S = 1.0
+
+
+def _sessions(logs: list[ProcessLog], idx: list[int]) -> list[list[int]]:
+    """The non-MPI logs ``idx`` as jobs: chained where they overlap in time (within
+    :data:`OVERLAP_SLACK_S`) or share a job id."""
+    parent = {i: i for i in idx}
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    order = sorted(idx, key=lambda i: logs[i].start)
+    reach, last = -float("inf"), None
+    for i in order:  # a sweep in start order: a log that starts before the others end joins
+        if last is not None and logs[i].start <= reach + OVERLAP_SLACK_S:
+            parent[root(i)] = root(last)
+        reach, last = max(reach, logs[i].end), i
+    by_id: dict[int, int] = {}
+    for i in idx:
+        jid = logs[i].jobid
+        if jid:
+            parent[root(i)] = root(by_id.setdefault(jid, i))
+    groups: dict[int, list[int]] = {}
+    for i in idx:
+        groups.setdefault(root(i), []).append(i)
+    return list(groups.values())
+
+
 def group_jobs(logs: list[ProcessLog]) -> list[tuple[str, list[int]]]:
     """(label, indices into ``logs``) per job, in order of the jobs' start; labels unique."""
-    groups: dict[tuple, list[int]] = {}
+    keyed: dict[tuple, list[int]] = {}
     for i, log in enumerate(logs):
-        groups.setdefault(job_key(log), []).append(i)
-    ordered = sorted(groups.values(), key=lambda idx: min(logs[i].start for i in idx))
+        keyed.setdefault(job_key(log), []).append(i)
+    groups = [
+        g
+        for key, idx in keyed.items()
+        for g in (_sessions(logs, idx) if key == ("processes",) else [idx])
+    ]
+    ordered = sorted(groups, key=lambda idx: min(logs[i].start for i in idx))
     out: list[tuple[str, list[int]]] = []
     taken: set[str] = set()
     for idx in ordered:
