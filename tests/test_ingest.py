@@ -611,3 +611,26 @@ def test_non_mpi_jobs_that_never_overlapped_are_separate_runs(tmp_path):
     _synthetic(far / "b", pid=12, jobid=77, start=t0 + 100, host="n0", exe="python a.py")
     ((_, meta),) = ingest_jobs([far], tmp_path / "out-far")
     assert len(meta.processes) == 2
+
+
+def test_a_log_given_twice_is_read_once(tmp_path):
+    # the same log under two names (copied into the folder): one process, read once and
+    # named; counted twice, every figure of its ranks doubled, with no word
+    from conftest import shared_fixture
+
+    from iosweep.trace.store import open_store
+
+    src = shared_fixture("darshan-logs/release_logs") / "mpi-io-test-x86_64-3.4.7.darshan"
+    (tmp_path / "one").mkdir()
+    shutil.copy(src, tmp_path / "one" / src.name)
+    (tmp_path / "two").mkdir()
+    shutil.copy(src, tmp_path / "two" / src.name)
+    shutil.copy(src, tmp_path / "two" / "copy.darshan")
+    ((once, _),) = ingest_jobs([tmp_path / "one"], tmp_path / "s1")
+    ((twice, meta),) = ingest_jobs([tmp_path / "two"], tmp_path / "s2")
+    (dup,) = [i for i in meta.issues if i.kind == "duplicate-log"]
+    assert dup.source.endswith("mpi-io-test-x86_64-3.4.7.darshan") or dup.source.endswith(
+        "copy.darshan"
+    )
+    for table in ("segments", "counters"):
+        assert open_store(twice).table(table).num_rows == open_store(once).table(table).num_rows

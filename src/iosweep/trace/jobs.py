@@ -13,6 +13,7 @@ whose ranks are compared. How the split stores are laid out is in ``docs/data-mo
 from __future__ import annotations
 
 import datetime as dt
+import filecmp
 import re
 from pathlib import PurePosixPath
 
@@ -95,6 +96,24 @@ def group_jobs(logs: list[ProcessLog]) -> list[tuple[str, list[int]]]:
             label = f"{base}-{n}"
         taken.add(label)
         out.append((label, idx))
+    return out
+
+
+def copies(logs: list[ProcessLog]) -> dict[int, int]:
+    """Logs that are copies of an earlier one (index -> the earlier one's): one process
+    leaves one log, so two logs of the same process, start, end and contents are one log
+    given twice (copied into the folder, or found under two paths); read once."""
+    seen: dict[tuple, list[int]] = {}
+    out: dict[int, int] = {}
+    for i, log in enumerate(logs):
+        key = (log.tracer, log.jobid, log.pid, log.start, log.end, log.exe, log.nprocs)
+        same = seen.setdefault(key, [])
+        # (the same header: the same bytes? the files are compared only then)
+        first = next((j for j in same if filecmp.cmp(logs[j].source, log.source, False)), None)
+        if first is None:
+            same.append(i)
+        else:
+            out[i] = first
     return out
 
 

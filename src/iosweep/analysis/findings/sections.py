@@ -253,9 +253,9 @@ def volume_summary(ranks: pd.DataFrame) -> dict[str, Any]:
     """The ranks' volume and time: min, mean, median, max and sum over ranks."""
 
     def st(col: str) -> dict[str, float] | None:
-        if ranks.empty:
+        v = ranks[col].to_numpy(np.float64) if not ranks.empty else np.zeros(0)
+        if not len(v) or np.isnan(v).any():  # (a share of a run of unknown length)
             return None
-        v = ranks[col].to_numpy(np.float64)
         return {
             "min": float(v.min()),
             "mean": float(v.mean()),
@@ -331,7 +331,9 @@ def headline(
     h["io_time_max"] = float(io.max()) if len(io) else 0.0
     h["io_time_mean"] = float(io.mean()) if len(io) else 0.0
     h["io_busy_time_total"] = float(ranks["io_busy_time"].sum()) if len(ranks) else 0.0
-    h["io_share_max"] = float(ranks["io_share"].max()) if len(ranks) and run_time else None
+    share = float(ranks["io_share"].max()) if len(ranks) and run_time else None
+    # a share over 1 is no share: call times summed past the run (findings.rules.time)
+    h["io_share_max"] = share if share is not None and share <= 1 else None
     h["bandwidth_aggregate"] = moved / h["io_time_max"] if h["io_time_max"] > 0 else None
     h["bandwidth_per_rank_mean"] = float(ranks["bandwidth"].mean()) if len(ranks) else None
     allr = sm["sizes"]["by_class"].get("all", {})

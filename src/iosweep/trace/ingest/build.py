@@ -261,6 +261,7 @@ def _ingest_jobs(
     ranks, rank_source = collect_ranks(man, rank_files, issues)
     spill_to = parts.spill_dir(out, [e.path for e in entries])
     readers = read_logs(entries, isolate, issues, workers, spill_to)
+    entries = _without_copies(entries, issues)
     read = [e for e in entries if e.log is not None]
     if len(dlio_dirs) == 1:
         rec, dlio_issues = dlio.read_dlio_output(dlio_dirs[0])
@@ -399,6 +400,24 @@ def _clear_outputs(out: Path) -> None:
     for label in old:
         if isinstance(label, str) and label and "/" not in label and label not in (".", ".."):
             shutil.rmtree(out / label, ignore_errors=True)
+
+
+def _without_copies(entries: list[LogEntry], issues: list[Issue]) -> list[LogEntry]:
+    """``entries`` less the logs that copy an earlier one (:func:`jobs.copies`), each named:
+    counted twice, a copy doubles every figure of its ranks."""
+    read = [e for e in entries if e.log is not None]
+    dup = jobs.copies([e.plog for e in read])
+    for i, j in dup.items():
+        issues.append(
+            Issue(
+                str(read[i].path),
+                "duplicate-log",
+                f"the same log as {read[j].path} (same process, times and contents): read once",
+                "warning",
+            )
+        )
+    gone = {id(read[i]) for i in dup}
+    return [e for e in entries if id(e) not in gone]
 
 
 def _build_store(

@@ -20,27 +20,26 @@ def io_bound(c: Context) -> list[Outcome]:
     if none := when_no_io(c, cid, title):
         return none
     h, s = c.summary["headline"], c.settings
-    share = h.get("io_share_max")
-    if share is None:
-        return [not_checked(cid, title, "the run's length is unknown")]
+    share, run, io = h.get("io_share_max"), h.get("run_time"), h.get("io_time_max") or 0.0
     numbers = {
         "io_share_max": (share, "share"),
-        "io_time_max": (h["io_time_max"], "s"),
-        "run_time": (h["run_time"], "s"),
+        "io_time_max": (io, "s"),
+        "run_time": (run, "s"),
         "threshold_share": (s.io_time_share, "share"),
     }
-    if share > 1:  # (a sum of call times: calls at once add up past the run)
+    if share is None and run and io > run:  # (a sum of call times: calls at once add up)
         return [
             not_checked(
                 cid,
                 title,
-                f"the busiest {c.who}'s I/O calls add up to {h['io_time_max']:,.1f} s, "
-                f"{share:.1f} times the run's {h['run_time']:,.1f} s: its calls overlapped "
-                "(threads, asynchronous I/O) or its log's times are wrong, so no share of "
-                "the run can be stated",
+                f"the busiest {c.who}'s I/O calls add up to {io:,.1f} s, {io / run:.1f} times "
+                f"the run's {run:,.1f} s: its calls overlapped (threads, asynchronous I/O) or "
+                "its log's times are wrong, so no share of the run can be stated",
                 numbers,
             )
         ]
+    if share is None:
+        return [not_checked(cid, title, "the run's length is unknown")]
     if share <= s.io_time_share and c.unknown_ranks:  # (a share above it stays true)
         return [
             not_checked(
