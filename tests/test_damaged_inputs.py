@@ -224,7 +224,8 @@ CHECKED = {"read time 50x the run": "io_bound"}
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory) -> dict[str, tuple[list[dict], list[dict]]]:
-    """Per case: (the issues of every store, the summaries), all cases built once."""
+    """Per case: (the issues of every store, the summaries), all cases built once; the
+    analyses' folders are ``<root>/out*``."""
     root = tmp_path_factory.mktemp("damaged")
     out: dict[str, tuple[list[dict], list[dict]]] = {}
     for i, (name, build) in enumerate(CASES.items()):
@@ -236,14 +237,32 @@ def outcomes(tmp_path_factory) -> dict[str, tuple[list[dict], list[dict]]]:
             for k, (s, _) in enumerate(stores)
         ]
         out[name] = ([vars(x) for _, m in stores for x in m.issues], summaries)
+    out[ROOT] = ([], [{"root": str(root)}])
     return out
+
+
+ROOT = "(where)"
+
+
+def test_the_report_of_every_damaged_input_renders_without_an_impossible_word(outcomes):
+    # one report over all the cases' analyses (the sweep's page): no traceback, and no figure
+    # it prints from one of them is a negative time or a share above 100%
+    from iosweep.report import render_report
+
+    root = Path(outcomes[ROOT][1][0]["root"])
+    dirs = sorted(root.glob("out*"))
+    html = render_report(dirs, None, root / "report.html").read_text()
+    assert len(dirs) >= len(CASES)
+    assert "Traceback" not in html and "nan" not in html.split("<script")[0].lower().split()
+    for bad in ("-0 s", "4950", "NaN%"):  # (the issues name the impossible values they saw)
+        assert bad not in html, bad
 
 
 def test_there_are_at_least_40_cases():
     assert len(CASES) >= 40
 
 
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", [c for c in CASES])
 def test_each_damaged_input_ends_in_a_named_issue_and_no_impossible_figure(outcomes, case):
     issues, summaries = outcomes[case]
     assert summaries, case

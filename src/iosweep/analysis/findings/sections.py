@@ -331,8 +331,8 @@ def headline(
     h["io_time_max"] = float(io.max()) if len(io) else 0.0
     h["io_time_mean"] = float(io.mean()) if len(io) else 0.0
     h["io_busy_time_total"] = float(ranks["io_busy_time"].sum()) if len(ranks) else 0.0
-    share = float(ranks["io_share"].max()) if len(ranks) and run_time else None
-    # a share over 1 is no share: call times summed past the run (findings.rules.time)
+    # a rank's share over 1 is no share (finish_ranks: NaN), and then neither is the max
+    share = float(ranks["io_share"].max(skipna=False)) if len(ranks) and run_time else None
     h["io_share_max"] = share if share is not None and share <= 1 else None
     h["bandwidth_aggregate"] = moved / h["io_time_max"] if h["io_time_max"] > 0 else None
     h["bandwidth_per_rank_mean"] = float(ranks["bandwidth"].mean()) if len(ranks) else None

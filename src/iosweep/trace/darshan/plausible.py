@@ -73,6 +73,7 @@ def impossible_values(
         i = int(bad[0])
         name = names.get(int(ids[i])) or f"<record {int(ids[i]):x}>"
         value = f"{v[i]:g}" if v.dtype.kind == "f" else f"{int(v[i]):,}"
+        value = "not a number" if value == "nan" else value
         out.append(
             log_issue(
                 path,
