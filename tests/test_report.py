@@ -729,3 +729,30 @@ def test_anonymize_hides_a_users_work_folder_and_interpreter(tmp_path):
     assert "workdir: <workdir>" in txt and "python: <python-env>/bin/python" in txt
     plain = render_report([tmp_path / "analysis"], None, tmp_path / "p.html")
     assert "workdir: /scratch/proj42/job" in _text(plain.read_text())
+
+
+def test_the_configured_sweep_is_what_the_sweep_ran(tmp_path):
+    # issue 50 (item 18): a user's config with one framework and whole epochs, merged over
+    # config/config.yaml as Snakemake merges --configfile: the report listed the defaults'
+    # "frameworks: pytorch, tensorflow ... steps_per_epoch: 60", values that never applied
+    import yaml
+    from snakemake.utils import update_config
+
+    from iosweep.config import expand_sweep, validate_config
+    from iosweep.report.sections.overview import configured_sweep
+
+    repo = Path(__file__).resolve().parents[1]
+    merged = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    # the user's own PyTorch job, in whole epochs (its command takes no steps per epoch)
+    (tmp_path / "train.py").write_text("print('a training script')\n")
+    job = {"workdir": str(tmp_path), "framework": "pytorch",
+           "command": "{python} train.py --epochs {epochs}"}  # fmt: skip
+    update_config(merged, {"workloads": {"myjob": job},
+                           "sweep": {"workloads": ["myjob"], "include": []}})  # fmt: skip
+    validate_config(merged)
+    assert merged["sweep"]["frameworks"] == ["pytorch", "tensorflow"]  # (the defaults')
+    assert merged["sweep"]["steps_per_epoch"] == [60]
+    said = configured_sweep(merged)
+    n = len(expand_sweep(merged))
+    assert said.startswith(f"{n} points x 1 repeat; frameworks: pytorch; workloads: myjob; ")
+    assert "tensorflow" not in said and "steps" not in said

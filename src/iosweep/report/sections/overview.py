@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from iosweep.analysis.summary import Insight, InsightsSeries
+from iosweep.config import ConfigError, expand_sweep
 from iosweep.report import fmt
 from iosweep.report.data import RunView
 from iosweep.report.sections import Context, verdict
@@ -45,6 +46,48 @@ def _values(runs: list[RunView], get) -> list:
     )
 
 
+# SweepPoint fields as the report names them (the order of the config's dimensions)
+_POINT_WORDS = {
+    "framework": "frameworks",
+    "workload": "workloads",
+    "tracer": "tracers",
+    "nodes": "nodes",
+    "ppn": "processes per node",
+    "epochs": "epochs",
+    "steps": "steps per epoch (0: whole epochs)",
+    "batch_size": "batch size",
+    "loader_workers": "loader workers",
+    "staging": "staging",
+}
+
+
+def configured_sweep(config: dict[str, Any]) -> str:
+    """The sweep the config expands to: the points and, per dimension, the values they take.
+    A value no point takes (a default of a dimension the workload does not use, a framework
+    it has no command for) is not listed: the config's own lists, merged with the defaults,
+    name values that never applied."""
+    try:
+        points = expand_sweep(config)
+    except (ConfigError, KeyError, TypeError, ValueError) as e:
+        return f"(the config does not expand: {e})"
+    values: dict[str, set] = defaultdict(set)
+    for p in points:
+        for k, v in p.params().items():
+            if v is not None and k not in ("rep", "ranks"):
+                values[k].add(v)
+    order = [*_POINT_WORDS, *sorted(set(values) - set(_POINT_WORDS))]
+    said = [
+        f"{_POINT_WORDS.get(k, k)}: {_listed(sorted(values[k], key=str))}"
+        for k in order
+        if values.get(k)
+    ]
+    repeats = config.get("repeats", 1)
+    head = (
+        f"{len(points) // max(repeats, 1)} points x {repeats} repeat{'s' if repeats != 1 else ''}"
+    )
+    return "; ".join([head, *said])
+
+
 def what_was_run(ctx: Context) -> dict[str, Any]:
     runs = ctx.runs
     sweep_cfg = (ctx.config or {}).get("sweep") or {}
@@ -64,9 +107,7 @@ def what_was_run(ctx: Context) -> dict[str, Any]:
         rows.append((label, _values(runs, lambda r, k=key: r.param(k))))
     rows += _host_rows(runs)
     if sweep_cfg and not ((ctx.config or {}).get("ingest") or {}).get("enabled"):
-        rows.append(
-            ("configured sweep", ["; ".join(f"{k}: {_listed(v)}" for k, v in sweep_cfg.items())])
-        )
+        rows.append(("configured sweep", [configured_sweep(ctx.config or {})]))
     commands = []
     seen = set()
     for r in runs:
