@@ -27,7 +27,7 @@ def aggregators(c: Context) -> list[int] | None:
 
 
 def _secs(v: float) -> str:
-    return f"{v:.3g} s"
+    return f"{v:,.0f} s" if v >= 100 else f"{v:.3g} s"
 
 
 def _spread(v: np.ndarray) -> float | None:
@@ -445,7 +445,7 @@ def metadata_heavy(c: Context) -> list[Outcome]:
     unknown = (
         f"the busiest {c.who}'s is not known: Darshan reduced {split:,} shared "
         f"{'file' if split == 1 else 'files'} to one record each, summing their metadata "
-        f"time over the {c.whos}; it lies between {lo:.2f} s (the mean) and {hi:.2f} s"
+        f"time over the {c.whos}; it lies between {_secs(lo)} (the mean) and {_secs(hi)}"
     )
     by_share = share > s.metadata_time_share and lo >= s.metadata_min_time_s
     if not by_share and lo <= s.metadata_rank_time_s:
@@ -462,7 +462,9 @@ def metadata_heavy(c: Context) -> list[Outcome]:
         "warn",
         "Metadata-heavy I/O",
         f"{share:.1%} of I/O time is metadata (open, stat, seek, sync); the "
-        f"busiest {c.who} spends {'at least ' if split else ''}{lo:.2f} s on it",
+        f"busiest {c.who} spends "
+        + (f"at least {_secs(lo)}" if split else f"{lo:.2f} s")
+        + " on it",
         numbers,
         "Open each file once and keep it open, pack many small files into few large ones, "
         "and avoid repeated stat/exists checks in the data loader."
