@@ -9,7 +9,11 @@ floor, or the data it lacks), contradicts it ("differs"), or says nothing ("sile
 are listed, and so is whether iosweep answered on that log.
 
 Usage: python benchmarks/drishti_comparison.py [--shared DIR] [--only SUBSTRING ...] [--out FILE.md]
-Exit status 1 when iosweep fails on a log, or a finding "differs" or is met with silence.
+Each of iosweep's statements that rests on a counter is checked against the log's counters
+as PyDarshan reads them (counter_check.py): the count checked and any found false.
+
+Exit status 1 when iosweep fails on a log, a finding "differs" or is met with silence, or a
+statement is found false against the counters.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from counter_check import Checked, check_statements
 
 from iosweep.analysis import AnalysisSettings, analyze_run
 from iosweep.trace.ingest import ingest_jobs
@@ -211,11 +217,12 @@ def iosweep(log: Path, work: Path) -> tuple[dict[str, Any] | None, str]:
         return None, f"FAILED: {type(err).__name__}: {err}"
 
 
-def compare(log: Path) -> tuple[list[Row], str, str]:
+def compare(log: Path) -> tuple[list[Row], str, str, list[Checked]]:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         codes, crash = drishti(log, work)
         sm, why = iosweep(log, work)
+    checked = check_statements(log, sm) if sm is not None else []
     rows = []
     for code in codes or []:
         if sm is None:
@@ -225,7 +232,7 @@ def compare(log: Path) -> tuple[list[Row], str, str]:
         rows.append(Row(log.name, code, state, text))
     drishti_note = f"Drishti crashed: {crash}" if codes is None else ""
     iosweep_note = why if sm is None else f"iosweep: {sm['analysis_status']}"
-    return rows, drishti_note, iosweep_note
+    return rows, drishti_note, iosweep_note, checked
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -247,8 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     lines = ["| log | Drishti | iosweep | agrees |", "|---|---|---|---|"]
     failed = differs = silent = 0
     counts: dict[str, int] = {}
+    checked: list[tuple[str, Checked]] = []
     for log in logs:
-        rows, dnote, inote = compare(log)
+        rows, dnote, inote, held = compare(log)
+        checked += [(log.name, c) for c in held]
         name = f"{log.parent.name}/{log.name[:40]}"
         failed += inote.startswith("FAILED")
         if dnote or not rows:
@@ -260,15 +269,20 @@ def main(argv: list[str] | None = None) -> int:
             text = r.iosweep.replace("|", "/")[:160]
             lines.append(f"| {name} | {r.code} {CODES[r.code]} | {text} | {r.state} |")
         print(f"{name}: {len(rows)} Drishti findings {dnote} [{inote}]", file=sys.stderr)
+    false = [(name, c) for name, c in checked if not c.holds]
+    lines += ["", "| log | iosweep's statement | PyDarshan's counters |", "|---|---|---|"]
+    lines += [f"| {name[:40]} | {c.statement} | {c.why} |" for name, c in false]
     table = "\n".join(lines)
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    kinds = len({c.statement for _, c in checked})
     print(
         table + f"\n\n{len(logs)} logs; findings: {summary}; silent: {silent}; "
-        f"iosweep failed on {failed}"
+        f"iosweep failed on {failed}; statements checked against PyDarshan's counters: "
+        f"{len(checked)} ({kinds} kinds), found false: {len(false)}"
     )
     if args.out:
         args.out.write_text(table + "\n")
-    return int(bool(failed or differs or silent))
+    return int(bool(failed or differs or silent or false))
 
 
 if __name__ == "__main__":

@@ -215,3 +215,25 @@ def test_damage_in_a_module_iosweep_does_not_analyse_is_found(tmp_path):
     got = plog.counters.to_pandas()
     assert got["bytes_read"].sum() == whole["bytes_read"].sum() > 0
     assert len(got) == len(whole)
+
+
+def test_no_writes_is_said_of_the_analysed_paths_when_terminal_output_was_left_out(tmp_path):
+    # issue 50 (apmpi): 10,620 STDIO writes to <STDOUT> and reads of an input file: "no
+    # writes" is false against the counters; "no writes on the analysed paths" is not
+    records = [
+        CounterRecord("STDIO", "<STDOUT>", {"STDIO_WRITES": 10_620, "STDIO_BYTES_WRITTEN": 9000}),
+        CounterRecord(
+            "STDIO",
+            "/runs/l1212.in",
+            {"STDIO_OPENS": 1, "STDIO_READS": 949, "STDIO_BYTES_READ": 12_886},
+        ),
+    ]
+    log = log_with(tmp_path, records, nprocs=1)
+    with darshan.DarshanReport(str(log)) as rep:
+        assert int(rep.records["STDIO"].to_df()["counters"]["STDIO_WRITES"].sum()) == 10_620
+    sm = analysed(tmp_path, log)
+    checks = {c["id"]: c for c in sm["checks"]}
+    for cid in ("small_requests.write", "redundant_writes"):
+        assert checks[cid]["reason"] == (
+            "no writes on the analysed paths (I/O on <STDOUT> left out)"
+        ), checks[cid]

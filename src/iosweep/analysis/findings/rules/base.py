@@ -140,6 +140,15 @@ class Context:
         """The busiest rank's share of the run in I/O: whether the I/O matters at all."""
         return (self.summary.get("headline") or {}).get("io_share_max")
 
+    def none_of(self, what: str) -> str:
+        """ "no reads" ("no writes"), said of the analysed paths where the trace saw I/O on
+        others (terminal output, excluded paths): the counters do count those."""
+        tr = self.summary.get("trace") or {}
+        if not (tr.get("excluded_ops") or tr.get("excluded_records")):
+            return f"no {what}"
+        left = ", ".join(tr.get("excluded_paths") or [])
+        return f"no {what} on the analysed paths (I/O on {left or 'excluded paths'} left out)"
+
     @property
     def unknown_ranks(self) -> list[int]:
         """Ranks whose figures are not known (no trace, or counters with impossible values):

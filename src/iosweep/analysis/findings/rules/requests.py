@@ -37,7 +37,7 @@ def small_requests(c: Context) -> list[Outcome]:
             out.append(not_checked(cid, title, why))
             continue
         if not d:
-            out.append(not_applicable(cid, title, f"no {op}s"))
+            out.append(not_applicable(cid, title, c.none_of(f"{op}s")))
             continue
         out.append(_small(c, op, d, cid, title))
     return out
@@ -297,7 +297,7 @@ def redundant_reads(c: Context) -> list[Outcome]:
         return none
     s = c.settings
     if not len(c.files) or not int(c.files["bytes_read"].sum()):
-        return [not_applicable(cid, title, "no reads")]
+        return [not_applicable(cid, title, c.none_of("reads"))]
     red, uni, unsized = _repeated_reads(c)
     redundant = int((red["bytes_read"] - uni).clip(lower=0).sum())
     numbers = {
@@ -397,7 +397,7 @@ def redundant_writes(c: Context) -> list[Outcome]:
         return none
     f, s = c.files, c.settings
     if not len(f) or not int(f["bytes_written"].sum()):
-        return [not_applicable(cid, title, "no writes")]
+        return [not_applicable(cid, title, c.none_of("writes"))]
     w = f[f["bytes_written"] > 0]
     # a file written with no extent known (DFS's counters hold no highest byte written) has
     # no figure of bytes written again: left out, and said
