@@ -568,9 +568,10 @@ def finish_ranks(r: pd.DataFrame, run_time: float, s: AnalysisSettings) -> pd.Da
     time and whether it straggles behind the others."""
     r = r.copy()
     t = r["io_time"].to_numpy()
-    share = r["io_time"] / run_time if run_time > 0 else np.nan  # (unknown, not 0)
-    # over 1 is no share of the run: call times summed past it (threads, or wrong times)
-    r["io_share"] = share.where(share <= 1) if run_time > 0 else share
+    # unknown (not 0) for a run of unknown length; over 1 is no share of the run: call times
+    # summed past it (threads, or wrong times)
+    share = r["io_time"] / run_time if run_time > 0 else pd.Series(np.nan, index=r.index)
+    r["io_share"] = share.where(share <= 1)
     # The median of the ranks that do I/O: where MPI-IO's aggregators do all of it, the
     # median rank does none, and every aggregator would be a "straggler".
     doing_io = t[t > 0]

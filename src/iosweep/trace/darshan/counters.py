@@ -189,12 +189,12 @@ COUNTER_SPECS: dict[str, tuple[str, dict[str, tuple[str, ...]], str, str]] = {
 
 
 def read_counters(
-    h: LogHandle, module: str, idx: int, names: dict[int, str]
+    h: LogHandle, module: str, idx: int, file_names: dict[int, str]
 ) -> tuple[dict[str, Any] | None, list[Issue]]:
     """Per-record counters of a module of :data:`COUNTER_SPECS` as columns (None if the
     module has no records), and the impossible values among them, read as unknown
-    (:func:`~iosweep.trace.darshan.plausible.impossible_values`; ``names``: the log's file
-    names by record id)."""
+    (:func:`~iosweep.trace.darshan.plausible.impossible_values`; ``file_names``: the log's
+    file names by record id)."""
     ctype, cmap, name, prefix = COUNTER_SPECS[module]
     cnames = {n: i for i, n in enumerate(h.cb.counter_names(module))}
     fnames = {n: i for i, n in enumerate(h.cb.fcounter_names(module))}
@@ -214,13 +214,15 @@ def read_counters(
     if not ids:
         return None, []
     c, f = np.vstack(ints), np.vstack(floats)
-    raw = {n: c[:, cnames[n]] for srcs in cmap.values() for n in srcs if n in cnames}
+    raw: dict[str, np.ndarray] = {
+        n: c[:, cnames[n]] for srcs in cmap.values() for n in srcs if n in cnames
+    }
     raw |= {
         f"{prefix}_{x}": f[:, fnames[f"{prefix}_{x}"]]
         for x in _FCOUNTERS.values()
         if f"{prefix}_{x}" in fnames
     }
-    issues = impossible_values(h.path, module, raw, np.array(ids), np.array(ranks), names)
+    issues = impossible_values(h.path, module, raw, np.array(ids), np.array(ranks), file_names)
     cols: dict[str, Any] = {  # ids as arrays, counters as masked arrays
         "file_id": np.array(ids, np.uint64),
         "rank": np.array(ranks, np.int64),
