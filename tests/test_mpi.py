@@ -70,6 +70,7 @@ def test_a_reduced_shared_record_is_handed_to_the_ranks(tmp_path):
         "concentrated_bytes": 0,
         "movers": 0,
         "concentrated_paths": [],
+        "traced_meta_time": 0.0,
     }
     assert any("fastest and the slowest rank" in x for x in sm["limitations"])
     assert sm["access"]["other"]["read"] == "shared"
@@ -110,6 +111,7 @@ def test_spread_rows_are_per_rank_records_not_reduced_ones():
         "concentrated_bytes": 0,
         "movers": 0,
         "concentrated_paths": [],
+        "traced_meta_time": 0.0,
     }
     # no ranks to hand it to (a log without a rank count): the record stays as it was
     same, info = share_records(cdf, seg, none.astype(bool), 0, ["/out/shared"])
@@ -122,6 +124,7 @@ def test_spread_rows_are_per_rank_records_not_reduced_ones():
         "concentrated_bytes": 0,
         "movers": 0,
         "concentrated_paths": [],
+        "traced_meta_time": 0.0,
     }
 
 
@@ -159,6 +162,7 @@ def test_dxt_and_a_reduced_record_of_one_file_count_its_bytes_once(tmp_path):
         "concentrated_bytes": 0,
         "movers": 0,
         "concentrated_paths": [],
+        "traced_meta_time": 0.2,
     }
     assert sm["trace"]["unattributed"]["records"] == 0
     assert not [i for i in sm["insights"] if "redundant" in i["id"]]

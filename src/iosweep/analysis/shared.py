@@ -79,6 +79,9 @@ class SharedRecords:
     concentrated_bytes: int = 0
     movers: int = 0  # about how many ranks moved the bytes of the largest of them
     concentrated_paths: list[str] = field(default_factory=list)  # (the first 20)
+    # metadata seconds the traced records kept at rank -1: a sum over the ranks that DXT
+    # (which traces reads and writes) cannot split
+    traced_meta_time: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -106,6 +109,8 @@ def share_records(
     out.traced = int(traced.sum())
     if out.traced:
         cdf = _subtract_segments(cdf, traced, seg, keep)
+        if "meta_time" in cdf:
+            out.traced_meta_time = float(np.nan_to_num(cdf.loc[traced, "meta_time"]).sum())
     spread = red & ~traced
     out.spread = int(spread.sum())
     if out.spread:

@@ -442,10 +442,15 @@ def metadata_heavy(c: Context) -> list[Outcome]:
         f"found above {s.metadata_time_share:.0%} with {s.metadata_min_time_s} s on one "
         f"{c.who}, or above {s.metadata_rank_time_s} s on one"
     )
+    low = (
+        "(the mean)"
+        if (c.summary["trace"].get("shared_records") or {}).get("spread")
+        else ("(its own)")
+    )
     unknown = (
         f"the busiest {c.who}'s is not known: Darshan reduced {split:,} shared "
         f"{'file' if split == 1 else 'files'} to one record each, summing their metadata "
-        f"time over the {c.whos}; it lies between {_secs(lo)} (the mean) and {_secs(hi)}"
+        f"time over the {c.whos}; it lies between {_secs(lo)} {low} and {_secs(hi)}"
     )
     by_share = share > s.metadata_time_share and lo >= s.metadata_min_time_s
     if not by_share and lo <= s.metadata_rank_time_s:
@@ -476,16 +481,21 @@ def metadata_heavy(c: Context) -> list[Outcome]:
 
 
 def _busiest_meta_time(c: Context) -> tuple[float, float, int]:
-    """The busiest rank's metadata seconds, as (low, high, shared records spread): measured
-    (low = high) unless reduced shared records were spread over the ranks, whose split of
-    metadata time is iosweep's, not Darshan's: then between the mean and the run's sum."""
+    """The busiest rank's metadata seconds, as (low, high, reduced records summing metadata
+    over the ranks): measured (low = high) unless Darshan reduced shared files to records
+    whose metadata time is a sum over the ranks. Spread over the ranks (no DXT), the split is
+    iosweep's: between the mean and the run's sum. Traced (DXT splits the reads and writes,
+    not the metadata), the record kept its sum at rank -1: between the busiest rank's own and
+    that plus the sum."""
     md = c.summary["metadata"]
     mx = float(md.get("max_rank_meta_time") or 0.0)
-    split = int(((c.summary.get("trace") or {}).get("shared_records") or {}).get("spread") or 0)
-    if not split:
-        return mx, mx, 0
-    total = float(md.get("meta_time") or 0.0)
-    return total / max(c.n_ranks, 1), total, split
+    shared = (c.summary.get("trace") or {}).get("shared_records") or {}
+    if shared.get("spread"):
+        total = float(md.get("meta_time") or 0.0)
+        return total / max(c.n_ranks, 1), total, int(shared["spread"])
+    if shared.get("traced_meta_time"):
+        return mx, mx + float(shared["traced_meta_time"]), int(shared["traced"])
+    return mx, mx, 0
 
 
 def file_per_process_at_scale(c: Context) -> list[Outcome]:
