@@ -273,6 +273,18 @@ def test_small_writes_alone_are_said():
     assert _outcome(got, "small_requests.read") == "not-applicable"
 
 
+def test_the_class_of_unnamed_files_is_no_kind_of_file_to_name():
+    # issue 50 (item 7): "most go to other files" read a class name as a sentence
+    w = {"ops": 2000, "small": 2000, "small_share": 1.0, "median": 4096}
+    alone = {"by_class": {"all": {"read": w}, "other": {"read": w}}}
+    (ins,) = _fired(small_requests(_ctx(sizes=alone)))
+    assert ins.message == "2,000 of 2,000 read requests (100.0%) are smaller than 1.0 MB"
+    few = {"ops": 10, "small": 10, "small_share": 1.0, "median": 4096}
+    both = {"by_class": {"all": {"read": w}, "other": {"read": w}, "dataset": {"read": few}}}
+    (ins,) = _fired(small_requests(_ctx(sizes=both)))
+    assert ins.message.endswith("; most go to files outside the named classes")
+
+
 @pytest.mark.parametrize(
     "small, undecided, outcome",
     [
@@ -596,6 +608,7 @@ def test_bytes_read_beyond_a_shared_record_s_extent_are_re_reads(tmp_path):
     assert check["numbers"]["redundant_bytes"] == expected
     assert "at least 14.0 MB of the 25.7 MB" in check["reason"]
     assert "1 file is read by 8 ranks" in check["reason"]
+    assert "partly-redundant" not in check["reason"]  # (item 7: a value read as a sentence)
 
 
 def test_collective_buffering_is_counted_from_the_variance_not_called_imbalance(tmp_path):
