@@ -225,22 +225,16 @@ def _imbalance_at_mpiio(c: Context) -> Outcome:
     return found(cid, title, ins)
 
 
-def _aggregators_by_variance(c: Context, collective: int) -> Outcome:
-    """mpiio_aggregators where the counters do not name the aggregators: Darshan's byte
-    variance on a shared record counts them (analysis.shared.variance_movers)."""
-    few, heavy = c.concentrated, c.io_matters()
+def _aggregators_found(c: Context, count: int, collective: int, said: str) -> Outcome:
+    """mpiio_aggregators found: ``count`` aggregators, ``said`` how they were told apart."""
+    heavy = c.io_matters()
     ins = make_insight(
         "mpiio_aggregators",
         "warn" if heavy else "info",
         "Collective I/O through aggregator ranks",
-        f"about {few['movers']} of {c.n_ranks} ranks move the "
-        f"{human_bytes(few['concentrated_bytes'])} of {files(few['concentrated'])} shared by "
-        f"every rank under {collective:,} collective MPI-IO calls: MPI-IO's collective "
-        "buffering aggregators; the others send them their data (counted from Darshan's "
-        "variance of the ranks' bytes on the file's record; which ranks, it does not record)"
-        + (f"; the busiest spends {c.io_share:.0%} of the run in I/O" if heavy else ""),
+        said + (f"; the busiest spends {c.io_share:.0%} of the run in I/O" if heavy else ""),
         {
-            "aggregators": (few["movers"], "count"),
+            "aggregators": (count, "count"),
             "ranks": (c.n_ranks, "count"),
             "collective": (collective, "count"),
             "io_share_max": (c.io_share, "share"),
@@ -263,8 +257,15 @@ def mpiio_aggregators(c: Context) -> list[Outcome]:
     if not collective:
         return [not_applicable(cid, title, "no collective MPI-IO calls")]
     agg = aggregators(c)
-    if not agg and c.concentrated:
-        return [_aggregators_by_variance(c, collective)]
+    if not agg and (few := c.concentrated):  # (the counters name none: the variance counts)
+        said = (
+            f"about {few['movers']} of {c.n_ranks} ranks move the "
+            f"{human_bytes(few['concentrated_bytes'])} of {files(few['concentrated'])} shared "
+            f"by every rank under {collective:,} collective MPI-IO calls: MPI-IO's collective "
+            "buffering aggregators; the others send them their data (counted from Darshan's "
+            "variance of the ranks' bytes on the file's record; which ranks, it does not record)"
+        )
+        return [_aggregators_found(c, few["movers"], collective, said)]
     if not agg:
         return [
             passed(
@@ -275,26 +276,16 @@ def mpiio_aggregators(c: Context) -> list[Outcome]:
                 {"collective": (collective, "count")},
             )
         ]
-    heavy = c.io_matters()
-    ins = make_insight(
-        "mpiio_aggregators",
-        "warn" if heavy else "info",
-        "Collective I/O through aggregator ranks",
-        f"{len(agg)} of {c.n_ranks} ranks do {AGGREGATOR_BYTES:.0%} of the file I/O under "
-        f"{collective:,} collective MPI-IO calls: MPI-IO's collective buffering aggregators; "
-        "the others send them their data"
-        + (f"; the busiest spends {c.io_share:.0%} of the run in I/O" if heavy else ""),
-        {
-            "aggregators": (len(agg), "count"),
-            "ranks": (c.n_ranks, "count"),
-            "collective": (collective, "count"),
-            "io_share_max": (c.io_share, "share"),
-        },
-        "The number of aggregators is the cb_nodes hint (on Lustre, by default, the file's "
-        "stripe count; romio_cb_read/romio_cb_write turn collective buffering on or off): "
-        "more aggregators, or a file striped over more OSTs, spread the file I/O.",
-    )
-    return [found(cid, title, ins)]
+    return [
+        _aggregators_found(
+            c,
+            len(agg),
+            collective,
+            f"{len(agg)} of {c.n_ranks} ranks do {AGGREGATOR_BYTES:.0%} of the file I/O under "
+            f"{collective:,} collective MPI-IO calls: MPI-IO's collective buffering "
+            "aggregators; the others send them their data",
+        )
+    ]
 
 
 def _spreads_said(b: float, t: float) -> str:
@@ -442,11 +433,8 @@ def metadata_heavy(c: Context) -> list[Outcome]:
         f"found above {s.metadata_time_share:.0%} with {s.metadata_min_time_s} s on one "
         f"{c.who}, or above {s.metadata_rank_time_s} s on one"
     )
-    low = (
-        "(the mean)"
-        if (c.summary["trace"].get("shared_records") or {}).get("spread")
-        else ("(its own)")
-    )
+    spread = ((c.summary.get("trace") or {}).get("shared_records") or {}).get("spread")
+    low = "(the mean)" if spread else "(its own)"
     unknown = (
         f"the busiest {c.who}'s is not known: Darshan reduced {split:,} shared "
         f"{'file' if split == 1 else 'files'} to one record each, summing their metadata "
