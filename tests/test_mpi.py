@@ -61,19 +61,16 @@ def test_a_reduced_shared_record_is_handed_to_the_ranks(tmp_path):
     assert sm["headline"]["bytes_read"] == 1000 * MiB
     assert sm["trace"]["unattributed"]["records"] == 0
     assert sm["trace"]["counter_records"] == 1
-    assert sm["trace"]["shared_records"] == {
-        "records": 1,
-        "spread": 1,
-        "traced": 0,
-        "ranks": 4,
-        "concentrated": 0,
-        "concentrated_bytes": 0,
-        "movers": 0,
-        "concentrated_paths": [],
-        "traced_meta_time": 0.0,
-    }
+    assert sm["trace"]["shared_records"] == _shared(1, 1, 0, 4)
     assert any("fastest and the slowest rank" in x for x in sm["limitations"])
     assert sm["access"]["other"]["read"] == "shared"
+
+
+def _shared(records: int, spread: int, traced: int, ranks: int, **more) -> dict:
+    """trace.shared_records of a run whose records all went to every rank evenly."""
+    return {"records": records, "spread": spread, "traced": traced, "ranks": ranks,
+            "concentrated": 0, "concentrated_bytes": 0, "movers": 0, "concentrated_paths": [],
+            "traced_meta_time": 0.0, **more}  # fmt: skip
 
 
 def test_spread_rows_are_per_rank_records_not_reduced_ones():
@@ -102,30 +99,10 @@ def test_spread_rows_are_per_rank_records_not_reduced_ones():
         if not c.endswith("rank") and c in cdf:
             assert out[c].tolist() == [0] * 4, c
     assert not reduced(out).any()
-    assert info.to_json() == {
-        "records": 1,
-        "spread": 1,
-        "traced": 0,
-        "ranks": 4,
-        "concentrated": 0,
-        "concentrated_bytes": 0,
-        "movers": 0,
-        "concentrated_paths": [],
-        "traced_meta_time": 0.0,
-    }
+    assert info.to_json() == _shared(1, 1, 0, 4)
     # no ranks to hand it to (a log without a rank count): the record stays as it was
     same, info = share_records(cdf, seg, none.astype(bool), 0, ["/out/shared"])
-    assert same is cdf and info.to_json() == {
-        "records": 1,
-        "spread": 0,
-        "traced": 0,
-        "ranks": 0,
-        "concentrated": 0,
-        "concentrated_bytes": 0,
-        "movers": 0,
-        "concentrated_paths": [],
-        "traced_meta_time": 0.0,
-    }
+    assert same is cdf and info.to_json() == _shared(1, 0, 0, 0)
 
 
 def test_dxt_and_a_reduced_record_of_one_file_count_its_bytes_once(tmp_path):
@@ -153,17 +130,7 @@ def test_dxt_and_a_reduced_record_of_one_file_count_its_bytes_once(tmp_path):
     r = ranks_table(tmp_path)
     assert r["bytes_read"].tolist() == [200 * MiB, 200 * MiB]
     assert r["io_time"].tolist() == pytest.approx([1.0, 1.0])
-    assert sm["trace"]["shared_records"] == {
-        "records": 1,
-        "spread": 0,
-        "traced": 1,
-        "ranks": 0,
-        "concentrated": 0,
-        "concentrated_bytes": 0,
-        "movers": 0,
-        "concentrated_paths": [],
-        "traced_meta_time": 0.2,
-    }
+    assert sm["trace"]["shared_records"] == _shared(1, 0, 1, 0, traced_meta_time=0.2)
     assert sm["trace"]["unattributed"]["records"] == 0
     assert not [i for i in sm["insights"] if "redundant" in i["id"]]
 
