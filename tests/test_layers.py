@@ -188,6 +188,11 @@ def test_a_log_of_terminal_output_only_is_not_a_missing_tracer(tmp_path):
     assert ids == ["only_excluded_paths"]
     (found,) = sm["insights"]
     assert "<STDOUT>" in found["message"] and found["numbers"]["records"] == 1
+    # issue 50 (item 7): a whole log of terminal output is no damaged one: not incomplete,
+    # and no error with an empty store's message
+    assert not sm["incomplete"]
+    (empty,) = [i for i in sm["issues"] if i["kind"] == "empty"]
+    assert empty["severity"] == "warning" and "left out (<STDOUT>)" in empty["message"]
 
 
 def test_damage_in_a_module_iosweep_does_not_analyse_is_found(tmp_path):

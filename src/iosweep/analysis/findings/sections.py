@@ -31,14 +31,29 @@ def status_of(
     counted: bool,
     shared: SharedRecords,
     limitations: list[str],
+    left_out: list[str],
 ) -> tuple[str, bool, list[dict[str, Any]], list[str]]:
     """(analysis status, incomplete, issues, limitations) of a run's trace from what was
     found reading it (``issues`` beside the store's own, ``limitations`` of what was read),
-    whether it holds I/O (``traced``), DXT segments and counter records (``counted``)."""
+    whether it holds I/O (``traced``), DXT segments and counter records (``counted``), and
+    the paths left out of the analysis that the trace saw I/O on (``left_out``)."""
     issues = [asdict(i) for i in meta.issues] + issues
     incomplete = bool(meta.incomplete) or any(i["severity"] == "error" for i in issues)
     if meta.tracer == "none" and not traced:
         status = "untraced"
+    elif not traced and left_out:  # (a log of terminal output: whole, nothing to analyse)
+        status = "empty"
+        issues.append(
+            asdict(
+                Issue(
+                    store,
+                    "empty",
+                    "no I/O on the analysed paths: the trace's I/O is all on paths left out "
+                    f"({', '.join(left_out)})",
+                    "warning",
+                )
+            )
+        )
     elif not traced:
         status = "empty"
         incomplete = True

@@ -624,6 +624,12 @@ def _status(
         i for f in ps.facts for i in f.issues
     ]
     issues += coverage_issues(ps.meta, ps.actor_kind, t.ranks)
+    # where all the trace saw was on paths left out (terminal output): said, not an error
+    left_out = sorted(
+        {p for f in ps.facts for p in f.trace.excluded_paths}
+        if any(f.trace.excluded_ops or f.trace.excluded_records for f in ps.facts)
+        else set()
+    )
     status = status_of(
         ps.meta,
         str(store),
@@ -633,6 +639,7 @@ def _status(
         ps.counted,
         ps.shared,
         [x for f in ps.facts for x in f.limitations],
+        left_out,
     )
     return status_sections(ps.meta, store, status, checks)
 
