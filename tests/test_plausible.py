@@ -193,3 +193,35 @@ def test_a_rank_that_left_no_trace_is_not_a_rank_of_0_bytes(tmp_path):
     im = _check(sm, "imbalance")
     assert im["outcome"] == "passed", im
     assert "rank 2 left out" in im["reason"] and "bytes 20.0%" in im["reason"]
+
+
+def test_a_dxt_trace_holding_more_operations_than_the_counters_count_is_named(tmp_path):
+    # the trace's own bookkeeping: rank 0's DXT holds 10 reads of /d/a while the file's
+    # reduced record counts 3 for every rank together; DXT loses operations but never adds
+    # any, so one of the two is damaged: an implausible issue naming the file
+    rec = CounterRecord("POSIX", "/d/a", {"POSIX_OPENS": 2, "POSIX_READS": 3,
+                                          "POSIX_BYTES_READ": 3 * MiB}, rank=-1)  # fmt: skip
+    log = _log(tmp_path, [rec], nprocs=2, files=[DxtFile("/d/a", _segments(), rank=0)])
+    with darshan.DarshanReport(str(log), read_all=True) as rep:
+        counters = rep.records["POSIX"].to_df()["counters"]
+        assert int(counters.loc[counters["rank"] == -1, "POSIX_READS"].iloc[0]) == 3
+        assert int(rep.records["DXT_POSIX"].to_df()[0]["read_count"]) == 10
+    (issue,) = [i for i in read_darshan_log(log).issues if i.kind == "implausible"]
+    assert "/d/a, rank -1: 10 traced, 3 counted" in issue.message
+
+
+def test_a_record_moving_data_faster_than_any_process_can_is_named(tmp_path):
+    # 10 TiB read in 1 s (10.99 TB/s, over the stated 1 TB/s ceiling): a byte count or a
+    # time is wrong (item 11's 119 TB/s); 1 TiB in 2 s (0.55 TB/s) is not judged so
+    fast = _posix({"POSIX_BYTES_READ": 10 << 40, "POSIX_MAX_BYTE_READ": (10 << 40) - 1},
+                  {"POSIX_F_READ_TIME": 1.0})  # fmt: skip
+    (issue,) = [i for i in read_darshan_log(_log(tmp_path, [fast])).issues
+                if i.kind == "implausible"]  # fmt: skip
+    assert "faster than 1 TB/s" in issue.message and "10,995,116,277,760 bytes in 1 s" in (
+        issue.message
+    )
+    ok = _posix({"POSIX_BYTES_READ": 1 << 40}, {"POSIX_F_READ_TIME": 2.0})
+    (tmp_path / "b").mkdir()
+    assert not [
+        i for i in read_darshan_log(_log(tmp_path / "b", [ok])).issues if i.kind == "implausible"
+    ]

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from iosweep.trace.darshan.libutil import LogHandle, RecordError, log_issue
-from iosweep.trace.darshan.plausible import impossible_values
+from iosweep.trace.darshan.plausible import impossible_values, rate_beyond_ceiling
 from iosweep.trace.logs import LogError
 from iosweep.trace.schema import ACCESS_SLOTS, COUNTERS, SIZE_BINS, Issue
 
@@ -223,6 +223,7 @@ def read_counters(
         if f"{prefix}_{x}" in fnames
     }
     issues = impossible_values(h.path, module, raw, np.array(ids), np.array(ranks), file_names)
+    issues += rate_beyond_ceiling(h.path, prefix, raw, np.array(ids), file_names)
     cols: dict[str, Any] = {  # ids as arrays, counters as masked arrays
         "file_id": np.array(ids, np.uint64),
         "rank": np.array(ranks, np.int64),

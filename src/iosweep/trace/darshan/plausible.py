@@ -19,6 +19,13 @@ from iosweep.trace.schema import RUN_CEILING_S, RUN_TIME, Issue
 EPOCH_FLOOR_S = 631152000.0
 
 
+#: no process moves file data faster than this (a GPU's own memory: about 3 TB/s; a node's
+#: network and page cache: tens of GB/s); above it, a byte count or a time is wrong
+RATE_CEILING = 1e12
+#: ... judged where a record moved this much (a few bytes in a clock tick say nothing)
+RATE_MIN_BYTES = 1 << 30
+
+
 def job_times(path: Path, start: float, end: float) -> list[Issue]:
     """The job record's start and end: an end before the start is corrupt, a run longer
     than :data:`RUN_CEILING_S` or a start before 1990 implausible (the run's length is then
@@ -81,6 +88,74 @@ def impossible_values(
                 f"{len(bad):,} {module} record{'s hold' if len(bad) > 1 else ' holds'} an "
                 f"impossible {counter} (e.g. {value} for {name}, rank {int(ranks[i])}): read "
                 "as unknown",
+            )
+        )
+    return out
+
+
+def dxt_beyond_counters(
+    path: Path, dxt_parts: list, counter_parts: list[dict], names: dict[int, str]
+) -> Issue | None:
+    """A file whose DXT trace holds more POSIX operations than its counters count: DXT may
+    lose operations (its buffer fills) but never add any, so one of the two is damaged (a
+    reduced record counts every rank's; DXT keeps a record per rank)."""
+    counted: dict[tuple[int, int], int] = {}
+    for p in counter_parts:
+        if p["module"][0] != "POSIX":
+            continue
+        ops = p["reads"].filled(-1) + p["writes"].filled(-1)
+        for fid, rank, n in zip(p["file_id"], p["rank"], ops, strict=True):
+            if n >= 0:
+                counted[(int(fid), int(rank))] = int(n)
+    traced: dict[tuple[int, int], int] = {}
+    for d in dxt_parts:
+        if d.module == "POSIX":  # (DxtPart.module: the layer DXT traced)
+            for key in ((d.rid, d.rank), (d.rid, -1)):  # (and toward a reduced record)
+                traced[key] = traced.get(key, 0) + len(d.offset)
+    over = [(k, n, counted[k]) for k, n in traced.items() if k in counted and n > counted[k]]
+    if not over:
+        return None
+    (rid, rank), n, c = over[0]
+    return log_issue(
+        path,
+        "implausible",
+        f"{len(over):,} file record{'s hold' if len(over) > 1 else ' holds'} more DXT "
+        f"operations than the counters count (e.g. {names.get(rid, rid)}, rank {rank}: {n:,} "
+        f"traced, {c:,} counted): DXT loses operations but never adds any, so one is damaged",
+        "warning",
+    )
+
+
+def rate_beyond_ceiling(
+    path: Path,
+    prefix: str,
+    columns: dict[str, np.ndarray],
+    ids: np.ndarray,
+    names: dict[int, str],
+) -> list[Issue]:
+    """Records of ``prefix`` (POSIX, STDIO) that moved at least :data:`RATE_MIN_BYTES` at
+    more than :data:`RATE_CEILING` (bytes over the time of those calls): implausible."""
+    out = []
+    for d, done in (("READ", "read"), ("WRITE", "written")):
+        moved = columns.get(f"{prefix}_BYTES_{d}")
+        secs = columns.get(f"{prefix}_F_{d}_TIME")
+        if moved is None or secs is None:
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = np.where(secs > 0, moved / secs, np.inf)
+        bad = np.flatnonzero((moved >= RATE_MIN_BYTES) & (rate > RATE_CEILING))
+        if not len(bad):
+            continue
+        i = int(bad[0])
+        name = names.get(int(ids[i])) or f"<record {int(ids[i]):x}>"
+        out.append(
+            log_issue(
+                path,
+                "implausible",
+                f"{len(bad):,} {prefix} record{'s' if len(bad) > 1 else ''} {done} faster than "
+                f"{RATE_CEILING / 1e12:g} TB/s (e.g. {name}: {int(moved[i]):,} bytes in "
+                f"{secs[i]:g} s): a byte count or a time is wrong",
+                "warning",
             )
         )
     return out

@@ -35,7 +35,7 @@ from iosweep.trace.darshan.counters import (
 )
 from iosweep.trace.darshan.dxt import DXT_MODULES, DxtPart, read_dxt, segments_table
 from iosweep.trace.darshan.libutil import SEGMENT_DTYPE, LogHandle, RecordError, backend, log_issue
-from iosweep.trace.darshan.plausible import job_times
+from iosweep.trace.darshan.plausible import dxt_beyond_counters, job_times
 from iosweep.trace.logs import LogError, ProcessLog
 from iosweep.trace.schema import Issue
 
@@ -198,6 +198,10 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
             )
         )
 
+    # (a POSIX module that ran out of records counts fewer: no bookkeeping to check against)
+    if "POSIX" not in incomplete:
+        excess = dxt_beyond_counters(path, dxt_parts, counter_parts, layout.names)
+        issues.extend([excess] if excess is not None else [])
     nprocs = job["nprocs"]
     mpi = nprocs > 1
     pid = _pid_of(path, job["jobid"], mpi)
