@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import darshan
@@ -238,3 +239,44 @@ def test_rebinning_a_heatmap_by_hand():
     assert _rebin(np.array([7]), 1.5, 1.0, 2.0, 2).tolist() == [3, 4]
     # past the grid's end: the last bin keeps the bytes
     assert _rebin(np.array([4]), 5.0, 1.0, 2.0, 2).tolist() == [0, 4]
+
+
+MANY_LOGS = r"""
+import resource, sys
+from pathlib import Path
+import numpy as np
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+from iosweep.trace.darshan.libutil import SEGMENT_DTYPE
+from iosweep.trace.darshan.merge import MergeInput, write_merged_log
+from iosweep.trace.darshan.write import DxtFile, write_darshan_log
+
+root = Path(sys.argv[1])
+seg = np.zeros(2, SEGMENT_DTYPE)
+seg["length"], seg["offset"] = 4096, [0, 4096]
+seg["start"], seg["end"] = [0.1, 0.2], [0.15, 0.25]
+inputs = []
+for r in range(300):
+    log = write_darshan_log(root / f"r{r}.darshan", [DxtFile(f"/data/{r}.bin", seg)],
+                            start=1.7e9 + r * 0.01, end=1.7e9 + 5, exe="python t.py",
+                            jobid=1000 + r)
+    inputs.append(MergeInput(log, r, "n0"))
+res = write_merged_log(inputs, root / "merged.darshan")
+print(res.nprocs, res.processes)
+"""
+
+
+def test_a_run_of_more_logs_than_open_files_allowed_merges(tmp_path):
+    # issue 51: 300 logs where a process may hold 256 files open (a common default is
+    # 1,024; the 30 M and 100 M runs have 1,500 and 5,152 logs): the merged log is written,
+    # every rank in it, and PyDarshan reads it back (it failed with "Too many open files"
+    # after ~250, the merged log lost with an empty warning)
+    res = subprocess.run(
+        [sys.executable, "-c", MANY_LOGS, str(tmp_path)], capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split() == ["300", "300"]
+    with darshan.DarshanReport(str(tmp_path / "merged.darshan"), read_all=True) as rep:
+        assert rep.metadata["job"]["nprocs"] == 300
+        dxt = rep.records["DXT_POSIX"].to_df()
+        assert sorted(int(d["rank"]) for d in dxt) == list(range(300))

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 import os
+import resource
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,12 +48,49 @@ class MergeResult:
     left_out: list[str] = field(default_factory=list)  # why some data are not in the log
 
 
+class _Handles:
+    """The logs' libdarshan-util handles, at most ``limit`` open at once (the least recently
+    used closed first, reopened when asked again): a run of thousands of logs on a machine
+    that allows 1,024 open files."""
+
+    def __init__(self, limit: int):
+        self.limit = max(limit, 1)
+        self.open: OrderedDict[Path, LogHandle] = OrderedDict()
+
+    def get(self, path: Path) -> LogHandle:
+        h = self.open.pop(path, None)
+        if h is None:
+            while len(self.open) >= self.limit:
+                self.open.popitem(last=False)[1].close()
+            h = LogHandle(path)
+        self.open[path] = h
+        return h
+
+    def close(self) -> None:
+        for h in self.open.values():
+            h.close()
+        self.open.clear()
+
+
+def open_files_allowed() -> int:
+    """Handles the merge keeps open: a quarter of the process's open-file limit, at most 64
+    (each is one file; the rest stay for the ingest's other files)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(1, min(64, soft // 4)) if soft > 0 else 64
+
+
 @dataclass
 class _Open:
     inp: MergeInput
-    h: LogHandle
     job: dict
+    handles: _Handles
     delta: float = 0.0  # this log's start, in seconds after the merged job's start
+
+    @property
+    def h(self) -> LogHandle:
+        """The log's handle (opened again where the pool closed it): use it within one pass
+        over one log's records, never across two logs."""
+        return self.handles.get(self.inp.path)
 
 
 def write_merged_log(
@@ -61,7 +100,8 @@ def write_merged_log(
     libdarshan-util's writer reports an error."""
     ranked = [i for i in inputs if i.rank >= 0]
     left_out = [f"{i.path.name}: no rank" for i in inputs if i.rank < 0]
-    logs = [_Open(i, h := LogHandle(i.path), h.job()) for i in ranked]
+    handles = _Handles(open_files_allowed())
+    logs = [_Open(i, handles.get(i.path).job(), handles) for i in ranked]
     try:
         if not logs:
             raise ValueError("write_merged_log: no log with a rank")
@@ -105,8 +145,7 @@ def write_merged_log(
             raise OSError(f"{out}: libdarshan-util's writer reported an error (see stderr)")
         return MergeResult(out, nprocs, len(logs), left_out)
     finally:
-        for o in logs:
-            o.h.close()
+        handles.close()
 
 
 def _names(h: LogHandle) -> dict[int, str]:
