@@ -8,6 +8,8 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from tqdm import tqdm
+
 from iosweep.trace.dftracer import decode
 from iosweep.trace.ingest.find import LogEntry
 from iosweep.trace.ingest.parts import spill
@@ -84,14 +86,23 @@ def read_logs(
     ``spill_to``: each log's tables go to files there as it is read (``parts.spill_dir``)."""
     n = read_workers(entries, workers)
     keys = [str(i) for i in range(len(entries))]
-    if n == 1:
-        results = [_read_one(e, isolate, spill_to, k) for e, k in zip(entries, keys, strict=True)]
-    else:
-        # forkserver: a fork of a process running Arrow's threads could deadlock
-        ctx = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(n, mp_context=ctx, initializer=_reader_process) as pool:
-            n_e = len(entries)
-            results = list(pool.map(_read_one, entries, [isolate] * n_e, [spill_to] * n_e, keys))
+    # progress with an ETA on a terminal; nothing where stderr is a file (Snakemake's log)
+    bar = tqdm(total=len(entries), desc="reading logs", unit="log", disable=None, leave=False)
+    with bar:
+        if n == 1:
+            results = []
+            for e, k in zip(entries, keys, strict=True):
+                results.append(_read_one(e, isolate, spill_to, k))
+                bar.update()
+        else:
+            # forkserver: a fork of a process running Arrow's threads could deadlock
+            ctx = multiprocessing.get_context("forkserver")
+            with ProcessPoolExecutor(n, mp_context=ctx, initializer=_reader_process) as pool:
+                n_e = len(entries)
+                results = []
+                for r in pool.map(_read_one, entries, [isolate] * n_e, [spill_to] * n_e, keys):
+                    results.append(r)
+                    bar.update()
     for e, (log, found) in zip(entries, results, strict=True):
         e.log = log
         issues.extend(found)
