@@ -225,3 +225,24 @@ def test_a_record_moving_data_faster_than_any_process_can_is_named(tmp_path):
     assert not [
         i for i in read_darshan_log(_log(tmp_path / "b", [ok])).issues if i.kind == "implausible"
     ]
+
+
+@pytest.mark.parametrize(
+    "field, value, why",
+    [
+        ("start", math.nan, "non-finite timestamps"),
+        ("length", -4096, "negative offsets or lengths"),
+        ("end", 5e6, "timestamps outside the run"),
+    ],
+)
+def test_a_dxt_record_with_impossible_segments_is_named(tmp_path, field, value, why):
+    # the 7th of 10 segments of the second file's record holds what no trace can: the DXT
+    # module is refused, naming that record (the counters are kept)
+    bad = _segments()
+    bad[6][field] = value
+    files = [DxtFile("/d/a", _segments()), DxtFile("/d/b", bad)]
+    plog = read_darshan_log(_log(tmp_path, [], files=files))
+    # (a NaN start is in the counters the writer derived from the segments too: named apart)
+    (issue,) = [i for i in plog.issues if i.message.startswith("DXT_POSIX record ")]
+    assert issue.kind == "corrupt" and f"is damaged: {why}" in issue.message, issue
+    assert plog.counters.num_rows == 2 and plog.segments.num_rows == 0

@@ -70,9 +70,6 @@ def read_dxt(h: LogHandle, module: str, idx: int, duration: float) -> list[DxtPa
                 ffi.buffer(ffi.cast("char *", rec) + head, n * SEGMENT_DTYPE.itemsize),
                 dtype=SEGMENT_DTYPE,
             )
-            bad = _check_segments(seg, duration)
-            if bad:
-                raise LogError(h.path, "corrupt", f"{module} record {rid} is damaged: {bad}")
             parts.append(
                 DxtPart(
                     module=DXT_MODULES[module],
@@ -92,7 +89,34 @@ def read_dxt(h: LogHandle, module: str, idx: int, duration: float) -> list[DxtPa
             "corrupt",
             f"the {module} data are damaged (libdarshan-util failed after {len(parts)} records)",
         ) from None
+    if (bad := _first_damaged(parts, duration)) is not None:
+        part, why = bad
+        raise LogError(h.path, "corrupt", f"{module} record {part.rid} is damaged: {why}")
     return parts
+
+
+def _first_damaged(parts: list[DxtPart], duration: float) -> tuple[DxtPart, str] | None:
+    """The first record whose segments cannot be real data, and why (:func:`_check_segments`),
+    checked over all of a module's segments at once: once per record, the check took a
+    quarter of the time to read an ImageNet-scale run's logs (2.56 M records of 4 segments)."""
+    if not parts:
+        return None
+    start = np.concatenate([p.start for p in parts])
+    end = np.concatenate([p.end for p in parts])
+    bad = ~(np.isfinite(start) & np.isfinite(end))
+    bad |= np.concatenate([p.length for p in parts]) < 0
+    bad |= np.concatenate([p.offset for p in parts]) < -1
+    with np.errstate(invalid="ignore"):
+        bad |= (np.minimum(start, end) < -_TIME_SLACK) | (
+            np.maximum(start, end) > duration + _TIME_SLACK
+        )
+    if not bad.any():
+        return None
+    at = int(np.searchsorted(np.cumsum([len(p.start) for p in parts]), np.argmax(bad), "right"))
+    p = parts[at]
+    seg = np.zeros(len(p.start), SEGMENT_DTYPE)
+    seg["offset"], seg["length"], seg["start"], seg["end"] = p.offset, p.length, p.start, p.end
+    return p, _check_segments(seg, duration)
 
 
 class _Consts:
