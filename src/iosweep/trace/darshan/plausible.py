@@ -98,24 +98,39 @@ def dxt_beyond_counters(
 ) -> Issue | None:
     """A file whose DXT trace holds more POSIX operations than its counters count: DXT may
     lose operations (its buffer fills) but never add any, so one of the two is damaged (a
-    reduced record counts every rank's; DXT keeps a record per rank)."""
-    counted: dict[tuple[int, int], int] = {}
-    for p in counter_parts:
-        if p["module"][0] != "POSIX":
-            continue
-        ops = p["reads"].filled(-1) + p["writes"].filled(-1)
-        for fid, rank, n in zip(p["file_id"], p["rank"], ops, strict=True):
-            if n >= 0:
-                counted[(int(fid), int(rank))] = int(n)
-    traced: dict[tuple[int, int], int] = {}
-    for d in dxt_parts:
-        if d.module == "POSIX":  # (DxtPart.module: the layer DXT traced)
-            for key in ((d.rid, d.rank), (d.rid, -1)):  # (and toward a reduced record)
-                traced[key] = traced.get(key, 0) + len(d.offset)
-    over = [(k, n, counted[k]) for k, n in traced.items() if k in counted and n > counted[k]]
-    if not over:
+    reduced record, rank -1, counts every rank's; DXT keeps a record per rank)."""
+    posix = [p for p in counter_parts if p["module"][0] == "POSIX"]
+    traced = [d for d in dxt_parts if d.module == "POSIX"]  # (DxtPart.module: the layer)
+    if not posix or not traced:
         return None
-    (rid, rank), n, c = over[0]
+    c_file = np.concatenate([p["file_id"] for p in posix]).astype(np.uint64)
+    c_rank = np.concatenate([p["rank"] for p in posix]).astype(np.int64)
+    c_ops = np.concatenate([p["reads"].filled(-1) + p["writes"].filled(-1) for p in posix])
+    d_file = np.array([d.rid for d in traced], np.uint64)
+    d_rank = np.array([d.rank for d in traced], np.int64)
+    d_ops = np.array([len(d.offset) for d in traced], np.int64)
+    # every rank's DXT records, summed, against a reduced record's counts
+    ranked = d_rank >= 0
+    files, at = np.unique(d_file[ranked], return_inverse=True)
+    d_file = np.concatenate([d_file[~ranked], files, d_file[ranked]])
+    d_rank = np.concatenate([d_rank[~ranked], np.full(len(files), -1), d_rank[ranked]])
+    summed = np.bincount(at, weights=d_ops[ranked], minlength=len(files)).astype(np.int64)
+    d_ops = np.concatenate([d_ops[~ranked], summed, d_ops[ranked]])
+    # per (file, rank), in sorted order: the counted operations and the traced ones (a rank -1
+    # DXT record and the sum of the ranked ones may both be there: added up)
+    f = np.concatenate([c_file, d_file])
+    r = np.concatenate([c_rank, d_rank])
+    order = np.lexsort((r, f))
+    f, r = f[order], r[order]
+    counted = np.concatenate([c_ops, np.full(len(d_file), -2)])[order]
+    traced = np.concatenate([np.zeros(len(c_file), np.int64), d_ops])[order]
+    starts = np.flatnonzero(np.r_[True, (f[1:] != f[:-1]) | (r[1:] != r[:-1])])
+    counted, traced = np.maximum.reduceat(counted, starts), np.add.reduceat(traced, starts)
+    over = np.flatnonzero((counted >= 0) & (traced > counted))
+    if not len(over):
+        return None
+    i = over[0]
+    rid, rank, n, c = int(f[starts[i]]), int(r[starts[i]]), int(traced[i]), int(counted[i])
     return log_issue(
         path,
         "implausible",
