@@ -100,15 +100,15 @@ def dxt_beyond_counters(
     lose operations (its buffer fills) but never add any, so one of the two is damaged (a
     reduced record, rank -1, counts every rank's; DXT keeps a record per rank)."""
     posix = [p for p in counter_parts if p["module"][0] == "POSIX"]
-    traced = [d for d in dxt_parts if d.module == "POSIX"]  # (DxtPart.module: the layer)
-    if not posix or not traced:
+    dxt = [d for d in dxt_parts if d.module == "POSIX"]  # (DxtPart.module: the layer)
+    if not posix or not dxt:
         return None
     c_file = np.concatenate([p["file_id"] for p in posix]).astype(np.uint64)
     c_rank = np.concatenate([p["rank"] for p in posix]).astype(np.int64)
     c_ops = np.concatenate([p["reads"].filled(-1) + p["writes"].filled(-1) for p in posix])
-    d_file = np.array([d.rid for d in traced], np.uint64)
-    d_rank = np.array([d.rank for d in traced], np.int64)
-    d_ops = np.array([len(d.offset) for d in traced], np.int64)
+    d_file = np.array([d.rid for d in dxt], np.uint64)
+    d_rank = np.array([d.rank for d in dxt], np.int64)
+    d_ops = np.array([len(d.offset) for d in dxt], np.int64)
     # every rank's DXT records, summed, against a reduced record's counts
     ranked = d_rank >= 0
     files, at = np.unique(d_file[ranked], return_inverse=True)
