@@ -285,14 +285,22 @@ def test_a_dlio_rank_without_its_trace_is_an_error_and_two_runs_are_two_stores(t
         ingest([tmp_path / "both"], tmp_path / "st2")
 
 
-def test_traces_of_runs_at_different_times_in_one_folder_are_said_to_be(tmp_path):
+def test_traces_of_runs_at_different_times_in_one_folder_are_two_runs(tmp_path):
+    # two traces a year apart (issue 50, item 8: runs that never overlapped are separate
+    # runs, never one whose processes are compared): one store each, said so; ingest() of
+    # one store refuses, naming both
+    from iosweep.trace.ingest import ingest_jobs
+
     folder = tmp_path / "t"
     folder.mkdir()
     early = DLIO_LINES.replace('"1795595059', '"1695595059').replace('"1795595060', '"1695595060')
     (folder / "a.pfw").write_text(DLIO_LINES)
     (folder / "b.pfw").write_text(early)  # the same run, a year earlier
-    meta = ingest([folder], tmp_path / "store")
-    (mixed,) = [i for i in meta.issues if i.kind == "mixed-jobs"]
-    assert mixed.message.startswith("the logs form 2 groups that never ran at the same time")
-    assert "e.g. b.pfw" in mixed.message and "e.g. a.pfw" in mixed.message
-    assert np.isfinite(meta.clock_zero)
+    stores = ingest_jobs([folder], tmp_path / "stores")
+    assert [len(m.processes) for _, m in stores] == [1, 1]
+    assert [Path(m.processes[0].source).name for _, m in stores] == ["b.pfw", "a.pfw"]
+    assert all(np.isfinite(m.clock_zero) for _, m in stores)
+    (mixed,) = [i for i in stores[0][1].issues if i.kind == "mixed-jobs"]
+    assert "from 2023-09-24" in mixed.message and "from 2026-11-25" in mixed.message
+    with pytest.raises(ValueError, match="2 different jobs"):
+        ingest([folder], tmp_path / "store")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import filecmp
 import re
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from iosweep.trace.logs import ProcessLog
 
@@ -100,13 +100,19 @@ def group_jobs(logs: list[ProcessLog]) -> list[tuple[str, list[int]]]:
 
 
 def copies(logs: list[ProcessLog]) -> dict[int, int]:
-    """Logs that are copies of an earlier one (index -> the earlier one's): one process
-    leaves one log, so two logs of the same process, start, end and contents are one log
-    given twice (copied into the folder, or found under two paths); read once."""
+    """Darshan logs that are copies of an earlier one in the same folder (index -> the
+    earlier one's): one process leaves one log, so two logs of the same process, start, end
+    and contents are one log given twice (copied into the folder); read once."""
     seen: dict[tuple, list[int]] = {}
     out: dict[int, int] = {}
     for i, log in enumerate(logs):
-        key = (log.tracer, log.jobid, log.pid, log.start, log.end, log.exe, log.nprocs)
+        # a Darshan header names its process and times; a DFTracer trace's events may be
+        # another rank's byte for byte (synthetic traces): only Darshan logs are compared
+        if log.tracer != "darshan":
+            continue
+        # (in one folder: two runs' folders may hold the same synthetic or replayed trace)
+        key = (Path(log.source).parent, log.tracer, log.jobid, log.pid, log.start, log.end)
+        key += (log.exe, log.nprocs)
         same = seen.setdefault(key, [])
         # (the same header: the same bytes? the files are compared only then)
         first = next((j for j in same if filecmp.cmp(logs[j].source, log.source, False)), None)
@@ -122,10 +128,12 @@ def describe(logs: list[ProcessLog], jobs: list[tuple[str, list[int]]]) -> str:
     parts = []
     for label, idx in jobs:
         first = logs[idx[0]]
+        when = dt.datetime.fromtimestamp(min(logs[i].start for i in idx), dt.UTC)
         if not _is_mpi_job(first):
-            parts.append(f"{label}: {len(idx)} non-MPI process log(s)")
+            parts.append(
+                f"{label}: {len(idx)} non-MPI process log(s), from {when:%Y-%m-%d %H:%M:%S} UTC"
+            )
             continue
-        when = dt.datetime.fromtimestamp(first.start, dt.UTC)
         parts.append(
             f"{label}: job id {first.jobid}, {first.nprocs} ranks, "
             f"started {when:%Y-%m-%d %H:%M:%S} UTC"
