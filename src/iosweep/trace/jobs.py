@@ -111,8 +111,8 @@ def copies(logs: list[ProcessLog]) -> dict[int, int]:
         if log.tracer != "darshan":
             continue
         # (in one folder: two runs' folders may hold the same synthetic or replayed trace)
-        key = (Path(log.source).parent, log.tracer, log.jobid, log.pid, log.start, log.end)
-        key += (log.exe, log.nprocs)
+        where = Path(log.source).parent
+        key: tuple = (where, log.jobid, log.pid, log.start, log.end, log.exe, log.nprocs)
         same = seen.setdefault(key, [])
         # (the same header: the same bytes? the files are compared only then)
         first = next((j for j in same if filecmp.cmp(logs[j].source, log.source, False)), None)
