@@ -97,18 +97,22 @@ def _rank_times(layer: MpiioLayer, d: int, name: str, n_ranks: int) -> dict[str,
     if len(ops) and _use_dxt(layer, d, name):
         dur = (ops["end"] - ops["start"]).clip(lower=0)
         return _stats(dur.groupby(ops["rank"]).sum().to_numpy())
-    # per-rank records, and the records Darshan reduced over all ranks handed to each rank
-    # (shared.spread_records): a rank's time is its sum over files, so mean <= max always
-    recs = layer.records[layer.records[f"{name}s"] > 0]
-    red = reduced(recs)
-    parts = [recs[~red & (recs["actor"] >= 0)]]
-    if red.any():
-        parts.append(spread_records(recs[red], n_ranks))
-    rows = pd.concat(parts, ignore_index=True)
+    # a rank's time is its sum over files, so mean <= max always
+    rows = _rank_rows(layer.records[layer.records[f"{name}s"] > 0], n_ranks)
     rows = rows[rows[f"{name}s"] > 0]
     if not len(rows):
         return None
     return _stats(rows.groupby("actor")[f"{name}_time"].sum().to_numpy())
+
+
+def _rank_rows(recs: pd.DataFrame, n_ranks: int) -> pd.DataFrame:
+    """The per-rank records of ``recs``, and those Darshan reduced over all ranks handed to
+    each rank (shared.spread_records)."""
+    red = reduced(recs)
+    parts = [recs[~red & (recs["actor"] >= 0)]]
+    if red.any():
+        parts.append(spread_records(recs[red], n_ranks))
+    return pd.concat(parts, ignore_index=True)
 
 
 def _rank_bytes(layer: MpiioLayer, d: int, name: str, n_ranks: int) -> dict[str, float] | None:
@@ -121,13 +125,11 @@ def _rank_bytes(layer: MpiioLayer, d: int, name: str, n_ranks: int) -> dict[str,
         return _stats(ops["length"].groupby(ops["rank"]).sum().to_numpy())
     recs = layer.records[layer.records[col] > 0]
     red = reduced(recs)
-    parts = [recs[~red & (recs["actor"] >= 0)]]
     if red.any():
         movers, left = variance_movers(recs[red], n_ranks)
         if (left & ~(movers >= FEW_RANKS * n_ranks)).any():  # (NaN: not known either)
             return None
-        parts.append(spread_records(recs[red], n_ranks))
-    rows = pd.concat(parts, ignore_index=True)
+    rows = _rank_rows(recs, n_ranks)
     if not len(rows):
         return None
     per_rank = rows.groupby("actor")[col].sum()

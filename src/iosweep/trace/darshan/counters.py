@@ -222,8 +222,9 @@ def read_counters(
         for x in _FCOUNTERS.values()
         if f"{prefix}_{x}" in fnames
     }
-    issues = impossible_values(h.path, module, raw, np.array(ids), np.array(ranks), file_names)
-    issues += rate_beyond_ceiling(h.path, prefix, raw, np.array(ids), file_names)
+    rec_ids = np.array(ids)
+    issues = impossible_values(h.path, module, raw, rec_ids, np.array(ranks), file_names)
+    issues += rate_beyond_ceiling(h.path, prefix, raw, rec_ids, file_names)
     cols: dict[str, Any] = {  # ids as arrays, counters as masked arrays
         "file_id": np.array(ids, np.uint64),
         "rank": np.array(ranks, np.int64),
