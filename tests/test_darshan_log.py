@@ -6,10 +6,12 @@ import json
 import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import darshan
 import numpy as np
+import pyarrow as pa
 import pytest
 from conftest import pydarshan_records
 
@@ -502,6 +504,106 @@ def test_isolated_reader_gives_the_same_answer(tmp_path: Path, shared_data: Path
     assert e.value.kind == "unreadable"
 
 
+def _plain(table):
+    """A table's values, dictionary columns decoded (their dictionaries' order aside)."""
+    if table is None:
+        return None
+    return table.cast(
+        pa.schema([pa.field(f.name, getattr(f.type, "value_type", f.type)) for f in table.schema])
+    ).to_pylist()
+
+
+def test_bulk_reader_gives_what_libdarshan_util_hands_out(shared_data: Path, monkeypatch):
+    """Module regions read in bulk (bulk.py: inflated by Python, turned into columns by numpy)
+    against libdarshan-util's record-by-record reader on every real log of the fixtures:
+    the same segments, counters, issues and flags (POSIX, STDIO, MPI-IO, DXT_POSIX and
+    DXT_MPIIO among them; older module versions, which libdarshan-util upgrades, are left
+    to it)."""
+    from iosweep.trace.darshan import bulk, read
+
+    logs = sorted(shared_data.rglob("*.darshan"))
+    assert len(logs) >= 80
+    seen: list[tuple[str, int, bool]] = []
+
+    def spy(module: str, version: int, lib: str) -> bool:
+        seen.append((module, version, bulk.bulk_readable(module, version, lib)))
+        return seen[-1][2]
+
+    def outcome(path: Path):
+        try:
+            log = read_darshan_log(path)
+        except LogError as e:
+            return ("error", e.kind, e.message)
+        issues = [(i.kind, i.severity, i.message) for i in log.issues]
+        return (_plain(log.segments), _plain(log.counters), issues, log.incomplete, log.host)
+
+    monkeypatch.setattr(read, "bulk_readable", spy)
+    got = {p: outcome(p) for p in logs}
+    monkeypatch.setattr(read, "bulk_readable", lambda *_: False)
+    for p in logs:
+        assert got[p] == outcome(p), p
+    in_bulk = {(m, v) for m, v, b in seen if b}
+    assert {m for m, _ in in_bulk} == {"POSIX", "STDIO", "MPI-IO", "DXT_POSIX", "DXT_MPIIO"}
+
+
+def test_bulk_reader_over_runs_of_same_sized_records(tmp_path: Path, monkeypatch):
+    """Records of one size are checked a run at a time (bulk._run_of): runs broken by records
+    of other sizes, short runs and a last record of the run's size all read as
+    libdarshan-util reads them, record by record."""
+    from iosweep.trace.darshan import read
+
+    rng = np.random.default_rng(3)
+    sizes = [4] * 300 + [1, 7, 7, 2] + [2] * 5 + [3] * 70 + [5, 1] * 40 + [4] * 2000 + [6]
+    files = []
+    for i, k in enumerate(sizes):
+        seg = np.zeros(k, SEGMENT_DTYPE)
+        seg["offset"] = np.arange(k) * 4096
+        seg["length"] = rng.integers(1, 4096, k)
+        seg["start"] = np.sort(rng.random(k)) * 5
+        seg["end"] = seg["start"] + 0.001
+        files.append(DxtFile(f"/data/f{i}", seg, writes=int(rng.integers(0, k + 1))))
+    kw = dict(start=1_700_000_000.0, end=1_700_000_006.0, exe="x", jobid=1)
+    path = write_darshan_log(tmp_path / "runs.darshan", files, **kw)
+    bulk = read_darshan_log(path)
+    monkeypatch.setattr(read, "bulk_readable", lambda *_: False)
+    one_by_one = read_darshan_log(path)
+    assert bulk.segments.num_rows == sum(sizes)
+    assert _plain(bulk.segments) == _plain(one_by_one.segments)
+    assert _plain(bulk.counters) == _plain(one_by_one.counters)
+
+
+def _with_dxt_region(path: Path, edit) -> Path:
+    """``path`` rewritten with its DXT_POSIX region (the last one) inflated, changed by
+    ``edit`` and compressed again; the header's region map follows the new length."""
+    data = bytearray(path.read_bytes())
+    layout = check_log(path)
+    off, ln = layout.regions["slot10"]
+    assert off + ln == len(data)  # the writer puts DXT_POSIX last
+    raw = bytearray(zlib.decompress(bytes(data[off : off + ln])))
+    edit(raw)
+    packed = zlib.compress(bytes(raw))
+    struct.pack_into("<QQ", data, 48 + 16 * 10, off, len(packed))
+    path.write_bytes(bytes(data[:off]) + packed)
+    return path
+
+
+def test_a_dxt_record_counting_more_than_its_region_holds_is_named(tmp_path: Path):
+    seg = np.zeros(3, SEGMENT_DTYPE)
+    seg["length"], seg["start"] = 10, [0.1, 0.2, 0.3]
+    seg["end"] = seg["start"] + 0.01
+    files = [DxtFile("/data/a", seg), DxtFile("/data/b", seg)]
+    kw = dict(start=1_700_000_000.0, end=1_700_000_002.0, exe="x", jobid=1)
+    for name, count, word in (("big", 10**6, "more than the region holds"), ("neg", -5, "-5")):
+        path = write_darshan_log(tmp_path / f"{name}.darshan", files, **kw)
+        # the second record's read count (after the first record: header 104 + 3 segments)
+        _with_dxt_region(path, lambda raw, c=count: struct.pack_into("<q", raw, 200 + 96, c))
+        log = read_darshan_log(path)
+        assert log.incomplete == ["DXT_POSIX"] and log.segments.num_rows == 0
+        (issue,) = [i for i in log.issues if i.kind == "corrupt"]
+        assert "DXT_POSIX record" in issue.message and word in issue.message, issue.message
+        assert log.counters.num_rows == 2  # the POSIX counters are intact
+
+
 # ---------------------------------------------------------------------------------------
 # the writer (benchmark logs, synthetic test runs)
 # ---------------------------------------------------------------------------------------
@@ -538,8 +640,7 @@ def test_written_log_reads_back_in_pydarshan_and_here(tmp_path: Path):
 
 @pytest.mark.parametrize("writes", [0, 1, 2, 5])
 def test_one_record_of_writes_then_reads_keeps_its_split(tmp_path: Path, writes: int):
-    # A log of one DXT record takes the reader's one-record path (records are batched
-    # otherwise): `writes` writes then reads, as PyDarshan reads the same log.
+    # A log of one DXT record: `writes` writes then reads, as PyDarshan reads the same log.
     seg = np.zeros(5, SEGMENT_DTYPE)
     seg["offset"] = np.arange(5) * 4096
     seg["length"] = [4096, 4096, 100, 200, 300]

@@ -13,8 +13,13 @@ import bz2
 import itertools
 import struct
 import zlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from iosweep.trace.logs import LogError
 
@@ -32,6 +37,7 @@ _MAX_HEADER = 48 + 64 * 20
 _COMP_ZLIB, _COMP_BZIP2, _COMP_NONE = 0, 1, 2
 JOB_RECORD_SIZE = 4096  # DARSHANJOB_RECORD_SIZE: job struct + exe/mount text, uncompressed
 _JOB_STRUCT_SIZE = {"3.41": 1080}  # start/end gained a nsec field in 3.41; 1064 before
+_NO_IDS, _NO_PATHS = np.zeros(0, np.uint64), pa.array([], pa.string())
 
 
 @dataclass
@@ -46,10 +52,10 @@ class LogLayout:
     regions: dict[str, tuple[int, int]]  # "job", "names", "slot<i>": (offset, length)
     mapped_end: int  # where the last mapped region ends (== size for an intact log)
     lost_slots: list[int] = field(default_factory=list)  # module slots cut off by truncation
-    names: dict[int, str] = field(default_factory=dict)  # record id -> file path
+    names: NameTable = field(default_factory=lambda: NameTable(_NO_IDS, _NO_PATHS))
 
 
-def _decompress(path: Path, what: str, data: bytes, comp_type: int) -> bytes:
+def decompress(path: Path, what: str, data: bytes, comp_type: int) -> bytes:
     """Inflate one region. MPI logs concatenate one stream per rank: loop over the streams."""
     if comp_type == _COMP_NONE:
         return data
@@ -67,25 +73,81 @@ def _decompress(path: Path, what: str, data: bytes, comp_type: int) -> bytes:
     return b"".join(out)
 
 
-def _parse_names(path: Path, buf: bytes, swap: bool, version: str) -> dict[int, str]:
+class NameTable(Mapping[int, str]):
+    """A log's file-name records, record id -> path: arrays looked up a column at a time (an
+    ImageNet-scale run's logs hold 2.56 M names), a mapping for the odd single name."""
+
+    def __init__(self, ids: np.ndarray, paths: pa.Array):
+        order = np.argsort(ids, kind="stable")
+        ids = ids[order]
+        # an id named twice keeps its last name (as a dict built in file order does)
+        last = np.r_[ids[1:] != ids[:-1], True] if len(ids) else np.zeros(0, bool)
+        self.ids = ids[last]
+        self.paths = paths.take(pa.array(order[last]))
+
+    def __getitem__(self, rid: int) -> str:
+        at = int(np.searchsorted(self.ids, rid))
+        if at == len(self.ids) or int(self.ids[at]) != rid:
+            raise KeyError(rid)
+        return str(self.paths[at].as_py())
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.ids.tolist())
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def lookup(self, rids: np.ndarray, unknown) -> pa.Array:
+        """The path of each of ``rids`` (distinct record ids, an Arrow array in their order);
+        ``unknown(rid)`` names one without a name record, or with an empty name."""
+        at = np.minimum(np.searchsorted(self.ids, rids), max(len(self.ids) - 1, 0))
+        found = self.ids[at] == rids if len(self.ids) else np.zeros(len(rids), bool)
+        out = self.paths.take(pa.array(at)) if len(self.ids) else pa.nulls(len(rids), pa.string())
+        missing = ~found | (pc.fill_null(pc.binary_length(out), 0).to_numpy() == 0)
+        if not missing.any():
+            return out
+        values = out.to_pylist()
+        for i in np.flatnonzero(missing).tolist():
+            values[i] = unknown(int(rids[i]))
+        return pa.array(values, pa.string())
+
+
+def _parse_names(path: Path, buf: bytes, swap: bool, version: str) -> NameTable:
     """Name records: (uint64 id, NUL-terminated path) repeated, exactly filling the region;
     format 3.00 wrote (uint64 id, uint32 length, path) instead."""
     if version == "3.00":
         return _parse_names_3_00(path, buf, swap)
-    names: dict[int, str] = {}
-    fmt = ">Q" if swap else "<Q"
-    pos, n = 0, len(buf)
-    while pos < n:
-        end = buf.find(b"\0", pos + 8)
-        if end < 0:
-            raise LogError(path, "corrupt", f"the file-name records are damaged at byte {pos}")
-        (rid,) = struct.unpack_from(fmt, buf, pos)
-        names[rid] = buf[pos + 8 : end].decode("utf-8", "replace")
-        pos = end + 1
-    return names
+    if not buf:
+        return NameTable(_NO_IDS, _NO_PATHS)
+    u8 = np.frombuffer(buf, np.uint8)
+    nul = np.flatnonzero(u8 == 0)
+    # a record's path ends at the first NUL at least 8 bytes (its id) after its start; an id
+    # may hold NUL bytes too, so the records are found by walking from NUL to NUL
+    nxt = np.searchsorted(nul, nul + 9).tolist()
+    k, n, chain = int(np.searchsorted(nul, 8)), len(nul), []
+    while k < n:
+        chain.append(k)
+        k = nxt[k]
+    ends = nul[chain]
+    starts = np.r_[0, ends[:-1] + 1].astype(np.int64)
+    done = int(ends[-1]) + 1 if len(ends) else 0
+    if done != len(buf):
+        raise LogError(path, "corrupt", f"the file-name records are damaged at byte {done}")
+    ids = u8[starts[:, None] + np.arange(8)].view(">u8" if swap else "<u8").ravel()
+    lengths = ends - starts - 8
+    first = np.repeat(starts + 8 - np.r_[0, np.cumsum(lengths)[:-1]], lengths)
+    data = u8[first + np.arange(int(lengths.sum()))]
+    offsets = np.r_[0, np.cumsum(lengths)].astype(np.int32)
+    paths = pa.StringArray.from_buffers(len(ids), pa.py_buffer(offsets), pa.py_buffer(data))
+    try:
+        paths.validate(full=True)
+    except pa.ArrowInvalid:  # a name that is not UTF-8: decoded as before, bad bytes replaced
+        raw = [data[a:b].tobytes() for a, b in itertools.pairwise(offsets.tolist())]
+        paths = pa.array([r.decode("utf-8", "replace") for r in raw], pa.string())
+    return NameTable(ids.astype(np.uint64), paths)
 
 
-def _parse_names_3_00(path: Path, buf: bytes, swap: bool) -> dict[int, str]:
+def _parse_names_3_00(path: Path, buf: bytes, swap: bool) -> NameTable:
     names: dict[int, str] = {}
     fmt = ">QI" if swap else "<QI"
     pos, n = 0, len(buf)
@@ -97,7 +159,7 @@ def _parse_names_3_00(path: Path, buf: bytes, swap: bool) -> dict[int, str]:
             raise LogError(path, "corrupt", f"the file-name records are damaged at byte {pos}")
         names[rid] = buf[pos + 12 : pos + 12 + length].decode("utf-8", "replace")
         pos += 12 + length
-    return names
+    return NameTable(np.array(list(names), np.uint64), pa.array(list(names.values()), pa.string()))
 
 
 def check_log(path: Path | str) -> LogLayout:
@@ -211,7 +273,7 @@ def _check_records(path: Path, layout: LogLayout) -> None:
     with open(path, "rb") as f:
         off, ln = regions["job"]
         f.seek(off)
-        job = _decompress(path, "job record", f.read(ln), comp_type)
+        job = decompress(path, "job record", f.read(ln), comp_type)
         # libdarshan-util keeps the first 4096 bytes and scans the exe/mount text after the job
         # struct for NUL-terminated lines: without a NUL in there it would read past its buffer
         jsize = _JOB_STRUCT_SIZE.get(version, 1064)
@@ -220,5 +282,5 @@ def _check_records(path: Path, layout: LogLayout) -> None:
         if "names" in regions:
             off, ln = regions["names"]
             f.seek(off)
-            raw = _decompress(path, "file-name records", f.read(ln), comp_type)
+            raw = decompress(path, "file-name records", f.read(ln), comp_type)
             layout.names = _parse_names(path, raw, layout.swap, version)

@@ -3,13 +3,15 @@ PnetCDF, DFS and DAOS mapped onto the COUNTERS table, and LUSTRE records' stripi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from iosweep.trace.darshan.libutil import LogHandle, RecordError, log_issue
+from iosweep.trace.darshan.check import NameTable
+from iosweep.trace.darshan.libutil import LogHandle, RecordError, backend, log_issue
 from iosweep.trace.darshan.plausible import impossible_values, rate_beyond_ceiling
 from iosweep.trace.logs import LogError
 from iosweep.trace.schema import ACCESS_SLOTS, COUNTERS, SIZE_BINS, Issue
@@ -166,9 +168,6 @@ _SHARED_FSUFFIXES = {
 }
 
 
-_ID_COLUMNS = ("rank", "host", "pid", "file_id", "path", "module", "source")
-
-
 # Darshan's module name -> (record type, column map, iosweep's module name, counter prefix)
 COUNTER_SPECS: dict[str, tuple[str, dict[str, tuple[str, ...]], str, str]] = {
     "POSIX": ("struct darshan_posix_file *", _POSIX_MAP, "POSIX", "POSIX"),
@@ -188,16 +187,14 @@ COUNTER_SPECS: dict[str, tuple[str, dict[str, tuple[str, ...]], str, str]] = {
 }
 
 
-def read_counters(
-    h: LogHandle, module: str, idx: int, file_names: dict[int, str]
-) -> tuple[dict[str, Any] | None, list[Issue]]:
-    """Per-record counters of a module of :data:`COUNTER_SPECS` as columns (None if the
-    module has no records), and the impossible values among them, read as unknown
-    (:func:`~iosweep.trace.darshan.plausible.impossible_values`; ``file_names``: the log's
-    file names by record id)."""
-    ctype, cmap, name, prefix = COUNTER_SPECS[module]
-    cnames = {n: i for i, n in enumerate(h.cb.counter_names(module))}
-    fnames = {n: i for i, n in enumerate(h.cb.fcounter_names(module))}
+#: a counter module's records: (record ids, ranks, counters, fcounters), a row per record
+CounterRecords = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def counter_records(h: LogHandle, module: str, idx: int) -> CounterRecords:
+    """A counter module's records through libdarshan-util, a call per record (the regions
+    :mod:`~iosweep.trace.darshan.bulk` does not read itself: older formats it upgrades)."""
+    ctype = COUNTER_SPECS[module][0]
     ids, ranks, ints, floats = [], [], [], []
     try:
         for rec in h.records(idx, ctype):
@@ -211,9 +208,35 @@ def read_counters(
             "corrupt",
             f"the {module} data are damaged (libdarshan-util failed after {len(ids)} records)",
         ) from None
-    if not ids:
+    nc, nf = len(h.cb.counter_names(module)), len(h.cb.fcounter_names(module))
+    return (
+        np.array(ids, np.uint64),
+        np.array(ranks, np.int64),
+        np.vstack(ints) if ints else np.zeros((0, nc), np.int64),
+        np.vstack(floats) if floats else np.zeros((0, nf), np.float64),
+    )
+
+
+def counter_widths(module: str) -> tuple[int, int]:
+    """How many counters and fcounters a record of ``module`` holds (libdarshan-util's)."""
+    cb = backend()
+    return len(cb.counter_names(module)), len(cb.fcounter_names(module))
+
+
+def read_counters(
+    path: Path, module: str, records: CounterRecords, file_names: Mapping[int, str]
+) -> tuple[dict[str, Any] | None, list[Issue]]:
+    """Per-record counters of a module of :data:`COUNTER_SPECS` as columns (None if the
+    module has no records), and the impossible values among them, read as unknown
+    (:func:`~iosweep.trace.darshan.plausible.impossible_values`; ``file_names``: the log's
+    file names by record id)."""
+    _ctype, cmap, name, prefix = COUNTER_SPECS[module]
+    cb = backend()
+    cnames = {n: i for i, n in enumerate(cb.counter_names(module))}
+    fnames = {n: i for i, n in enumerate(cb.fcounter_names(module))}
+    ids, ranks, c, f = records
+    if not len(ids):
         return None, []
-    c, f = np.vstack(ints), np.vstack(floats)
     raw: dict[str, np.ndarray] = {
         n: c[:, cnames[n]] for srcs in cmap.values() for n in srcs if n in cnames
     }
@@ -222,12 +245,11 @@ def read_counters(
         for x in _FCOUNTERS.values()
         if f"{prefix}_{x}" in fnames
     }
-    rec_ids = np.array(ids)
-    issues = impossible_values(h.path, module, raw, rec_ids, np.array(ranks), file_names)
-    issues += rate_beyond_ceiling(h.path, prefix, raw, rec_ids, file_names)
+    issues = impossible_values(path, module, raw, ids, ranks, file_names)
+    issues += rate_beyond_ceiling(path, prefix, raw, ids, file_names)
     cols: dict[str, Any] = {  # ids as arrays, counters as masked arrays
-        "file_id": np.array(ids, np.uint64),
-        "rank": np.array(ranks, np.int64),
+        "file_id": ids.astype(np.uint64),
+        "rank": ranks.astype(np.int64),
     }
     for col, srcs in cmap.items():
         vals = [c[:, cnames[s]] for s in srcs if s in cnames]
@@ -251,46 +273,63 @@ def read_counters(
         cols["open_start"].mask |= cols["opens"].filled(0) == 0
     if "close_end" in cols:
         cols["close_end"].mask |= cols["close_end"].filled(0) <= 0
-    for f in COUNTERS:  # what this module does not count (STDIO: stats, size bins) is null
-        if f.name not in cols and f.name not in _ID_COLUMNS:
-            dtype = np.float64 if pa.types.is_floating(f.type) else np.int64
-            cols[f.name] = np.ma.masked_all(len(ids), dtype)
-    cols["module"] = np.array([name] * len(ids), object)
+    cols["module"] = np.full(len(ids), name, object)
     return cols, issues
 
 
 def counters_table(
-    parts: list[dict[str, np.ndarray]],
-    names: dict[int, str],
+    parts: list[dict[str, Any]],
+    names: NameTable,
     source: str,
     host_of_rank: dict[int, str],
     pid_of_rank: dict[int, int],
 ) -> pa.Table | None:
+    """COUNTERS of the modules' parts (a table per module, put together)."""
     if not parts:
         return None
-    cols = {k: np.ma.concatenate([p[k] for p in parts]) for k in parts[0] if k != "module"}
-    module = np.concatenate([p["module"] for p in parts])
-    rank = cols.pop("rank").filled(-1).astype(np.int64)
-    ids = cols.pop("file_id").filled(0).astype(np.uint64)
+    return pa.concat_tables(
+        [_part_table(p, names, source, host_of_rank, pid_of_rank) for p in parts]
+    )
+
+
+def _part_table(
+    part: dict[str, Any],
+    names: NameTable,
+    source: str,
+    host_of_rank: dict[int, str],
+    pid_of_rank: dict[int, int],
+) -> pa.Table:
+    rank = np.ma.getdata(part["rank"]).astype(np.int64)
+    ids = np.ma.getdata(part["file_id"]).astype(np.uint64)
+    n = len(ids)
+    uranks, rank_at = np.unique(rank, return_inverse=True)
+    uids, id_at = np.unique(ids, return_inverse=True)
     out: dict[str, pa.Array] = {
         "rank": pa.array(rank.astype(np.int32)),
-        "host": pa.array([host_of_rank.get(int(r)) for r in rank], pa.string()),
-        "pid": pa.array([pid_of_rank.get(int(r)) for r in rank], pa.int64()),
+        "host": _take([host_of_rank.get(int(r)) for r in uranks], pa.string(), rank_at),
+        "pid": _take([pid_of_rank.get(int(r)) for r in uranks], pa.int64(), rank_at),
         "file_id": pa.array(ids),
         # DFS names a file relative to its container, and may leave it empty
-        "path": pa.array(
-            [names.get(int(i)) or f"<unnamed record {int(i):x}>" for i in ids], pa.string()
+        "path": names.lookup(uids, lambda rid: f"<unnamed record {rid:x}>").take(
+            pa.array(id_at.astype(np.int64))
         ),
-        "module": pa.array(module.tolist(), pa.string()),
-        "source": pa.array([source] * len(ids), pa.string()),
+        "module": _take([str(part["module"][0])], pa.string(), np.zeros(n, np.int64)),
+        "source": _take([source], pa.string(), np.zeros(n, np.int64)),
     }
-    for k, v in cols.items():
-        out[k] = pa.array(v.data, mask=np.ma.getmaskarray(v))
     for f in COUNTERS:
-        if f.name not in out:
-            out[f.name] = pa.nulls(len(ids), f.type)
-    t = pa.table({f.name: out[f.name] for f in COUNTERS})
-    return t.cast(COUNTERS)
+        if f.name in out:
+            continue
+        v = part.get(f.name)
+        if v is None:  # what this module does not count (STDIO: stats, size bins) is null
+            out[f.name] = pa.nulls(n, f.type)
+        else:
+            out[f.name] = pa.array(np.ma.getdata(v), f.type, mask=np.ma.getmaskarray(v))
+    return pa.Table.from_arrays([out[f.name] for f in COUNTERS], schema=COUNTERS)
+
+
+def _take(values: list, type_: pa.DataType, at: np.ndarray) -> pa.Array:
+    """``values[at]`` as an Arrow array, each distinct value converted once."""
+    return pa.array(values, type_).take(pa.array(at.astype(np.int64)))
 
 
 def read_lustre(h: LogHandle, path: Path, idx: int) -> tuple[dict[str, Any] | None, Issue | None]:
@@ -323,9 +362,5 @@ def read_lustre(h: LogHandle, path: Path, idx: int) -> tuple[dict[str, Any] | No
         "stripe_size": np.ma.masked_less(np.array(sizes, np.int64), 0),
         "stripe_count": np.ma.masked_less(np.array(counts, np.int64), 0),
     }
-    for f in COUNTERS:
-        if f.name not in cols and f.name not in _ID_COLUMNS:
-            dtype = np.float64 if pa.types.is_floating(f.type) else np.int64
-            cols[f.name] = np.ma.masked_all(len(ids), dtype)
     cols["module"] = np.array(["LUSTRE"] * len(ids), object)
     return cols, None

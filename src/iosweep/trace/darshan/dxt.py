@@ -3,12 +3,15 @@ buffer (no Python per segment), checked for impossible offsets and times."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from iosweep.trace.darshan.bulk import DxtColumns
+from iosweep.trace.darshan.check import NameTable
 from iosweep.trace.darshan.libutil import SEGMENT_DTYPE, LogHandle, NameDict, RecordError
 from iosweep.trace.logs import LogError
 from iosweep.trace.schema import SEGMENTS
@@ -32,25 +35,14 @@ def _check_segments(seg: np.ndarray, duration: float) -> str:
     return ""
 
 
-@dataclass
-class DxtPart:
-    """The segments of one DXT file record, copied out of C (the constant columns come later)."""
-
-    module: str
-    rank: int
-    host: str
-    rid: int
-    writes: int
-    offset: np.ndarray
-    length: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
-
-
-def read_dxt(h: LogHandle, module: str, idx: int, duration: float) -> list[DxtPart]:
+def read_dxt(h: LogHandle, module: str, idx: int) -> DxtColumns:
+    """A DXT module's records through libdarshan-util, a call per record (for the regions
+    :mod:`~iosweep.trace.darshan.bulk` does not read itself); :func:`check_dxt` checks both."""
     ffi = h.ffi
     head = ffi.sizeof("struct dxt_file_record")
-    parts: list[DxtPart] = []
+    rids: list[int] = []
+    ranks, hosts, writes, counts, segs = [], [], [], [], []
+    host_idx: dict[str, int] = {}
     try:
         for rec in h.records(idx, "struct dxt_file_record *"):
             wc, rc = int(rec.write_count), int(rec.read_count)
@@ -64,59 +56,61 @@ def read_dxt(h: LogHandle, module: str, idx: int, duration: float) -> list[DxtPa
             n = wc + rc
             if n == 0:
                 continue
-            # the segments follow the record header in the same malloc'd block: view them,
-            # then copy each field once into its own contiguous array (the final column)
+            # the segments follow the record header in the same malloc'd block
             seg = np.frombuffer(
                 ffi.buffer(ffi.cast("char *", rec) + head, n * SEGMENT_DTYPE.itemsize),
                 dtype=SEGMENT_DTYPE,
             )
-            parts.append(
-                DxtPart(
-                    module=DXT_MODULES[module],
-                    rank=rank,
-                    host=ffi.string(rec.hostname, 64).decode("utf-8", "replace"),
-                    rid=rid,
-                    writes=wc,
-                    offset=seg["offset"].copy(),
-                    length=seg["length"].copy(),
-                    start=seg["start"].copy(),
-                    end=seg["end"].copy(),
-                )
-            )
+            host = ffi.string(rec.hostname, 64).decode("utf-8", "replace")
+            rids.append(rid)
+            ranks.append(rank)
+            hosts.append(host_idx.setdefault(host, len(host_idx)))
+            writes.append(wc)
+            counts.append(n)
+            segs.append(seg.copy())
     except RecordError:
         raise LogError(
             h.path,
             "corrupt",
-            f"the {module} data are damaged (libdarshan-util failed after {len(parts)} records)",
+            f"the {module} data are damaged (libdarshan-util failed after {len(rids)} records)",
         ) from None
-    if (bad := _first_damaged(parts, duration)) is not None:
-        part, why = bad
-        raise LogError(h.path, "corrupt", f"{module} record {part.rid} is damaged: {why}")
-    return parts
+    seg = np.concatenate(segs) if segs else np.zeros(0, SEGMENT_DTYPE)
+    cols = DxtColumns(
+        module=DXT_MODULES[module],
+        rid=np.array(rids, np.uint64),
+        rank=np.array(ranks, np.int64),
+        host=np.array(hosts, np.int32),
+        hosts=list(host_idx),
+        writes=np.array(writes, np.int64),
+        count=np.array(counts, np.int64),
+        **{f: np.ascontiguousarray(seg[f]) for f in SEGMENT_DTYPE.names or ()},
+    )
+    return cols
 
 
-def _first_damaged(parts: list[DxtPart], duration: float) -> tuple[DxtPart, str] | None:
-    """The first record whose segments cannot be real data, and why (:func:`_check_segments`),
-    checked over all of a module's segments at once: once per record, the check took a
-    quarter of the time to read an ImageNet-scale run's logs (2.56 M records of 4 segments)."""
-    if not parts:
-        return None
-    start = np.concatenate([p.start for p in parts])
-    end = np.concatenate([p.end for p in parts])
+def check_dxt(path: Path, module: str, cols: DxtColumns, duration: float) -> None:
+    """LogError naming the first record whose segments cannot be real data, and why
+    (:func:`_check_segments`), checked over all of a module's segments at once: once per
+    record, the check took a quarter of the time to read an ImageNet-scale run's logs (2.56 M
+    records of 4 segments)."""
+    start, end = cols.start, cols.end
     bad = ~(np.isfinite(start) & np.isfinite(end))
-    bad |= np.concatenate([p.length for p in parts]) < 0
-    bad |= np.concatenate([p.offset for p in parts]) < -1
+    bad |= cols.length < 0
+    bad |= cols.offset < -1
     with np.errstate(invalid="ignore"):
         bad |= (np.minimum(start, end) < -_TIME_SLACK) | (
             np.maximum(start, end) > duration + _TIME_SLACK
         )
     if not bad.any():
-        return None
-    at = int(np.searchsorted(np.cumsum([len(p.start) for p in parts]), np.argmax(bad), "right"))
-    p = parts[at]
-    seg = np.zeros(len(p.start), SEGMENT_DTYPE)
-    seg["offset"], seg["length"], seg["start"], seg["end"] = p.offset, p.length, p.start, p.end
-    return p, _check_segments(seg, duration)
+        return
+    at = int(np.searchsorted(np.cumsum(cols.count), np.argmax(bad), "right"))
+    lo = int(cols.count[:at].sum())
+    sl = slice(lo, lo + int(cols.count[at]))
+    seg = np.zeros(sl.stop - sl.start, SEGMENT_DTYPE)
+    for f in SEGMENT_DTYPE.names or ():
+        seg[f] = getattr(cols, f)[sl]
+    why = _check_segments(seg, duration)
+    raise LogError(path, "corrupt", f"{module} record {int(cols.rid[at])} is damaged: {why}")
 
 
 class _Consts:
@@ -143,100 +137,54 @@ class _Consts:
 
 
 def segments_table(
-    parts: list[DxtPart], names: dict[int, str], source: str, pid_of_rank: dict[int, int]
+    modules: list[DxtColumns], names: NameTable, source: str, pid_of_rank: dict[int, int]
 ) -> pa.Table:
-    """SEGMENTS from the DXT parts (consumed: each part is dropped once it is in a batch).
-
-    A large record becomes one record batch whose numeric columns are the part's arrays
-    (zero-copy) and whose constant columns share buffers (see :class:`_Consts`); small
-    records are grouped so a log of many files does not make many tiny batches. All
-    batches share the log's dictionaries.
-    """
-    if not parts:
+    """SEGMENTS from each DXT module's columns: a record batch per module, whose columns
+    constant over it (rank, host, pid, module, source in a per-process log) share one buffer
+    (see :class:`_Consts`). All batches share the log's dictionaries."""
+    modules = [m for m in modules if len(m.count)]
+    if not modules:
         return SEGMENTS.empty_table()
-    hosts, paths, modules, ops, sources = NameDict(), NameDict(), NameDict(), NameDict(), NameDict()
+    hosts, mods, ops, sources = NameDict(), NameDict(), NameDict(), NameDict()
     w, r, src = ops("write"), ops("read"), sources(source)
-    keys = [
-        (hosts(p.host), paths(names.get(p.rid, f"<unknown record {p.rid}>")), modules(p.module))
-        for p in parts
-    ]
-    d_host, d_path, d_mod, d_op, d_src = (x.array() for x in (hosts, paths, modules, ops, sources))
+    host_at = [np.array([hosts(x) for x in m.hosts], np.int32) for m in modules]
+    # the files of all modules, each named once
+    rids, inverse = np.unique(np.concatenate([m.rid for m in modules]), return_inverse=True)
+    d_path = names.lookup(rids, lambda rid: f"<unknown record {rid}>")
+    bounds = np.cumsum([0] + [len(m.rid) for m in modules])
+    file_at = [inverse[a:b].astype(np.int32) for a, b in itertools.pairwise(bounds)]
+    mod_at = [mods(m.module) for m in modules]
+    d_host, d_mod, d_op, d_src = (x.array() for x in (hosts, mods, ops, sources))
     consts = _Consts()
     i32, i64 = pa.int32(), pa.int64()
-
     batches = []
-    i = 0
-    while i < len(parts):
-        j, rows = i, 0
-        while j < len(parts) and (rows == 0 or rows + len(parts[j].offset) <= 1 << 16):
-            rows += len(parts[j].offset)
-            j += 1
-        group, gkeys = parts[i:j], keys[i:j]
-        if len(group) == 1:
-            p, (hi, pi, mi) = group[0], gkeys[0]
-            n = rows
-            if p.writes in (0, n):
-                op = consts(w if p.writes else r, n, i32)
-            else:
-                op = np.full(n, r, np.int32)
-                op[: p.writes] = w
-            cols = [
-                consts(p.rank, n, i32),
-                consts(hi, n, i32),
-                consts(pid_of_rank.get(p.rank), n, i64),
-                consts(p.rid, n, pa.uint64()),
-                consts(pi, n, i32),
-                consts(mi, n, i32),
-                op,
-                p.offset,
-                p.length,
-                p.start,
-                p.end,
-            ]
-        else:
-            sizes = np.array([len(p.offset) for p in group])
+    for m, h_at, f_at, m_at in zip(modules, host_at, file_at, mod_at, strict=True):
+        n = len(m.offset)
 
-            def rep(vals: list, dtype, sizes=sizes) -> np.ndarray:
-                return np.repeat(np.asarray(vals, dtype), sizes)
+        def per_segment(v: np.ndarray, type_: pa.DataType, m=m, n=n) -> pa.Array:
+            if len(v) and (v == v[0]).all():
+                return consts(v[0].item(), n, type_)
+            return pa.array(np.repeat(v, m.count).astype(type_.to_pandas_dtype()))
 
-            op = np.full(rows, r, np.int32)
-            pos = 0
-            for p, n in zip(group, sizes, strict=True):
-                op[pos : pos + p.writes] = w
-                pos += n
-            pids = [pid_of_rank.get(p.rank) for p in group]
-            cols = [
-                rep([p.rank for p in group], np.int32),
-                rep([k[0] for k in gkeys], np.int32),
-                pa.array(
-                    rep([q or 0 for q in pids], np.int64),
-                    mask=rep([q is None for q in pids], bool) if None in pids else None,
-                ),
-                rep([p.rid for p in group], np.uint64),
-                rep([k[1] for k in gkeys], np.int32),
-                rep([k[2] for k in gkeys], np.int32),
-                op,
-                *(
-                    np.concatenate([getattr(p, f) for p in group])
-                    for f in SEGMENT_DTYPE.names or ()
-                ),
-            ]
-        rank, hi, pid, rid, pi, mi, op, *seg = cols
-        dict_col = pa.DictionaryArray.from_arrays
+        # the writes of a record come before its reads
+        first = np.repeat(np.cumsum(m.count) - m.count, m.count)
+        op = np.where(np.arange(n) - first < np.repeat(m.writes, m.count), w, r).astype(np.int32)
+        pids = np.array([pid_of_rank.get(int(x), -1) for x in np.unique(m.rank)], np.int64)
+        pid = pids[np.searchsorted(np.unique(m.rank), m.rank)]
+        pid_col = per_segment(pid, i64)
+        if (pid < 0).any():
+            pid_col = pa.array(np.repeat(pid, m.count), mask=np.repeat(pid < 0, m.count))
         batch = [
-            pa.array(rank),  # no copy: an Arrow array stays itself, numpy is wrapped
-            dict_col(hi, d_host),
-            pid,
-            consts(None, rows, i64),  # DXT does not record threads
-            pa.array(rid),
-            dict_col(pi, d_path),
-            dict_col(mi, d_mod),
-            dict_col(op, d_op),
-            *(pa.array(x) for x in seg),
-            dict_col(consts(src, rows, i32), d_src),
+            per_segment(m.rank, i32),
+            pa.DictionaryArray.from_arrays(per_segment(h_at[m.host], i32), d_host),
+            pid_col,
+            consts(None, n, i64),  # DXT does not record threads
+            pa.array(np.repeat(m.rid, m.count)),
+            pa.DictionaryArray.from_arrays(per_segment(f_at, i32), d_path),
+            pa.DictionaryArray.from_arrays(consts(m_at, n, i32), d_mod),
+            pa.DictionaryArray.from_arrays(op, d_op),
+            *(pa.array(getattr(m, f)) for f in SEGMENT_DTYPE.names or ()),
+            pa.DictionaryArray.from_arrays(consts(src, n, i32), d_src),
         ]
         batches.append(pa.RecordBatch.from_arrays(batch, schema=SEGMENTS))
-        # let the copies go once they are in a batch
-        parts[i:j] = [None] * (j - i)  # type: ignore[list-item]
-        i = j
     return pa.Table.from_batches(batches, schema=SEGMENTS)

@@ -28,6 +28,11 @@ def backend():
     return cb
 
 
+def lib_version() -> str:
+    """The bundled libdarshan-util's version (its structs are the current format's)."""
+    return str(backend().get_lib_version())
+
+
 class RecordError(Exception):
     """darshan_log_get_record returned an error in the middle of a module region."""
 

@@ -8,6 +8,7 @@ given: the statements resting on it are withheld by the analysis, the rest goes 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +65,7 @@ def impossible_values(
     columns: dict[str, np.ndarray],
     ids: np.ndarray,
     ranks: np.ndarray,
-    names: dict[int, str],
+    names: Mapping[int, str],
 ) -> list[Issue]:
     """One ``corrupt`` issue per counter of ``module`` holding a value no runtime writes
     (``columns``: counter name -> raw values per record): a count below -1, where -1 marks a
@@ -94,21 +95,21 @@ def impossible_values(
 
 
 def dxt_beyond_counters(
-    path: Path, dxt_parts: list, counter_parts: list[dict], names: dict[int, str]
+    path: Path, dxt_parts: list, counter_parts: list[dict], names: Mapping[int, str]
 ) -> Issue | None:
     """A file whose DXT trace holds more POSIX operations than its counters count: DXT may
     lose operations (its buffer fills) but never add any, so one of the two is damaged (a
     reduced record, rank -1, counts every rank's; DXT keeps a record per rank)."""
     posix = [p for p in counter_parts if p["module"][0] == "POSIX"]
-    dxt = [d for d in dxt_parts if d.module == "POSIX"]  # (DxtPart.module: the layer)
+    dxt = [d for d in dxt_parts if d.module == "POSIX"]  # (DxtColumns.module: the layer)
     if not posix or not dxt:
         return None
     c_file = np.concatenate([p["file_id"] for p in posix]).astype(np.uint64)
     c_rank = np.concatenate([p["rank"] for p in posix]).astype(np.int64)
     c_ops = np.concatenate([p["reads"].filled(-1) + p["writes"].filled(-1) for p in posix])
-    d_file = np.array([d.rid for d in dxt], np.uint64)
-    d_rank = np.array([d.rank for d in dxt], np.int64)
-    d_ops = np.array([len(d.offset) for d in dxt], np.int64)
+    d_file = np.concatenate([d.rid for d in dxt]).astype(np.uint64)
+    d_rank = np.concatenate([d.rank for d in dxt]).astype(np.int64)
+    d_ops = np.concatenate([d.count for d in dxt]).astype(np.int64)
     # every rank's DXT records, summed, against a reduced record's counts
     ranked = d_rank >= 0
     files, at = np.unique(d_file[ranked], return_inverse=True)
@@ -146,7 +147,7 @@ def rate_beyond_ceiling(
     prefix: str,
     columns: dict[str, np.ndarray],
     ids: np.ndarray,
-    names: dict[int, str],
+    names: Mapping[int, str],
 ) -> list[Issue]:
     """Records of ``prefix`` (POSIX, STDIO) that moved at least :data:`RATE_MIN_BYTES` at
     more than :data:`RATE_CEILING` (bytes over the time of those calls): implausible."""

@@ -25,16 +25,34 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from iosweep.files import shown
+from iosweep.trace.darshan.bulk import (
+    DxtColumns,
+    bulk_readable,
+    read_counter_region,
+    read_dxt_region,
+    region_bytes,
+)
 from iosweep.trace.darshan.check import LogLayout, check_log
 from iosweep.trace.darshan.counters import (
     COUNTER_SPECS,
+    counter_records,
+    counter_widths,
     counters_table,
     read_counters,
     read_lustre,
 )
-from iosweep.trace.darshan.dxt import DXT_MODULES, DxtPart, read_dxt, segments_table
-from iosweep.trace.darshan.libutil import SEGMENT_DTYPE, LogHandle, RecordError, backend, log_issue
+from iosweep.trace.darshan.dxt import DXT_MODULES, check_dxt, read_dxt, segments_table
+from iosweep.trace.darshan.libutil import (
+    SEGMENT_DTYPE,
+    LogHandle,
+    RecordError,
+    backend,
+    lib_version,
+    log_issue,
+)
 from iosweep.trace.darshan.plausible import dxt_beyond_counters, job_times
 from iosweep.trace.logs import LogError, ProcessLog
 from iosweep.trace.schema import Issue
@@ -122,9 +140,11 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
     whole_seconds = job["start"] % 1 == 0 and job["end"] % 1 == 0
     end = job["end"] + 1.0 if whole_seconds else job["end"]
     duration = max(end - job["start"], 0.0)
-    dxt_parts: list[DxtPart] = []
+    dxt_parts: list[DxtColumns] = []
     counter_parts: list[dict[str, Any]] = []
     read_ok: list[str] = []
+    slot_of = {n: s for s, n in slot_name.items()}
+    lib = lib_version()
     for name in by_idx:
         m = mods[name]
         if name in lost:
@@ -138,11 +158,25 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
             if (problem := _check_region(h, path, name, m["idx"])) is not None:
                 issues.append(problem)
             continue
+        # a region in the format libdarshan-util writes is read here in bulk, not a record a call
+        bulk = name in slot_of and bulk_readable(name, m["ver"], lib)
         try:
+            buf = region_bytes(path, layout, slot_of[name], name) if bulk else b""
             if name in DXT_MODULES:
-                dxt_parts.extend(read_dxt(h, name, m["idx"], duration))
+                cols = (
+                    read_dxt_region(path, buf, layout.swap, name, m["ver"])
+                    if bulk
+                    else read_dxt(h, name, m["idx"])
+                )
+                check_dxt(path, name, cols, duration)
+                dxt_parts.append(cols)
             else:
-                part, impossible = read_counters(h, name, m["idx"], layout.names)
+                records = (
+                    read_counter_region(buf, layout.swap, *counter_widths(name))
+                    if bulk
+                    else counter_records(h, name, m["idx"])
+                )
+                part, impossible = read_counters(path, name, records, layout.names)
                 issues.extend(impossible)
                 if part is not None:
                     counter_parts.append(part)
@@ -177,7 +211,7 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
     # reads or writes that DXT would have traced (a process that only stat'ed or opened
     # files, like a short-lived `uname`, has no DXT records even with tracing on)
     rw = {
-        p["module"][0]: int(p["reads"].filled(0).sum() + p["writes"].filled(0).sum())
+        p["module"][0]: sum(int(p[k].filled(0).sum()) for k in ("reads", "writes") if k in p)
         for p in counter_parts
     }
     traced = rw.get("POSIX", 0) > 0 or "MPI-IO" in mods
@@ -207,7 +241,9 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
     pid = _pid_of(path, job["jobid"], mpi)
     host_of_rank: dict[int, str] = {}
     for p in dxt_parts:
-        host_of_rank.setdefault(p.rank, p.host)
+        ranks, at = np.unique(p.rank, return_index=True)
+        for r, i in zip(ranks.tolist(), at.tolist(), strict=True):
+            host_of_rank.setdefault(r, p.hosts[p.host[i]])
     # a per-process log is rank 0 of itself; in an MPI log only rank 0's pid may be known
     pid_of_rank = {0: pid} if pid >= 0 else {}
     source = shown(path.name)
