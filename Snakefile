@@ -33,3 +33,8 @@ rule all:
     input:
         REPORT_HTML,
         [TUNE_LEDGER] if TUNE else [],
+        (
+            [f"{RUN_DIR.format(run_id=r)}/store/merged-log.txt" for r in RUN_IDS]
+            if config["ingest"]["merged_log"]
+            else []
+        ),

@@ -20,7 +20,7 @@ import pytest
 from conftest import shared_fixture, unavailable
 
 from iosweep.trace.darshan.merge import _rebin
-from iosweep.trace.ingest import MERGED_DARSHAN, ingest
+from iosweep.trace.ingest import MERGED_DARSHAN, ingest, write_merged_darshan
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = REPO / ".venv-tools" / "bin"  # tools/setup.sh: drishti-io, dxt-explorer
@@ -61,8 +61,9 @@ def np4(tmp_path_factory) -> tuple[Path, dict[int, Path]]:
     """The 4-rank PyTorch MNIST run ingested, and each rank's own log (by its rank file)."""
     run = shared_fixture("horovod-pytorch-mnist/darshan-np4")
     store = tmp_path_factory.mktemp("np4") / "store"
-    meta = ingest([run], store)
-    assert not [i for i in meta.issues if i.kind.startswith("merge")]
+    ingest([run], store)
+    assert not (store / MERGED_DARSHAN).exists()  # on demand only: the store does not wait
+    assert write_merged_darshan(store) == []
     logs = {}
     for rf in (run / "ranks").glob("rank-*.json"):
         info = json.loads(rf.read_text())
@@ -171,6 +172,7 @@ def test_workers_are_folded_into_their_rank(tmp_path):
     run = shared_fixture("imagenet-style-resnet50-h100/darshan16")
     meta = ingest([run], tmp_path / "store")
     assert sorted({p.role for p in meta.processes}) == ["rank", "worker"]
+    write_merged_darshan(tmp_path / "store")
     rep = light(tmp_path / "store" / MERGED_DARSHAN)
     assert rep.metadata["job"]["nprocs"] == 1
     logs = sorted(run.rglob("*.darshan"))
@@ -247,36 +249,67 @@ from pathlib import Path
 import numpy as np
 resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
 from iosweep.trace.darshan.libutil import SEGMENT_DTYPE
-from iosweep.trace.darshan.merge import MergeInput, write_merged_log
+from iosweep.cli import main
 from iosweep.trace.darshan.write import DxtFile, write_darshan_log
 
 root = Path(sys.argv[1])
+(root / "logs").mkdir()
 seg = np.zeros(2, SEGMENT_DTYPE)
 seg["length"], seg["offset"] = 4096, [0, 4096]
 seg["start"], seg["end"] = [0.1, 0.2], [0.15, 0.25]
-inputs = []
 for r in range(300):
-    log = write_darshan_log(root / f"r{r}.darshan", [DxtFile(f"/data/{r}.bin", seg)],
-                            start=1.7e9 + r * 0.01, end=1.7e9 + 5, exe="python t.py",
-                            jobid=1000 + r)
-    inputs.append(MergeInput(log, r, "n0"))
-res = write_merged_log(inputs, root / "merged.darshan")
-print(res.nprocs, res.processes)
+    write_darshan_log(root / "logs" / f"r{r}.darshan", [DxtFile(f"/data/{r}.bin", seg)],
+                      start=1.7e9 + r * 0.01, end=1.7e9 + 5, exe="python t.py", jobid=1000 + r)
+# no manifest: the ranks are numbered by process start (a warning says so)
+sys.exit(main(["ingest", str(root / "logs"), "-o", str(root / "store"), "--merged-log"]))
 """
 
 
 def test_a_run_of_more_logs_than_open_files_allowed_merges(tmp_path):
-    # issue 51: 300 logs where a process may hold 256 files open (a common default is
-    # 1,024; the 30 M and 100 M runs have 1,500 and 5,152 logs): the merged log is written,
-    # every rank in it, and PyDarshan reads it back (it failed with "Too many open files"
-    # after ~250, the merged log lost with an empty warning)
+    # issue 51: 300 logs ingested and merged (`iosweep ingest --merged-log`) where a process
+    # may hold 256 files open (a common default is 1,024; the 30 M and 100 M runs have 1,500
+    # and 5,152 logs): the merged log is written, every rank in it, and PyDarshan reads it
+    # back (it failed with "Too many open files" after ~250, lost with an empty warning)
     res = subprocess.run(
         [sys.executable, "-c", MANY_LOGS, str(tmp_path)], capture_output=True, text=True,
         timeout=600,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-2000:]
-    assert res.stdout.split() == ["300", "300"]
-    with darshan.DarshanReport(str(tmp_path / "merged.darshan"), read_all=True) as rep:
+    assert f"merged log: {tmp_path / 'store' / 'merged.darshan'}" in res.stdout
+    meta = json.loads((tmp_path / "store" / "run.json").read_text())
+    assert len(meta["processes"]) == 300
+    assert not [i for i in meta["issues"] if i["kind"].startswith("merge")]
+    with darshan.DarshanReport(str(tmp_path / "store" / "merged.darshan"), read_all=True) as rep:
         assert rep.metadata["job"]["nprocs"] == 300
         dxt = rep.records["DXT_POSIX"].to_df()
         assert sorted(int(d["rank"]) for d in dxt) == list(range(300))
+
+
+def test_merge_on_demand_and_what_it_says(shared_data, tmp_path, capsys):
+    """`iosweep merge STORE` after the ingest; a store whose inputs are not listed is named;
+    an MPI job's store has nothing to merge (its own log already is one job)."""
+    from iosweep.cli import main
+
+    run = shared_data / "horovod-pytorch-mnist/darshan-np2"
+    store = tmp_path / "np2"
+    assert main(["ingest", str(run), "-o", str(store)]) == 0
+    assert not (store / MERGED_DARSHAN).exists()
+    assert main(["merge", str(store)]) == 0
+    assert f"wrote {store / MERGED_DARSHAN}" in capsys.readouterr().out
+    assert light(store / MERGED_DARSHAN).metadata["job"]["nprocs"] == 2
+
+    (store / "inputs.json").unlink()
+    assert main(["merge", str(store)]) == 1
+    err = capsys.readouterr().err
+    assert f"{store}: no readable inputs.json" in err and "--merged-log" in err
+    assert not (store / MERGED_DARSHAN).exists()  # a stale merged log does not stay
+
+    mpi = tmp_path / "mpi"
+    log = shared_data / "darshan-logs/mpi_io_test_with_dxt"
+    assert main(["ingest", str(log), "-o", str(mpi), "--merged-log"]) == 0
+    assert "no per-process Darshan log" not in capsys.readouterr().out
+    assert main(["merge", str(mpi)]) == 0
+    assert "no per-process Darshan log to merge" in capsys.readouterr().out
+    assert not (mpi / MERGED_DARSHAN).exists()
+    assert main(["merge", str(tmp_path / "nowhere")]) == 1
+    assert "not a trace store" in capsys.readouterr().err

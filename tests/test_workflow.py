@@ -3,6 +3,7 @@
 import json
 import subprocess
 
+import darshan
 import pytest
 from conftest import REPO, snakemake
 from factories import one_rank_budget_gb
@@ -69,6 +70,7 @@ def test_existing_logs_through_the_workflow(tmp_path, shared_data):
         f"results: {results}\n"
         "ingest:\n"
         "  enabled: true\n"
+        "  merged_log: true\n"
         "  runs:\n"
         f"    pytorch-np4: {{logs: [{pt / 'darshan-np4'}], params: {{framework: pytorch, nodes: 1, ppn: 4}}}}\n"
         f"    tf2-np4: {{logs: [{tf / 'darshan-np4'}], params: {{framework: tensorflow, nodes: 1, ppn: 4}}}}\n"
@@ -84,6 +86,11 @@ def test_existing_logs_through_the_workflow(tmp_path, shared_data):
         (results / "runs" / "external~pytorch-np4" / "store" / "run.json").read_text()
     )
     assert sorted(r["rank"] for r in meta["ranks"]) == [0, 1, 2, 3]  # from ranks/rank-R.json
+    # ingest.merged_log: the per-process logs' merged log, by a rule of its own
+    store = results / "runs" / "external~pytorch-np4" / "store"
+    assert (store / "merged-log.txt").read_text().splitlines()[0] == str(store / "merged.darshan")
+    with darshan.DarshanReport(str(store / "merged.darshan"), read_all=False) as rep:
+        assert rep.metadata["job"]["nprocs"] == 4
     dlio = json.loads(
         (results / "runs" / "external~dlio" / "analysis" / "summary.json").read_text()
     )
@@ -115,6 +122,7 @@ def test_a_run_over_the_budget_is_analysed_in_parts_as_jobs(tmp_path, shared_dat
         f"analysis: {{memory_gb: {memory_gb!r}}}\n"
         "ingest:\n"
         "  enabled: true\n"
+        "  merged_log: true\n"
         "  runs:\n"
         f"    pytorch-np4: {{logs: [{logs}], params: {{framework: pytorch, nodes: 1, ppn: 4}}}}\n"
     )

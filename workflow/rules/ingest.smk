@@ -35,3 +35,18 @@ rule ingest_external:
         ),
     script:
         "../scripts/ingest.py"
+
+
+# The run's merged Darshan log, only when asked (config: ingest.merged_log): nothing waits
+# for it. Its record says what was written (a run with no per-process Darshan log has none).
+rule merged_log:
+    input:
+        meta=f"{RUN_DIR}/store/run.json",
+    output:
+        record=f"{RUN_DIR}/store/merged-log.txt",
+    log:
+        f"{RESULTS}/logs/merge/{{run_id}}.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/merge.py"

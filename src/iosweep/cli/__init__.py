@@ -40,6 +40,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "iosweep.cli.ingest:add_arguments",
         "iosweep.cli.ingest:run",
     ),
+    "merge": Subcommand(
+        "write a store's per-process Darshan logs as one N-rank log (STORE/merged.darshan)",
+        "iosweep.cli.merge:add_arguments",
+        "iosweep.cli.merge:run",
+    ),
     "analyze": Subcommand(
         "analyse trace stores and compare them across the sweep",
         "iosweep.cli.analyze:add_arguments",

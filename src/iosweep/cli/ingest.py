@@ -57,6 +57,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="rebuild the store even if it was built from the same, unchanged logs",
     )
+    p.add_argument(
+        "--merged-log",
+        action="store_true",
+        help="also write STORE/merged.darshan: the per-process Darshan logs as one N-rank job "
+        "for Darshan's own tools (the same as `iosweep merge STORE` afterwards)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="list every issue")
     p.add_argument(
         "--phase",
@@ -155,6 +161,14 @@ def run(args: argparse.Namespace) -> int:
             f"iosweep ingest: the logs are {len(stores)} unrelated jobs: one store each under "
             f"{args.out} (`iosweep analyze {args.out}` compares them)\n{readers}"
         )
+    if args.merged_log:
+        from iosweep.trace.ingest import write_merged_darshan
+        from iosweep.trace.schema import RunMeta
+        from iosweep.trace.store import RUN_JSON
+
+        for i, (path, _meta) in enumerate(stores):
+            write_merged_darshan(path)
+            stores[i] = (path, RunMeta.read(path / RUN_JSON))  # with the merge's warnings
     failed = 0
     for path, meta in stores:
         logs = len({p.source for p in meta.processes})

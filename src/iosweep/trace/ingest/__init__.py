@@ -4,19 +4,13 @@
 plain directory of logs), reads each in isolation (a bad log becomes an :class:`Issue`, the
 others go on), ties every log to a rank and host, puts all times on one clock and writes
 the store with :func:`iosweep.trace.store.write_store`. How ranks, hosts and the clock are
-recovered, and what ``merged.darshan`` holds, is in ``docs/data-model.md``
-("Ingest and merge").
+recovered, and what ``merged.darshan`` holds (written on demand: :mod:`.merged`), is in
+``docs/data-model.md`` ("Ingest and merge").
 """
 
-from iosweep.trace.ingest.build import (
-    INPUTS_JSON,
-    MERGED_DARSHAN,
-    ingest,
-    ingest_jobs,
-    inputs_fingerprint,
-    write_merged_darshan,
-)
+from iosweep.trace.ingest.build import ingest, ingest_jobs, inputs_fingerprint
 from iosweep.trace.ingest.find import discover
+from iosweep.trace.ingest.merged import INPUTS_JSON, MERGED_DARSHAN, write_merged_darshan
 from iosweep.trace.ingest.readlogs import read_workers
 
 __all__ = [

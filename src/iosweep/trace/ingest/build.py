@@ -1,6 +1,6 @@
 """The entry points: :func:`ingest` (one store) and :func:`ingest_jobs` (one store per job of
-the inputs), reuse of an unchanged store (``inputs.json``), the merged Darshan log, and
-the store's run metadata."""
+the inputs), reuse of an unchanged store (``inputs.json``), and the store's run metadata
+(the merged Darshan log, on demand: merged.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from typing import Any
 from iosweep import memory
 from iosweep.files import shown, write_json
 from iosweep.trace import dlio, jobs
-from iosweep.trace.darshan.merge import MergeInput, write_merged_log
 from iosweep.trace.ingest import parts
 from iosweep.trace.ingest.attribute import (
     attribute_logs,
@@ -31,6 +30,7 @@ from iosweep.trace.ingest.find import (
     find_rank_files,
     load_manifest,
 )
+from iosweep.trace.ingest.merged import INPUTS_JSON, MERGED_DARSHAN
 from iosweep.trace.ingest.readlogs import read_logs
 from iosweep.trace.schema import (
     STORE_TABLES,
@@ -40,46 +40,6 @@ from iosweep.trace.schema import (
     RunMeta,
 )
 from iosweep.trace.store import RUN_JSON, write_store
-
-MERGED_DARSHAN = "merged.darshan"
-
-
-INPUTS_JSON = "inputs.json"  # what a store was built from: lets an unchanged input be reused
-
-
-def write_merged_darshan(
-    read: list[LogEntry], processes: list[ProcessInfo], out: Path
-) -> list[Issue]:
-    """``out``: the run's per-process Darshan logs as one N-rank log (trace/darshan/merge.py),
-    for Darshan's own tools. Only for per-process (non-MPI) logs: an MPI job's log already is
-    one. Returns the warnings (the store itself is complete either way)."""
-    out.unlink(missing_ok=True)
-    where = {p.source: p for p in processes}
-    logs = [e for e in read if e.tracer == "darshan" and not e.plog.mpi]
-    if not logs:
-        return []
-    inputs = [
-        MergeInput(e.path, where[e.path.name].rank, where[e.path.name].host)
-        if e.path.name in where
-        else MergeInput(e.path, -1)
-        for e in logs
-    ]
-    try:
-        res = write_merged_log(inputs, out)
-    except Exception as err:  # the store is complete without it: never fail the ingest
-        out.unlink(missing_ok=True)
-        why = f"the merged log was not written: {type(err).__name__}: {err}"
-        return [Issue(str(out), "merge-failed", why, "warning")]
-    if not res.left_out:
-        return []
-    return [
-        Issue(
-            str(out),
-            "merge-partial",
-            "the merged log leaves out " + "; ".join(res.left_out),
-            "warning",
-        )
-    ]
 
 
 def _code_digest() -> str:
@@ -460,10 +420,6 @@ def _build_store(
     steps = manifest_steps(man, clock_zero, issues)
     meta = _run_meta(man, inputs, run_id, params, tracer_name, clock_zero, ranks, processes, issues)
     write_store(out, meta, {**tables, "steps": steps})
-    problems = write_merged_darshan(read, processes, out / MERGED_DARSHAN)
-    if problems:
-        meta.issues.extend(problems)
-        meta.write(out / "run.json")
     return meta
 
 
