@@ -122,13 +122,19 @@ def _parse_names(path: Path, buf: bytes, swap: bool, version: str) -> NameTable:
     u8 = np.frombuffer(buf, np.uint8)
     nul = np.flatnonzero(u8 == 0)
     # a record's path ends at the first NUL at least 8 bytes (its id) after its start; an id
-    # may hold NUL bytes too, so the records are found by walking from NUL to NUL
-    nxt = np.searchsorted(nul, nul + 9).tolist()
-    k, n, chain = int(np.searchsorted(nul, 8)), len(nul), []
+    # may hold NUL bytes too, so the records are found by walking from NUL to NUL: where the
+    # next record ends at the very next NUL (most records), a whole stretch at once
+    n = len(nul)
+    nxt = np.searchsorted(nul, nul + 9)
+    # the NULs after which the walk skips one (and the last: the walk ends there)
+    jumps = np.r_[np.flatnonzero(nxt[:-1] != np.arange(1, n)), n - 1]
+    on = np.zeros(n, bool)
+    k = int(np.searchsorted(nul, 8))
     while k < n:
-        chain.append(k)
-        k = nxt[k]
-    ends = nul[chain]
+        j = int(jumps[np.searchsorted(jumps, k)])
+        on[k : j + 1] = True
+        k = int(nxt[j])
+    ends = nul[on]
     starts = np.r_[0, ends[:-1] + 1].astype(np.int64)
     done = int(ends[-1]) + 1 if len(ends) else 0
     if done != len(buf):
