@@ -292,6 +292,8 @@ def empty_table(name: str) -> pa.Table:
 def conform(table: pa.Table, name: str) -> pa.Table:
     """Cast ``table`` to the named schema: columns reordered, missing nullable columns added."""
     schema = STORE_TABLES[name]
+    if table.schema.equals(schema):  # a reader's table already is (a cast is not free)
+        return table
     cols = []
     for f in schema:
         if f.name in table.column_names:

@@ -287,9 +287,10 @@ def counters_table(
     """COUNTERS of the modules' parts (a table per module, put together)."""
     if not parts:
         return None
-    return pa.concat_tables(
-        [_part_table(p, names, source, host_of_rank, pid_of_rank) for p in parts]
-    )
+    # one dictionary a column across the modules' parts (an Arrow IPC file, where ingest
+    # spills a log, allows no other)
+    tables = [_part_table(p, names, source, host_of_rank, pid_of_rank) for p in parts]
+    return pa.concat_tables(tables).unify_dictionaries().combine_chunks()
 
 
 def _part_table(

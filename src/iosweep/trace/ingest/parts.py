@@ -62,10 +62,9 @@ def table_of(log: ProcessLog, attr: str, columns: list[str] | None = None) -> pa
     if attr not in log.spilled:
         t = getattr(log, attr)
         return t.select(columns) if t is not None and columns else t
-    with pa.memory_map(str(log.spilled[attr][0])) as src:
+    with pa.OSFile(str(log.spilled[attr][0])) as src:  # read, not mapped: owns its memory
         t = pa.ipc.open_file(src).read_all()
-    t = t.select(columns) if columns else t
-    return t.combine_chunks() if t.num_rows else t  # owns its memory: the map is closed
+    return t.select(columns) if columns else t
 
 
 def take(log: ProcessLog, attr: str) -> pa.Table | None:
