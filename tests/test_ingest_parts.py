@@ -75,3 +75,28 @@ def test_a_failed_ingest_leaves_no_spilled_tables(shared_data, tmp_path, monkeyp
     with pytest.raises(OSError):
         ingest([shared_data / RUNS[0]], out)
     assert not (out / parts.SPILL_DIR).exists() and not (out / "run.json").exists()
+
+
+def test_spilled_darshan_logs_are_read_by_a_pool_and_make_the_same_store(
+    shared_data, tmp_path, monkeypatch
+):
+    # issue 51: Darshan logs whose tables the readers spill (nothing travels between the
+    # processes) are read by one process a core by default; held ones by one
+    import os
+
+    run = shared_data / "horovod-pytorch-mnist/darshan-np4"
+    held = ingest([run], tmp_path / "held")
+    monkeypatch.setattr(parts, "SPILL_MIN_BYTES", 0)
+    monkeypatch.setattr(readlogs, "PARALLEL_MIN_BYTES", 0)
+    out = tmp_path / "pooled"
+    pooled = ingest([run], out)
+    cores = min(len(os.sched_getaffinity(0)), 8)
+    listed = json.loads((out / "inputs.json").read_text())["read_processes"]
+    assert (
+        listed == cores
+        and json.loads((tmp_path / "held" / "inputs.json").read_text())["read_processes"] == 1
+    )
+    a, b = _tables(tmp_path / "held"), _tables(out)
+    for name in STORE_TABLES:
+        pd.testing.assert_frame_equal(a[name], b[name], obj=name)
+    assert held.processes == pooled.processes

@@ -50,7 +50,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="processes that read the logs (default: one per core, at most 8, when there "
-        "are several logs and over 32 MiB of them)",
+        "are several logs and over 32 MiB of them: DFTracer traces, and Darshan logs of "
+        "over 256 MiB, whose tables the readers spill to files)",
     )
     p.add_argument(
         "--force",

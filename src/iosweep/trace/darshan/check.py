@@ -128,13 +128,20 @@ def _parse_names(path: Path, buf: bytes, swap: bool, version: str) -> NameTable:
     nxt = np.searchsorted(nul, nul + 9)
     # the NULs after which the walk skips one (and the last: the walk ends there)
     jumps = np.r_[np.flatnonzero(nxt[:-1] != np.arange(1, n)), n - 1]
-    on = np.zeros(n, bool)
     k = int(np.searchsorted(nul, 8))
-    while k < n:
-        j = int(jumps[np.searchsorted(jumps, k)])
-        on[k : j + 1] = True
-        k = int(nxt[j])
-    ends = nul[on]
+    if len(jumps) > n // 8:  # ids full of NULs (small numbers): a NUL at a time
+        step, chain = nxt.tolist(), []
+        while k < n:
+            chain.append(k)
+            k = step[k]
+        ends = nul[chain]
+    else:
+        on = np.zeros(n, bool)
+        while k < n:
+            j = int(jumps[np.searchsorted(jumps, k)])
+            on[k : j + 1] = True
+            k = int(nxt[j])
+        ends = nul[on]
     starts = np.r_[0, ends[:-1] + 1].astype(np.int64)
     done = int(ends[-1]) + 1 if len(ends) else 0
     if done != len(buf):
