@@ -525,8 +525,8 @@ def test_bulk_reader_gives_what_libdarshan_util_hands_out(shared_data: Path, mon
     assert len(logs) >= 80
     seen: list[tuple[str, int, bool]] = []
 
-    def spy(module: str, version: int, lib: str) -> bool:
-        seen.append((module, version, bulk.bulk_readable(module, version, lib)))
+    def spy(module: str, version: int, lib: str, size: int) -> bool:
+        seen.append((module, version, bulk.bulk_readable(module, version, lib, size)))
         return seen[-1][2]
 
     def outcome(path: Path):
@@ -542,6 +542,11 @@ def test_bulk_reader_gives_what_libdarshan_util_hands_out(shared_data: Path, mon
     monkeypatch.setattr(read, "bulk_readable", lambda *_: False)
     for p in logs:
         assert got[p] == outcome(p), p
+    # a huge region is left to libdarshan-util, which holds a record at a time
+    big = bulk.BULK_MAX_REGION + 1
+    assert not bulk.bulk_readable("DXT_POSIX", 1, "3.5.0", big)
+    assert bulk.bulk_readable("DXT_POSIX", 1, "3.5.0", big - 1)
+    assert not bulk.bulk_readable("DXT_POSIX", 1, "3.4.7", 0)  # another library's structs
     in_bulk = {(m, v) for m, v, b in seen if b}
     assert {m for m, _ in in_bulk} == {"POSIX", "STDIO", "MPI-IO", "DXT_POSIX", "DXT_MPIIO"}
 

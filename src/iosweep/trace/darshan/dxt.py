@@ -166,9 +166,13 @@ def segments_table(
                 return consts(v[0].item(), n, type_)
             return pa.array(np.repeat(v, m.count).astype(type_.to_pandas_dtype()))
 
-        # the writes of a record come before its reads
-        first = np.repeat(np.cumsum(m.count) - m.count, m.count)
-        op = np.where(np.arange(n) - first < np.repeat(m.writes, m.count), w, r).astype(np.int32)
+        # the writes of a record come before its reads: +1 where a record's writes begin, -1
+        # where they end, summed (one byte a segment, not three arrays of eight)
+        at = np.cumsum(m.count) - m.count
+        edge = np.zeros(n + 1, np.int8)
+        np.add.at(edge, at, 1)
+        np.add.at(edge, at + m.writes, -1)
+        op = np.where(np.cumsum(edge[:n], dtype=np.int8) > 0, w, r).astype(np.int32)
         pids = np.array([pid_of_rank.get(int(x), -1) for x in np.unique(m.rank)], np.int64)
         pid = pids[np.searchsorted(np.unique(m.rank), m.rank)]
         pid_col = per_segment(pid, i64)

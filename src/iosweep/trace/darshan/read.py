@@ -159,7 +159,9 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
                 issues.append(problem)
             continue
         # a region in the format libdarshan-util writes is read here in bulk, not a record a call
-        bulk = name in slot_of and bulk_readable(name, m["ver"], lib)
+        bulk = name in slot_of and bulk_readable(
+            name, m["ver"], lib, layout.regions[f"slot{slot_of[name]}"][1]
+        )
         try:
             buf = region_bytes(path, layout, slot_of[name], name) if bulk else b""
             if name in DXT_MODULES:
