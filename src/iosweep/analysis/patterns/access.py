@@ -131,7 +131,10 @@ def class_strategy(
                 "overlap": round(float(getattr(r, f"{direction}_overlap")), 6),
                 "category": getattr(r, f"{direction}_strategy"),
             }
-            for r in f.nlargest(5, col_bytes).itertuples()
+            # ties by path: not by the order a reader happened to meet the files in
+            for r in f.sort_values([col_bytes, "path"], ascending=[False, True])
+            .head(5)
+            .itertuples()
         ],
     }
     if per_rank["ranks"] == 1:
