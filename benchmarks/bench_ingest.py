@@ -32,25 +32,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-GIB = 1 << 30
-# Runs a snippet; at exit prints its wall time and VmHWM (its own peak)
-CHILD = """
-import atexit, json, sys, time
-t = time.perf_counter()
-def done():
-    hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
-    print("MEASURED " + json.dumps({"wall_s": time.perf_counter() - t, "peak": hwm * 1024}),
-          file=sys.stderr)
-atexit.register(done)
-"""
+from bench_segments_scale import CHILD as SCALE_CHILD
 
-IOSWEEP = (
-    CHILD
-    + """
-from iosweep.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
-)
+GIB = 1 << 30
+# a snippet measured as bench_segments_scale measures iosweep: its wall time and VmHWM printed
+# at exit (the part of that script's CHILD before it runs the command line)
+CHILD = SCALE_CHILD.split("from iosweep.cli")[0]
+IOSWEEP = SCALE_CHILD
 
 # read + inflate every region of every log (format 3.41: the name map at byte 32, 64 module
 # slots from byte 48, each (offset, length); the job record from the header's end)
