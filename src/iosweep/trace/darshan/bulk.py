@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from iosweep.trace.darshan.check import LogLayout, decompress
+from iosweep.trace.darshan.check import decompress
 from iosweep.trace.logs import LogError
 
 #: the module format versions libdarshan-util 3.5 writes (include/darshan-*-log-format.h):
@@ -53,15 +53,16 @@ def bulk_readable(module: str, version: int, lib_version: str, size: int = 0) ->
     return CURRENT_VERSIONS.get(module) == version
 
 
-def region_bytes(path: Path, layout: LogLayout, slot: int, module: str) -> bytes:
-    """A module region, inflated (one compressed stream per rank in an MPI log)."""
-    off, ln = layout.regions[f"slot{slot}"]
+def region_bytes(path: Path, span: tuple[int, int], comp_type: int, module: str) -> bytes:
+    """A module region (``span``: its offset and length), inflated (one compressed stream
+    per rank in an MPI log)."""
+    off, ln = span
     with open(path, "rb") as f:
         f.seek(off)
         raw = f.read(ln)
     if len(raw) < ln:
         raise LogError(path, "corrupt", f"the {module} data are cut short")
-    return decompress(path, f"{module} data", raw, layout.comp_type)
+    return decompress(path, f"{module} data", raw, comp_type)
 
 
 @dataclass
@@ -160,9 +161,8 @@ def read_dxt_region(path: Path, buf: bytes, swap: bool, module: str, version: in
     raw_hosts = u8[(at + _HOST_AT)[:, None] + np.arange(_HOST_LEN)].view(f"S{_HOST_LEN}").ravel()
     uniq, host = np.unique(raw_hosts, return_inverse=True)
     hosts = [h.split(b"\0", 1)[0].decode("utf-8", "replace") for h in uniq.tolist()]
-    # the word index of each segment's first field: its record's first segment, plus 4 a step
-    # (the k-th segment of the run is the j-th of its record: 4 words a segment after the
-    # record's header; two arrays a segment, added in place, bound what this holds at once)
+    # the word index of each segment's first field: its record's header end, plus 4 words a
+    # segment into the record (two arrays a segment, added in place: what this holds at once)
     total = int(count.sum())
     seg = np.repeat(w0[keep] + _DXT_HEAD // 8 - 4 * (np.cumsum(count) - count), count)
     seg += 4 * np.arange(total, dtype=np.int64)

@@ -208,7 +208,7 @@ def counter_records(h: LogHandle, module: str, idx: int) -> CounterRecords:
             "corrupt",
             f"the {module} data are damaged (libdarshan-util failed after {len(ids)} records)",
         ) from None
-    nc, nf = len(h.cb.counter_names(module)), len(h.cb.fcounter_names(module))
+    nc, nf = counter_widths(module)
     return (
         np.array(ids, np.uint64),
         np.array(ranks, np.int64),

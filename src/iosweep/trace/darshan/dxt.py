@@ -75,7 +75,7 @@ def read_dxt(h: LogHandle, module: str, idx: int) -> DxtColumns:
             f"the {module} data are damaged (libdarshan-util failed after {len(rids)} records)",
         ) from None
     seg = np.concatenate(segs) if segs else np.zeros(0, SEGMENT_DTYPE)
-    cols = DxtColumns(
+    return DxtColumns(
         module=DXT_MODULES[module],
         rid=np.array(rids, np.uint64),
         rank=np.array(ranks, np.int64),
@@ -85,7 +85,6 @@ def read_dxt(h: LogHandle, module: str, idx: int) -> DxtColumns:
         count=np.array(counts, np.int64),
         **{f: np.ascontiguousarray(seg[f]) for f in SEGMENT_DTYPE.names or ()},
     )
-    return cols
 
 
 def check_dxt(path: Path, module: str, cols: DxtColumns, duration: float) -> None:
@@ -173,11 +172,15 @@ def segments_table(
         np.add.at(edge, at, 1)
         np.add.at(edge, at + m.writes, -1)
         op = np.where(np.cumsum(edge[:n], dtype=np.int8) > 0, w, r).astype(np.int32)
-        pids = np.array([pid_of_rank.get(int(x), -1) for x in np.unique(m.rank)], np.int64)
-        pid = pids[np.searchsorted(np.unique(m.rank), m.rank)]
-        pid_col = per_segment(pid, i64)
-        if (pid < 0).any():
-            pid_col = pa.array(np.repeat(pid, m.count), mask=np.repeat(pid < 0, m.count))
+        ranks = np.unique(m.rank)
+        pid = np.array([pid_of_rank.get(int(x), -1) for x in ranks], np.int64)[
+            np.searchsorted(ranks, m.rank)
+        ]
+        pid_col = (  # -1: not known, null
+            pa.array(np.repeat(pid, m.count), mask=np.repeat(pid < 0, m.count))
+            if (pid < 0).any()
+            else per_segment(pid, i64)
+        )
         batch = [
             per_segment(m.rank, i32),
             pa.DictionaryArray.from_arrays(per_segment(h_at[m.host], i32), d_host),

@@ -143,7 +143,7 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
     dxt_parts: list[DxtColumns] = []
     counter_parts: list[dict[str, Any]] = []
     read_ok: list[str] = []
-    slot_of = {n: s for s, n in slot_name.items()}
+    span_of = {n: layout.regions[f"slot{s}"] for s, n in slot_name.items()}
     lib = lib_version()
     for name in by_idx:
         m = mods[name]
@@ -158,30 +158,11 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
             if (problem := _check_region(h, path, name, m["idx"])) is not None:
                 issues.append(problem)
             continue
-        # a region in the format libdarshan-util writes is read here in bulk, not a record a call
-        bulk = name in slot_of and bulk_readable(
-            name, m["ver"], lib, layout.regions[f"slot{slot_of[name]}"][1]
-        )
         try:
-            buf = region_bytes(path, layout, slot_of[name], name) if bulk else b""
-            if name in DXT_MODULES:
-                cols = (
-                    read_dxt_region(path, buf, layout.swap, name, m["ver"])
-                    if bulk
-                    else read_dxt(h, name, m["idx"])
-                )
-                check_dxt(path, name, cols, duration)
-                dxt_parts.append(cols)
-            else:
-                records = (
-                    read_counter_region(buf, layout.swap, *counter_widths(name))
-                    if bulk
-                    else counter_records(h, name, m["idx"])
-                )
-                part, impossible = read_counters(path, name, records, layout.names)
-                issues.extend(impossible)
-                if part is not None:
-                    counter_parts.append(part)
+            cols, part, found = _read_module(h, layout, name, m, span_of.get(name), lib, duration)
+            issues.extend(found)
+            dxt_parts.extend([cols] if cols is not None else [])
+            counter_parts.extend([part] if part is not None else [])
             read_ok.append(name)
         except LogError as e:
             issues.append(e.as_issue())
@@ -277,6 +258,39 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
             "modules": {k: {"ver": v["ver"], "partial": v["partial"]} for k, v in mods.items()},
         },
     )
+
+
+def _read_module(
+    h: LogHandle,
+    layout: LogLayout,
+    name: str,
+    m: dict[str, Any],
+    span: tuple[int, int] | None,
+    lib: str,
+    duration: float,
+) -> tuple[DxtColumns | None, dict[str, Any] | None, list[Issue]]:
+    """One module of :data:`DXT_MODULES` or :data:`COUNTER_SPECS` (``m``: libdarshan-util's
+    account of it, ``span``: its region): its DXT columns or its counters, and the impossible
+    values among those. A region in the format libdarshan-util writes is read in bulk, any
+    other a record a call; LogError where it is damaged."""
+    path = h.path
+    bulk = span is not None and bulk_readable(name, m["ver"], lib, span[1])
+    buf = region_bytes(path, span, layout.comp_type, name) if span is not None and bulk else b""
+    if name in DXT_MODULES:
+        cols = (
+            read_dxt_region(path, buf, layout.swap, name, m["ver"])
+            if bulk
+            else read_dxt(h, name, m["idx"])
+        )
+        check_dxt(path, name, cols, duration)
+        return cols, None, []
+    records = (
+        read_counter_region(buf, layout.swap, *counter_widths(name))
+        if bulk
+        else counter_records(h, name, m["idx"])
+    )
+    part, impossible = read_counters(path, name, records, layout.names)
+    return None, part, impossible
 
 
 def _pid_of(path: Path, jobid: int, mpi: bool) -> int:
