@@ -144,8 +144,11 @@ def test_sections_by_one_interface_are_found_in_their_rooms_and_fill_the_summary
     from iosweep.analysis.sections import Section, register, sections
     from iosweep.analysis.summary.run import RunSummary
 
+    order = [s.key for s in sections()]
     found = {s.key: s for s in sections()}
-    assert {"alignment", "layers"} <= found.keys()
+    moved = {"checkpoints", "metadata", "overlap", "pipeline", "sizes", "spatial", "temporal"}
+    assert {"alignment", "layers"} | moved <= found.keys()
+    assert order.index("sizes") < order.index("pipeline")  # its context reads the sizes
     fields = {f.alias or n for n, f in RunSummary.model_fields.items()}
     assert found.keys() <= fields
     with pytest.raises(ValueError, match="two summary sections are registered as 'layers'"):
@@ -159,6 +162,33 @@ def test_sections_by_one_interface_are_found_in_their_rooms_and_fill_the_summary
     values, counts = np.unique(alignments, return_counts=True)
     assert summary["alignment"]["file_alignment"] == int(values[counts.argmax()])
     assert "POSIX" in [layer["module"] for layer in summary["layers"]]
+
+
+def test_sections_run_after_those_they_read_and_one_table_is_made_once(
+    analysed_without_store: Path, monkeypatch
+):
+    # a section runs after the sections it names in ``after`` (their run values are made
+    # first), one naming a section nobody registered is refused by name; every analysis
+    # table is made (by a section or the put-together step) and written
+    from iosweep.analysis import sections as registry
+    from iosweep.analysis.sections import Section, register, sections
+    from iosweep.analysis.summary import ANALYSIS_TABLES
+
+    def nothing(*_):
+        return None
+
+    sections()  # every room imported (and registered) before the registry is swapped
+    monkeypatch.setattr(registry, "_REGISTERED", {})
+    register(Section("trace", nothing, nothing, after=("volume",)))
+    register(Section("volume", nothing, nothing, after=("alignment",)))
+    register(Section("alignment", nothing, nothing))
+    assert [s.key for s in sections()][-3:] == ["alignment", "volume", "trace"]
+    register(Section("imbalance", nothing, nothing, after=("nodez",)))
+    with pytest.raises(ValueError, match=r"'imbalance' runs after unknown \['nodez'\]"):
+        sections()
+    written = json.loads((analysed_without_store / "summary.json").read_text())["tables"]
+    assert sorted(written) == sorted(ANALYSIS_TABLES)
+    assert all((analysed_without_store / f).exists() for f in written.values())
 
 
 def test_a_summary_section_is_typed_where_it_is_made(analysed_without_store: Path):

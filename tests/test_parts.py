@@ -26,10 +26,11 @@ from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.combine import combine
 from iosweep.analysis.parts.plan import Part, plan, plan_jobs
 from iosweep.analysis.parts.results import PATHS, PartResults
-from iosweep.analysis.parts.run import PartsError, analyze_part, part_data
+from iosweep.analysis.parts.run import analyze_part, part_data
 from iosweep.analysis.patterns.file_ranks import ValueCounts
 from iosweep.analysis.patterns.spatial import classify_ops
 from iosweep.analysis.patterns.volume import build_tables, widen
+from iosweep.analysis.sections import PartsError
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import RankSubsetError
 from iosweep.analysis.summary.run import RunSummary
@@ -161,10 +162,10 @@ def _assert_same_results(
     for name, table, keys in (
         ("ranks", t.ranks, ["rank"]),
         ("nodes", t.nodes, ["host"]),
-        ("pipeline", combined.pipeline, ["rank", "epoch"]),
-        ("sizes", combined.sizes, ["binning", "class", "op", "bin"]),
-        ("overlap", combined.overlap, ["rank", "epoch"]),
-        ("unoverlapped", combined.unoverlapped, ["rank", "pid"]),
+        ("pipeline", combined.table("pipeline"), ["rank", "epoch"]),
+        ("sizes", combined.table("sizes"), ["binning", "class", "op", "bin"]),
+        ("overlap", combined.table("overlap"), ["rank", "epoch"]),
+        ("unoverlapped", combined.table("unoverlapped"), ["rank", "pid"]),
         ("phases", combined.phases, ["phase"]),
         ("files", combined.files.drop(columns="file"), ["path"]),
         ("file_ranks", combined.file_ranks.drop(columns="file"), ["path", "rank"]),

@@ -23,7 +23,7 @@ import yaml
 from iosweep.analysis.budget import MemoryBudgetError
 from iosweep.analysis.findings.sweep import analyze_sweep, load_summary
 from iosweep.analysis.parts.analyze import analyze_run
-from iosweep.analysis.parts.run import PartsError
+from iosweep.analysis.sections import PartsError
 from iosweep.analysis.settings import PHASE_HELP, AnalysisSettings, parse_phases
 from iosweep.analysis.subset import RankSubsetError, parse_ranks
 from iosweep.cli.show import show

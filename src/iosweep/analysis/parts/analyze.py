@@ -25,7 +25,7 @@ from iosweep.analysis.parts.results import PartResults
 from iosweep.analysis.parts.run import analyze_part
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import ranks_text
-from iosweep.analysis.summary import to_dict, write_summary
+from iosweep.analysis.summary import ANALYSIS_TABLES, to_dict, write_summary
 from iosweep.analysis.timeline import export
 from iosweep.files import atomic_write
 from iosweep.trace.store import open_store
@@ -163,23 +163,10 @@ def write_combined(
     summary = c.summary
     summary["timeline"] = export.Timeline.record_of(c.timeline)
     summary["store_relative"] = os.path.relpath(store.resolve(), out.resolve())
-    tables = {
-        "ops_sample": c.ops_sample,
-        "files": c.files,
-        "file_ranks": c.file_ranks,
-        "ranks": c.tables.ranks,
-        "nodes": c.tables.nodes,
-        "sizes": c.sizes,
-        "phases": c.phases,
-        "overlap": c.overlap,
-        "pipeline": c.pipeline,
-        "unoverlapped": c.unoverlapped,
-        "heatmap": c.heatmap,
-    }
     out.mkdir(parents=True, exist_ok=True)
-    for name, df in tables.items():
-        write_parquet(df, out / f"{name}.parquet")
-    summary["tables"] = {name: f"{name}.parquet" for name in tables}
+    for name in ANALYSIS_TABLES:
+        write_parquet(c.table(name), out / f"{name}.parquet")
+    summary["tables"] = {name: f"{name}.parquet" for name in ANALYSIS_TABLES}
     model = summary.model(str(out))
     if c.timeline:
         export.write(open_store(store).meta, c.timeline, to_dict(model), out / export.FILE)

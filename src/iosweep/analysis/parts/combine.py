@@ -7,7 +7,7 @@ import itertools
 import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -43,13 +43,7 @@ from iosweep.analysis.patterns.access import (
     classes_summary,
     epoch_sharing,
 )
-from iosweep.analysis.patterns.checkpoints import (
-    CLASS,
-    add_opened,
-    add_windows,
-    checkpoints_of,
-    with_records,
-)
+from iosweep.analysis.patterns.checkpoints import CLASS
 from iosweep.analysis.patterns.file_ranks import (
     FileRankFacts,
     busiest_files,
@@ -57,11 +51,8 @@ from iosweep.analysis.patterns.file_ranks import (
     in_run_order,
 )
 from iosweep.analysis.patterns.files import RunFiles, hosts_of, nodes_table
-from iosweep.analysis.patterns.metadata import metadata_summary
 from iosweep.analysis.patterns.mpiio import aggregator_ranks, mpiio_of
 from iosweep.analysis.patterns.shapes import ShapeGroups, shape_groups, shapes_summary
-from iosweep.analysis.patterns.sizes import add_size_counts, sizes_of
-from iosweep.analysis.patterns.spatial import add_counter_sums, spatial_summary
 from iosweep.analysis.patterns.temporal import (
     HEATMAP_BINS,
     HEATMAP_COLUMNS,
@@ -69,9 +60,6 @@ from iosweep.analysis.patterns.temporal import (
     heatmap_bins,
     heatmap_edges,
     heatmap_frame,
-    phases_of,
-    signature_groups,
-    temporal_summary,
 )
 from iosweep.analysis.patterns.volume import (
     Tables,
@@ -80,15 +68,7 @@ from iosweep.analysis.patterns.volume import (
     finish_ranks,
 )
 from iosweep.analysis.pipeline.completeness import completeness_checks
-from iosweep.analysis.pipeline.dlio import dlio_beside
 from iosweep.analysis.pipeline.epochs import PLACES, placement_of, union_lengths
-from iosweep.analysis.pipeline.overlap import COLUMNS as OVERLAP_COLUMNS
-from iosweep.analysis.pipeline.overlap import overlap_summary
-from iosweep.analysis.pipeline.overlap import unavailable as overlap_unavailable
-from iosweep.analysis.pipeline.unoverlapped import COLUMNS as UNOVERLAPPED_COLUMNS
-from iosweep.analysis.pipeline.unoverlapped import UNAVAILABLE as UNOVERLAPPED_UNAVAILABLE
-from iosweep.analysis.pipeline.unoverlapped import unoverlapped_summary
-from iosweep.analysis.pipeline.waits import pipeline_context, pipeline_summary
 from iosweep.analysis.sections import sections
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.shared import SharedRecords
@@ -120,17 +100,25 @@ class Combined:
     run_start: float
     run_end: float
     tables: Tables
-    sizes: pd.DataFrame  # the tables, by name (their summaries are in ``summary``)
-    pipeline: pd.DataFrame  # per (rank, epoch)
-    overlap: pd.DataFrame  # per (rank, epoch)
-    unoverlapped: pd.DataFrame  # per process (its summary is the pipeline's)
-    phases: pd.DataFrame
     files: pd.DataFrame  # the files and (rank, file) tables as written (the busiest files)
     file_ranks: pd.DataFrame
     ops_sample: pd.DataFrame
     heatmap: pd.DataFrame
+    made: dict[str, pd.DataFrame]  # the tables the registered sections made, by name
     summary: SummarySections  # the summary's sections, each typed as it was made
     timeline: Timeline | None  # None: not asked for (analysis.timeline.enabled)
+
+    def table(self, name: str) -> pd.DataFrame:
+        """The analysis table ``name`` (one of ``ANALYSIS_TABLES``)."""
+        own = {
+            "files": self.files,
+            "file_ranks": self.file_ranks,
+            "ranks": self.tables.ranks,
+            "nodes": self.tables.nodes,
+            "ops_sample": self.ops_sample,
+            "heatmap": self.heatmap,
+        }
+        return own[name] if name in own else self.made[name]
 
 
 @dataclass
@@ -139,15 +127,47 @@ class _Parts:
 
     dirs: list[PartResults]
     facts: list[PartFacts]
-    paths: tables.RunPaths  # the run's path codes
+    codes: tables.RunPaths  # the run's path codes
     meta: RunMeta  # the run's, or of the ranks analysed (``--ranks``)
     run: RunFiles
     start: float
     end: float
+    by_file: _ByFile | None = None  # the run's tables, once put together
+    windows: pd.DataFrame = field(default_factory=pd.DataFrame)  # its epochs, from its steps
+    made: SummarySections = field(default_factory=SummarySections)
+    made_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     @property
     def settings(self) -> AnalysisSettings:
         return self.run.settings
+
+    @property
+    def class_names(self) -> list[str]:
+        return self.run.class_names
+
+    @property
+    def paths(self) -> list[str]:
+        return self.codes.values
+
+    @property
+    def tables(self) -> Tables:
+        assert self.by_file is not None, "the run's tables are put together first"
+        return self.by_file.tables
+
+    @property
+    def rows(self) -> FileRankFacts:
+        assert self.by_file is not None, "the run's tables are put together first"
+        return self.by_file.rows
+
+    @property
+    def checkpoint_rows(self) -> pd.DataFrame:
+        assert self.by_file is not None, "the run's tables are put together first"
+        return self.by_file.checkpoint_rows
+
+    def table(self, name: str, df: pd.DataFrame) -> None:
+        if name in self.made_tables:
+            raise ValueError(f"two summary sections make the table {name!r}")
+        self.made_tables[name] = df
 
     def values(self, name: str) -> list[Any]:
         """Each part's value ``name`` (:meth:`~.results.PartResults.put_json`)."""
@@ -186,7 +206,7 @@ class _Parts:
     def frames(self, name: str, coded: bool = False) -> list[pd.DataFrame]:
         """The parts' ``name`` frames (those that have one); ``coded``: paths as run's codes."""
         found = [d for d in self.dirs if d.has(name)]
-        return [tables.coded(d, name, self.paths) if coded else d.frame(name) for d in found]
+        return [tables.coded(d, name, self.codes) if coded else d.frame(name) for d in found]
 
 
 def combine(
@@ -228,54 +248,32 @@ def combine(
     )
     lengths = _start_place_lengths(ps, jobs)
     by_file, mpiio = _tables(ps)
+    ps.by_file = by_file
     t, rows = by_file.tables, by_file.rows
-    summary = SummarySections()  # each section typed as it is set
-    summary.update(
-        {
-            "spatial": spatial_summary(
-                add_counter_sums([f.counter_sums for f in facts]),
-                rows.ops_by_category,
-                rows.patterns,
-            ),
-            "metadata": _metadata(ps, t.ranks),
-        }
-    )
-    sizes_table, sizes = sizes_of(
-        add_size_counts(ps.frames(part.SIZES)), rows, run.class_names, settings
-    )
-    pipeline_table, pipeline = _pipeline(ps, t.files, sizes)
+    steps = open_store(store).table("steps", ["epoch", "step", "start", "end"]).to_pandas()
+    ps.windows = epoch_windows_of(steps)
+    summary = ps.made  # each section typed as it is set
+    # (the metadata section fills the ranks table's metadata columns: what reads them, below)
+    for section in sections():
+        summary[section.key] = section.of_run(ps)
     classes = _classes(ps, t, rows, by_file.sharing)
     summary.update({"classes": classes, "access": access_summary(classes)})
     summary["file_shapes"] = (
         shapes_summary(by_file.shapes, part.DATASET) if by_file.shapes is not None else None
     )
-    overlap_table, overlap = _overlap(ps, t.dxt_available)
-    unoverlapped, pipeline["unoverlapped"] = _unoverlapped(ps)
     summary["placement"] = placement_of(
         sum(ps.frames(part.PLACE_COUNTS)),
         lengths(),
         facts[0].epochs_known,
         ps.run_time,
     )
-    steps = open_store(store).table("steps", ["epoch", "step", "start", "end"]).to_pandas()
-    windows = epoch_windows_of(steps)
-    phases = phases_of(
-        _with_part(ps.frames(part.PHASES)),
-        _with_part(ps.frames(part.PHASE_RANKS)),
-        run.class_names,
-        settings.phase_gap_s,
-        windows,
-    )
-    summary["temporal"] = temporal_summary(_signatures(ps, t), phases, windows)
-    summary["checkpoints"] = _checkpoints(ps, by_file.checkpoint_rows, windows)
-    pipeline["dlio"] = dlio_beside(meta, pipeline_table, pipeline)
     dataset = classes.get("dataset", {})
     checks = completeness_checks(
         meta,
         t.dxt_available or ps.counted,
         int(dataset.get("bytes_read", 0)),
         int(dataset.get("files", 0)),
-        pipeline,
+        summary["pipeline"],
         summary["checkpoints"],
     )
     summary.update(_status(ps, store, t, t.dxt_available, checks))
@@ -302,11 +300,9 @@ def combine(
             "volume": volume_summary(t.ranks),
             "imbalance": imbalance_summary(t.ranks),
             "mpiio": mpiio,
+            "settings": settings.to_dict(),
         }
     )
-    summary.update({s.key: s.of_run(ps) for s in sections()})
-    summary.update({"settings": settings.to_dict(), "sizes": sizes, "overlap": overlap})
-    summary["pipeline"] = pipeline
     run_time = ps.run_time if ps.run_time_known else None
     summary["headline"] = headline(ps.n_ranks, run_time, summary, t, rows)
     insights, checks = run_checks(
@@ -331,15 +327,11 @@ def combine(
         run_start=ps.start,
         run_end=ps.end,
         tables=t,
-        sizes=sizes_table,
-        pipeline=pipeline_table,
-        overlap=overlap_table,
-        unoverlapped=unoverlapped,
-        phases=phases,
         files=files,
         file_ranks=file_ranks,
         ops_sample=sample,
         heatmap=heat,
+        made=ps.made_tables,
         summary=summary,
         timeline=timeline,
     )
@@ -374,7 +366,7 @@ def _by_file(ps: _Parts, ranks: pd.DataFrame, agg: list[int] | None) -> _ByFile:
     sharing = {c: epoch_sharing(pd.DataFrame(), np.array(sorted(e))) for c, e in epochs.items()}
     shapes: ShapeGroups | None = None
     for buckets in tables.passes(ps.dirs, pass_rows(s)):
-        fr, spans = tables.pass_rows(ps.dirs, ps.paths, buckets)
+        fr, spans = tables.pass_rows(ps.dirs, ps.codes, buckets)
         fr, f, r = finish_files(fr, spans, run, hosts)
         del spans
         files.append(f)
@@ -387,7 +379,7 @@ def _by_file(ps: _Parts, ranks: pd.DataFrame, agg: list[int] | None) -> _ByFile:
         facts.busiest = facts.busiest[facts.busiest["file"].isin(busiest["file"])]
         kept.append(fr[fr["class"].to_numpy() == ci])
         del fr
-        pairs = tables.pass_frame(ps.dirs, ps.paths, part.EPOCH_PAIRS, buckets)
+        pairs = tables.pass_frame(ps.dirs, ps.codes, part.EPOCH_PAIRS, buckets)
         for c, p in pairs.groupby("cls") if pairs is not None else ():
             sharing[int(c)] += epoch_sharing(p, sharing[int(c)].epochs)
         del pairs
@@ -404,11 +396,11 @@ def _pass_shapes(ps: _Parts, buckets: tuple[int, int]) -> ShapeGroups | None:
     """The dataset's read shapes of a pass's files (None where no part read it)."""
     if part.DATASET not in ps.run.class_names:
         return None
-    streams = tables.pass_frame(ps.dirs, ps.paths, part.SHAPE_STREAMS, buckets)
+    streams = tables.pass_frame(ps.dirs, ps.codes, part.SHAPE_STREAMS, buckets)
     if streams is None:
         return None
     name = part.OPENS_COUNTED if ps.counted else part.OPENS_CALLED
-    opens = tables.pass_frame(ps.dirs, ps.paths, name, buckets)
+    opens = tables.pass_frame(ps.dirs, ps.codes, name, buckets)
     assert opens is not None, "a part with read streams has its opens"
     return shape_groups(streams, opens.groupby("file")["opens"].sum())
 
@@ -424,7 +416,7 @@ def _tables(ps: _Parts) -> tuple[_ByFile, dict[str, Any] | None]:
     # the rows of the files MPI-IO opened, read only where it did (a filtered read of every
     # part's rows otherwise)
     rows = (
-        tables.rows_of(ps.dirs, ps.paths, np.union1d(layer.ops["file"], layer.records["file"]))
+        tables.rows_of(ps.dirs, ps.codes, np.union1d(layer.ops["file"], layer.records["file"]))
         if layer
         else pd.DataFrame()
     )
@@ -484,43 +476,6 @@ def _start_place_lengths(ps: _Parts, jobs: int) -> Callable[[], np.ndarray]:
     return result
 
 
-def _with_part(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """The parts' frames as one, each row with its part's number (``part``)."""
-    return pd.concat([f.assign(part=i) for i, f in enumerate(frames)], ignore_index=True)
-
-
-def _metadata(ps: _Parts, ranks: pd.DataFrame) -> dict[str, Any]:
-    """The metadata summary (the ranks' metadata columns from the events where the run has
-    no counters)."""
-    found = ps.frames(part.METADATA_EVENTS)
-    events = pd.concat(found).set_index("rank").sort_index() if found else None
-    return metadata_summary(ranks, events, ps.counted, ps.run_time)
-
-
-def _pipeline(
-    ps: _Parts, files: pd.DataFrame, sizes: dict[str, Any]
-) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The pipeline's (rank, epoch) table and summary from the parts' rows and facts."""
-    rows = ps.frames(part.PIPELINE)
-    t = pd.concat([r for r in rows if len(r)] or rows[:1], ignore_index=True)
-    t = t.sort_values(["rank", "epoch"], ignore_index=True)
-    pf = [f.pipeline for f in ps.facts]
-    spans = [f.io_span for f in pf if f.io_span is not None]
-    combined = replace(
-        pf[0],  # the timing and the reason come from the run's manifest and meta
-        has_steps=any(f.has_steps for f in pf),
-        timed=any(f.timed for f in pf),
-        run_start=ps.start,
-        run_end=ps.end,
-        io_span=(min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None,
-    )
-    dataset = files.loc[files["class"] == "dataset", "size"]
-    context = pipeline_context(
-        ps.meta.params, float(np.median(dataset)) if len(dataset) else None, sizes
-    )
-    return t, pipeline_summary(t, combined, context, ps.run.settings)
-
-
 def _classes(
     ps: _Parts, t: Tables, rows: FileRankFacts, sharing: dict[int, EpochSharing]
 ) -> dict[str, Any]:
@@ -534,84 +489,6 @@ def _classes(
     return classes_summary(
         ps.run.class_names, ps.n_ranks, ps.run.settings, t.files, rows, per_epoch
     )
-
-
-def _overlap(ps: _Parts, has_ops: bool) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The overlap of I/O and compute from the parts' (rank, epoch) rows."""
-    seen = {s for f in ps.facts for s in f.compute_sources}
-    sources: list[str] = [s for s in ("steps", "app_events") if s in seen]
-    if not sources or not has_ops:
-        return pd.DataFrame(columns=OVERLAP_COLUMNS), overlap_unavailable(has_ops, ps.meta.params)
-    rows = pd.concat(ps.frames(part.OVERLAP), ignore_index=True)
-    rows = rows.sort_values("rank", kind="stable", ignore_index=True)
-    return rows, overlap_summary(rows, sources)
-
-
-def _unoverlapped(ps: _Parts) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The unoverlapped I/O (DFAnalyzer's figures): its per-process table and summary from
-    the parts' processes and ranks."""
-    if not any(f.compute_events for f in ps.facts):
-        return pd.DataFrame(columns=UNOVERLAPPED_COLUMNS), dict(UNOVERLAPPED_UNAVAILABLE)
-    table = pd.concat(ps.frames(part.UNOVERLAPPED), ignore_index=True)
-    table = table.sort_values(["rank", "pid"], ignore_index=True)
-    ranks = pd.concat(ps.frames(part.UNOVERLAPPED_RANKS), ignore_index=True)
-    per_rank = ranks.sort_values("rank").to_dict(orient="records")
-    return table, unoverlapped_summary(table, per_rank)
-
-
-def _signatures(ps: _Parts, t: Tables) -> dict[str, Any]:
-    """The ranks' signatures from the parts', once the run's file sizes confirm where each
-    part took end of file to be (PartsError where they do not)."""
-    if not t.dxt_available:  # no operations: nothing to sign
-        return {"per_rank": {}, "same_sequence": {}, "groups": {}}
-    size = np.zeros(max(len(ps.paths), 1), np.int64)
-    size[t.files["file"].to_numpy()] = t.files["size"].to_numpy()
-    per_rank: dict[str, Any] = {}
-    shapes: dict[str, dict[int, str]] = {}
-    for d in ps.dirs:
-        eof = tables.coded(d, part.EOF_READS, ps.paths)
-        early = eof[size[eof["file"].to_numpy()] > eof["offset"].to_numpy()]
-        if len(early):
-            raise part.PartsError(
-                f"{d.folder}: a zero-byte read of {ps.paths.values[int(early['file'].iloc[0])]} at "
-                f"{int(early['offset'].iloc[0])} is at the end of the file as this part's "
-                "ranks see it, not as the run's do: analyse the run whole"
-            )
-        signed = d.json(part.SIGNATURES)
-        per_rank |= signed["per_rank"]
-        for scope, by in signed["shapes"].items():
-            shapes.setdefault(scope, {}).update({int(a): h for a, h in by.items()})
-    return signature_groups(per_rank, shapes)
-
-
-def _checkpoints(ps: _Parts, rows: pd.DataFrame, windows: pd.DataFrame) -> dict[str, Any]:
-    """The checkpoints from the (rank, file) rows of checkpoint files, the parts' write
-    windows and opens of checkpoint files."""
-    s = ps.run.settings
-    if CLASS not in ps.run.class_names:
-        traced: dict[str, Any] = {
-            "available": False,
-            "reason": f"no file class named {CLASS!r} in the settings",
-        }
-    else:
-        written = add_windows(ps.frames(part.WRITTEN, coded=True))
-        counted = add_windows(ps.frames(part.COUNTED, coded=True))
-        ci = ps.run.class_names.index(CLASS)
-        traced = checkpoints_of(
-            rows,
-            written,
-            counted,
-            ci,
-            ps.n_ranks,
-            s.phase_gap_s,
-            windows,
-            ps.run_time,
-        )
-
-    def opened() -> pd.DataFrame:
-        return add_opened(ps.frames(part.OPENED))
-
-    return with_records(traced, opened, ps.meta, s.phase_gap_s, windows)
 
 
 def _status(
@@ -679,10 +556,10 @@ def _ops_pass(
     seen = dict.fromkeys(counts, 0)
     rows = []
     for d in ps.dirs:
-        ops = tables.recoded(d.take(part.OPS), ps.paths, d)
+        ops = tables.recoded(d.take(part.OPS), ps.codes, d)
         st = op_strata(ops["class"].to_numpy(), ops["op"].to_numpy(), ps.run.class_names, names)
         idx = np.arange(len(ops)) if total <= s.plot_sample_ops else _picked(ops, st, at, seen)
-        rows.append(sample_frame(ops, idx, st, ps.paths.values, names))
+        rows.append(sample_frame(ops, idx, st, ps.codes.values, names))
         m = ops["actor"].to_numpy() >= 0
         if edges is not None and m.any():
             o = ops[m]

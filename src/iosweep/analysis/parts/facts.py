@@ -8,7 +8,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from iosweep.analysis.pipeline.waits import PipelineFacts
 from iosweep.analysis.shared import SharedRecords
 
 FILE = "part.json"
@@ -42,13 +41,9 @@ class PartFacts:
     run_start: float
     run_end: float
     has_steps: bool
-    pipeline: PipelineFacts
-    counter_sums: dict[str, int] | None  # Darshan's access-pattern counters added up
     counter_records: int
     epochs_known: bool  # the run's epochs, from any rank's steps
     pair_epochs: dict[int, list[int]]  # per class, the epochs its reads fall in
-    compute_sources: list[str]  # where the overlap's compute intervals came from
-    compute_events: bool  # compute annotations (DFAnalyzer's unoverlapped figures)
     untimed: int  # segments without a time (the run's issue adds them up)
     issues: list[dict[str, Any]]
     artefacts: list[dict[str, Any]]
@@ -73,14 +68,11 @@ class PartFacts:
     def read(cls, out: Path) -> PartFacts:
         """The facts a part wrote under ``out`` (:meth:`write`)."""
         d = json.loads((out / FILE).read_text())
-        pipeline = d["pipeline"]
-        span = pipeline["io_span"]
         return cls(
             **{
                 **d,
                 "shared_records": SharedRecords(**d["shared_records"]),
                 "actor_host": {int(a): h for a, h in d["actor_host"].items()},
-                "pipeline": PipelineFacts(**{**pipeline, "io_span": span and tuple(span)}),
                 "pair_epochs": {int(c): e for c, e in d["pair_epochs"].items()},
                 "ranked_span": d["ranked_span"] and tuple(d["ranked_span"]),
                 "trace": PartTrace(**d["trace"]),

@@ -13,24 +13,15 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from iosweep import memory
-from iosweep.analysis.data import READ, WRITE, RunData, load_run, unsized_io_calls, untimed_issue
+from iosweep.analysis.data import WRITE, RunData, load_run, unsized_io_calls, untimed_issue
 from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.facts import PartFacts, PartTrace
 from iosweep.analysis.parts.plan import Part, whole_run
 from iosweep.analysis.parts.results import PartResults
 from iosweep.analysis.patterns.access import epoch_read_pairs
 from iosweep.analysis.patterns.artefacts import fd_reuse, remove
-from iosweep.analysis.patterns.checkpoints import (
-    CLASS,
-    counted_windows,
-    opened_files,
-    write_windows,
-)
-from iosweep.analysis.patterns.metadata import from_app_events
 from iosweep.analysis.patterns.shapes import opens_per_file, read_streams
-from iosweep.analysis.patterns.sizes import size_counts
-from iosweep.analysis.patterns.spatial import Spatial, classify_ops, counter_sums
-from iosweep.analysis.patterns.temporal import phase_parts, rank_signatures
+from iosweep.analysis.patterns.spatial import classify_ops
 from iosweep.analysis.patterns.volume import TablesPart, tables_part
 from iosweep.analysis.pipeline.epochs import (
     op_epochs,
@@ -40,33 +31,19 @@ from iosweep.analysis.pipeline.epochs import (
     run_windows,
     windows_of,
 )
-from iosweep.analysis.pipeline.overlap import compute_intervals, overlap_rows
 from iosweep.analysis.pipeline.phases import use_annotated_steps
-from iosweep.analysis.pipeline.unoverlapped import has_compute_events, unoverlapped_rows
-from iosweep.analysis.pipeline.waits import (
-    pipeline_facts,
-    rank_epoch_table,
-)
-from iosweep.analysis.sections import sections
+from iosweep.analysis.sections import PartIn, PartsError, sections
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import select
 from iosweep.analysis.timeline.export import part_slices
 from iosweep.files import no_space_named
 from iosweep.trace.store import open_store
 
-SIZES, PIPELINE = "size_counts.parquet", "pipeline.parquet"
-METADATA_EVENTS = "metadata_events.parquet"  # a part's metadata calls traced as events
 EPOCH_PAIRS = "epoch_pairs.parquet"  # reads in epochs per (class, epoch, file, rank)
 PLACE_COUNTS, PLACE_SPANS = "place_counts.parquet", "place_spans.parquet"
 DATASET = "dataset"  # the class whose read shapes the summary describes
 SHAPE_STREAMS = "shape_streams.parquet"  # its read streams, per (file, epoch, rank)
 OPENS_COUNTED, OPENS_CALLED = "opens_counted.parquet", "opens_called.parquet"
-OVERLAP = "overlap.parquet"  # I/O and compute per (rank, epoch)
-UNOVERLAPPED, UNOVERLAPPED_RANKS = "unoverlapped.parquet", "unoverlapped_ranks.parquet"
-PHASES, PHASE_RANKS = "phases.parquet", "phase_ranks.parquet"  # the part's own phases
-SIGNATURES, EOF_READS = "signatures.json", "eof_reads.parquet"
-# checkpoint files: write windows from segments and from counters, opens and closes
-WRITTEN, COUNTED, OPENED = "written.parquet", "counted.parquet", "opened.parquet"
 OPS = "ops.parquet"  # the part's analysed operations (its sample and heatmap: second pass)
 TIMELINE = "timeline.parquet"  # its first slices of the run's timeline (timeline.export)
 MPIIO_OPS, MPIIO_RECORDS = "mpiio_ops.parquet", "mpiio_records.parquet"
@@ -139,7 +116,7 @@ def _analyze_part(
         slices, timeline = part_slices(rd)
         out.put(TIMELINE, slices)
         del slices
-    # the (rank, file) tables and signatures next: their peak is the part's, and frames held
+    # the (rank, file) tables next: their peak is the part's, and frames held
     # in memory (a run of one part) would add to it; the per-operation columns only the
     # timeline and the tables read are let go of first, and the time order's memo (at 30 M
     # segments, 0.23 GiB each)
@@ -150,16 +127,17 @@ def _analyze_part(
     sp.order = sp.key = np.empty(0, np.int64)  # (the stream sort: the tables' alone)
     rd.ops.host = rd.ops.module = None
     memory.release()
-    _write_signatures(rd, sp, tp, out)
-    out.put(SIZES, size_counts(rd))
     windows, whole_run_epochs = rank_windows(rd), run_epochs(store)
     op_epoch = op_epochs(rd, windows, whole_run_epochs)
+    # the sections before the placement's spans are held (large: each operation's time)
+    part_in = PartIn(rd, alone, op_epoch, sp, _file_sizes(rd, tp))
+    for section in sections():
+        section.of_part(part_in, out)
     counts, spans = place_spans(rd, op_places(rd, op_epoch, windows, whole_run_epochs))
     out.put(PLACE_COUNTS, counts)
     # in (place, time) order as merged, in small row groups: the put-together step reads a
     # window of time at a time (combine.place_lengths), each place's rows a sorted run
     out.put(PLACE_SPANS, spans, group_rows=1 << 15)
-    out.put(PIPELINE, rank_epoch_table(rd, op_epoch))
     pairs = pd.concat(
         [epoch_read_pairs(rd, op_epoch, ci).assign(cls=ci) for ci in range(len(rd.class_names))],
         ignore_index=True,
@@ -171,20 +149,7 @@ def _analyze_part(
     }
     del pairs
     _write_shapes(rd, op_epoch, out)
-    compute = compute_intervals(rd)
-    out.put(OVERLAP, overlap_rows(rd, compute))
-    compute_events = has_compute_events(rd)
-    if compute_events or not alone:  # (another part's events ask for this part's rows too)
-        unoverlapped, per_rank = unoverlapped_rows(rd)
-        out.put(UNOVERLAPPED, unoverlapped)
-        out.put(UNOVERLAPPED_RANKS, pd.DataFrame(per_rank))
-    _write_checkpoints(rd, out)
     _write_mpiio(rd, out)
-    for section in sections():
-        section.of_part(rd, out)
-    found, ranks = phase_parts(rd)
-    out.put(PHASES, found)
-    out.put(PHASE_RANKS, ranks)
     facts = PartFacts(
         ranks=part.ranks,
         whole=part.whole,
@@ -197,13 +162,9 @@ def _analyze_part(
         run_start=rd.run_start,
         run_end=rd.run_end,
         has_steps=not rd.steps.empty,
-        pipeline=pipeline_facts(rd),
-        counter_sums=counter_sums(rd),
         counter_records=len(rd.counters),
         epochs_known=not whole_run_epochs.empty,
         pair_epochs=pair_epochs,
-        compute_sources=list(compute),
-        compute_events=compute_events,
         # what reading found: the untimed segments counted apart (the run's issue adds them up)
         untimed=rd.untimed,
         issues=[asdict(i) for i in rd.issues if i != untimed_issue(rd.untimed)],
@@ -224,9 +185,6 @@ def _analyze_part(
         ),
     )
     tables.write_part(tp, rd.paths, facts, out)
-    events = from_app_events(rd) if not len(rd.counters) else None
-    if events is not None:
-        out.put(METADATA_EVENTS, events.rename_axis("rank").reset_index())
     # held: its columns are rd.ops's own (not copied), the rest goes with rd
     out.put(OPS, _ops_frame(rd), rd.paths)
 
@@ -248,32 +206,13 @@ def _write_shapes(rd: RunData, op_epoch: np.ndarray, out: PartResults) -> None:
         out.put(name, opens.reset_index(), rd.paths, by_bucket=True)
 
 
-def _write_signatures(rd: RunData, sp: Spatial, tp: TablesPart, out: PartResults) -> None:
-    """The ranks' signatures, their end of file where the part's own rows put it (a file's
-    size is the furthest byte any rank touched): the zero-byte reads taken to be at end of
-    file are written beside them, for the run's sizes to confirm."""
+def _file_sizes(rd: RunData, tp: TablesPart) -> np.ndarray:
+    """Each file's size as the part's ranks see it (per path code): the furthest byte any of
+    them touched, from the part's own (rank, file) rows."""
     size = np.zeros(max(len(rd.paths), 1), np.int64)
     fr = tp.file_rank
     np.maximum.at(size, fr["file"].to_numpy(), fr["extent"].to_numpy().clip(min=0))
-    per_rank, shapes = rank_signatures(rd, sp, size) if len(rd.ops) else ({}, {})
-    shapes_json = {scope: {str(a): h for a, h in by.items()} for scope, by in shapes.items()}
-    out.put_json(SIGNATURES, {"per_rank": per_rank, "shapes": shapes_json})
-    ops = rd.ops
-    at_eof = (ops.op == READ) & (ops.length == 0) & (ops.offset >= 0) & (ops.actor >= 0)
-    at_eof &= ops.offset >= size[ops.file]
-    eof = pd.DataFrame({"file": ops.file[at_eof], "offset": ops.offset[at_eof]})
-    out.put(EOF_READS, eof.drop_duplicates(), rd.paths)
-
-
-def _write_checkpoints(rd: RunData, out: PartResults) -> None:
-    """The checkpoint files' write windows (traced and counted) and opens, of the part's
-    ranks."""
-    if CLASS not in rd.settings.class_names:
-        return
-    ci = rd.settings.class_names.index(CLASS)
-    out.put(WRITTEN, write_windows(rd, ci), rd.paths)
-    out.put(COUNTED, counted_windows(rd, ci), rd.paths)
-    out.put(OPENED, opened_files(rd))
+    return size
 
 
 def _write_mpiio(rd: RunData, out: PartResults) -> None:
@@ -305,10 +244,6 @@ def _ranked_span(rd: RunData) -> tuple[float, float] | None:
     """The ranks' first operation's start and last one's end."""
     m = rd.ops.actor >= 0
     return (float(rd.ops.start[m].min()), float(rd.ops.end[m].max())) if m.any() else None
-
-
-class PartsError(ValueError):
-    """The run cannot be analysed in parts (yet)."""
 
 
 def run_epochs(store: Path) -> pd.DataFrame:

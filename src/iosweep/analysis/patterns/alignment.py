@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.data import RunData
-from iosweep.analysis.sections import PartOut, PartsIn, Section, register
+from iosweep.analysis.sections import PartIn, PartOut, PartsIn, Section, register
 
 COUNTS, LUSTRE = "alignment.json", "lustre.parquet"  # a part's counts, its files' striping
 
@@ -86,9 +86,9 @@ def _most_common(v) -> int:
     return int(values[counts.argmax()])
 
 
-def _of_part(rd: RunData, out: PartOut) -> None:
-    out.put_json(COUNTS, alignment_counts(rd))
-    out.put(LUSTRE, rd.lustre, rd.paths)
+def _of_part(part: PartIn, out: PartOut) -> None:
+    out.put_json(COUNTS, alignment_counts(part.rd))
+    out.put(LUSTRE, part.rd.lustre, part.rd.paths)
 
 
 def _of_run(parts: PartsIn) -> dict[str, Any] | None:

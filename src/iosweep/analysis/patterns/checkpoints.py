@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.data import WRITE, RunData, category_matches
+from iosweep.analysis.sections import PartIn, PartOut, PartsIn, Section, register
 from iosweep.trace.schema import RunMeta
 
 CLASS = "checkpoint"
@@ -285,3 +286,47 @@ def with_records(
     out["opened"] = found
     out["marks"] = traced or found or out["app_saves"]
     return out
+
+
+# a part's checkpoint files: write windows from segments and from counters, opens and closes
+WRITTEN, COUNTED, OPENED = "written.parquet", "counted.parquet", "opened.parquet"
+
+
+def _of_part(part: PartIn, out: PartOut) -> None:
+    rd = part.rd
+    if CLASS not in rd.settings.class_names:
+        return
+    ci = rd.settings.class_names.index(CLASS)
+    out.put(WRITTEN, write_windows(rd, ci), rd.paths)
+    out.put(COUNTED, counted_windows(rd, ci), rd.paths)
+    out.put(OPENED, opened_files(rd))
+
+
+def _of_run(parts: PartsIn) -> dict[str, Any]:
+    """The checkpoints from the (rank, file) rows of checkpoint files, the parts' write
+    windows and opens of checkpoint files."""
+    s = parts.settings
+    if CLASS not in parts.class_names:
+        traced: dict[str, Any] = {
+            "available": False,
+            "reason": f"no file class named {CLASS!r} in the settings",
+        }
+    else:
+        traced = checkpoints_of(
+            parts.checkpoint_rows,
+            add_windows(parts.frames(WRITTEN, coded=True)),
+            add_windows(parts.frames(COUNTED, coded=True)),
+            parts.class_names.index(CLASS),
+            parts.n_ranks,
+            s.phase_gap_s,
+            parts.windows,
+            parts.run_time,
+        )
+
+    def opened() -> pd.DataFrame:
+        return add_opened(parts.frames(OPENED))
+
+    return with_records(traced, opened, parts.meta, s.phase_gap_s, parts.windows)
+
+
+SECTION = register(Section("checkpoints", _of_part, _of_run))

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from iosweep.analysis.data import RunData
-from iosweep.analysis.sections import PartOut, PartsIn, Section, register
+from iosweep.analysis.sections import PartIn, PartOut, PartsIn, Section, register
 
 TOTALS = "layers.parquet"  # a part's totals per module and source (RunData.layers)
 
@@ -73,8 +73,8 @@ def unanalysed_io(layers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [x for x in layers if not x["analysed"] and (x["bytes_read"] or x["bytes_written"])]
 
 
-def _of_part(rd: RunData, out: PartOut) -> None:
-    out.put(TOTALS, rd.layers)
+def _of_part(part: PartIn, out: PartOut) -> None:
+    out.put(TOTALS, part.rd.layers)
 
 
 def _of_run(parts: PartsIn) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from iosweep.analysis.data import RunData, category_matches
+from iosweep.analysis.sections import PartIn, PartOut, PartsIn, Section, register
 
 KINDS = {
     "opens": re.compile(r"^(f?open(at)?(64)?|fdopen|creat(64)?|mkstemp\w*)$"),
@@ -136,3 +137,23 @@ def _stats(v: pd.Series) -> dict[str, float] | None:
         return None
     a = v.to_numpy(np.float64)
     return {"min": float(a.min()), "mean": float(a.mean()), "max": float(a.max())}
+
+
+EVENTS = "metadata_events.parquet"  # a part's metadata calls traced as events, per rank
+
+
+def _of_part(part: PartIn, out: PartOut) -> None:
+    events = from_app_events(part.rd) if not len(part.rd.counters) else None
+    if events is not None:
+        out.put(EVENTS, events.rename_axis("rank").reset_index())
+
+
+def _of_run(parts: PartsIn) -> dict[str, Any]:
+    """The summary; the run's ranks table takes its metadata columns from the events where
+    the run has no counters, and its rates per second (:func:`metadata_summary`)."""
+    found = parts.frames(EVENTS)
+    events = pd.concat(found).set_index("rank").sort_index() if found else None
+    return metadata_summary(parts.tables.ranks, events, parts.counted, parts.run_time)
+
+
+SECTION = register(Section("metadata", _of_part, _of_run))

@@ -16,6 +16,7 @@ import pandas as pd
 
 from iosweep.analysis.data import OPS, RunData
 from iosweep.analysis.patterns.file_ranks import FileRankFacts
+from iosweep.analysis.sections import PartIn, PartOut, PartsIn, Section, register
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.trace.schema import SIZE_BIN_LOWER, SIZE_BINS, darshan_size_bin
 
@@ -191,3 +192,20 @@ def sizes_of(
     table["bin_upper"] = table["bin_upper"].astype("Int64")
     table["bytes"] = table["bytes"].astype("Int64")
     return table, summary
+
+
+COUNTS = "size_counts.parquet"  # a part's size_counts
+
+
+def _of_part(part: PartIn, out: PartOut) -> None:
+    out.put(COUNTS, size_counts(part.rd))
+
+
+def _of_run(parts: PartsIn) -> dict[str, Any]:
+    exact = add_size_counts(parts.frames(COUNTS))
+    table, summary = sizes_of(exact, parts.rows, parts.class_names, parts.settings)
+    parts.table("sizes", table)
+    return summary
+
+
+SECTION = register(Section("sizes", _of_part, _of_run))

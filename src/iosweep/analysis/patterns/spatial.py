@@ -21,6 +21,7 @@ import pandas as pd
 
 from iosweep.analysis.data import Ops, RunData
 from iosweep.analysis.intervals import order_by
+from iosweep.analysis.sections import PartIn, PartOut, PartsIn, Section, register
 
 CATEGORIES = ("contiguous", "sequential", "strided", "random", "unknown")
 CONTIGUOUS, SEQUENTIAL, STRIDED, RANDOM, UNKNOWN = range(5)
@@ -143,3 +144,18 @@ def counter_patterns(sums: dict[str, int] | None) -> dict[str, Any] | None:
             "random": max(ops - seq, 0),
         }
     return out
+
+
+COUNTER_SUMS = "counter_sums.json"  # a part's counter_sums
+
+
+def _of_part(part: PartIn, out: PartOut) -> None:
+    out.put_json(COUNTER_SUMS, counter_sums(part.rd))
+
+
+def _of_run(parts: PartsIn) -> dict[str, Any]:
+    sums = add_counter_sums(parts.values(COUNTER_SUMS))
+    return spatial_summary(sums, parts.rows.ops_by_category, parts.rows.patterns)
+
+
+SECTION = register(Section("spatial", _of_part, _of_run))

@@ -21,6 +21,7 @@ import pandas as pd
 
 from iosweep.analysis.data import OPS, READ, RunData
 from iosweep.analysis.patterns.spatial import CONTIGUOUS, STRIDED, Spatial
+from iosweep.analysis.sections import PartIn, PartOut, PartsError, PartsIn, Section, register
 from iosweep.units import human_bytes
 
 AT0, EOF, CONT, STRIDE, AT = range(5)
@@ -474,3 +475,66 @@ def heatmap_frame(bins: np.ndarray, actors: np.ndarray, edges: np.ndarray) -> pd
         }
     )
     return out[out["ops"] > 0].reset_index(drop=True)[HEATMAP_COLUMNS]
+
+
+PHASES, PHASE_RANKS = "phases.parquet", "phase_ranks.parquet"  # a part's own phases
+SIGNATURES, EOF_READS = "signatures.json", "eof_reads.parquet"
+
+
+def _of_part(part: PartIn, out: PartOut) -> None:
+    """The part's phases and its ranks' signatures, with the zero-byte reads taken to be at
+    the end of their file as the part's ranks see it, for the run's sizes to confirm."""
+    rd, size = part.rd, part.file_size
+    per_rank, shapes = rank_signatures(rd, part.spatial, size) if len(rd.ops) else ({}, {})
+    shapes_json = {scope: {str(a): h for a, h in by.items()} for scope, by in shapes.items()}
+    out.put_json(SIGNATURES, {"per_rank": per_rank, "shapes": shapes_json})
+    ops = rd.ops
+    at_eof = (ops.op == READ) & (ops.length == 0) & (ops.offset >= 0) & (ops.actor >= 0)
+    at_eof &= ops.offset >= size[ops.file]
+    eof = pd.DataFrame({"file": ops.file[at_eof], "offset": ops.offset[at_eof]})
+    out.put(EOF_READS, eof.drop_duplicates(), rd.paths)
+    found, ranks = phase_parts(rd)
+    out.put(PHASES, found)
+    out.put(PHASE_RANKS, ranks)
+
+
+def _run_signatures(parts: PartsIn) -> dict[str, Any]:
+    """The ranks' signatures from the parts', once the run's file sizes confirm where each
+    part took end of file to be (PartsError where they do not)."""
+    files = parts.tables.files
+    if not parts.tables.dxt_available:  # no operations: nothing to sign
+        return {"per_rank": {}, "same_sequence": {}, "groups": {}}
+    size = np.zeros(max(len(parts.paths), 1), np.int64)
+    size[files["file"].to_numpy()] = files["size"].to_numpy()
+    for eof in parts.frames(EOF_READS, coded=True):
+        early = eof[size[eof["file"].to_numpy()] > eof["offset"].to_numpy()]
+        if len(early):
+            raise PartsError(
+                f"a zero-byte read of {parts.paths[int(early['file'].iloc[0])]} at "
+                f"{int(early['offset'].iloc[0])} is at the end of the file as one part's "
+                "ranks see it, not as the run's do: analyse the run whole"
+            )
+    per_rank: dict[str, Any] = {}
+    shapes: dict[str, dict[int, str]] = {}
+    for signed in parts.values(SIGNATURES):
+        per_rank |= signed["per_rank"]
+        for scope, by in signed["shapes"].items():
+            shapes.setdefault(scope, {}).update({int(a): h for a, h in by.items()})
+    return signature_groups(per_rank, shapes)
+
+
+def _with_part(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The parts' frames as one, each row with its part's number (``part``)."""
+    return pd.concat([f.assign(part=i) for i, f in enumerate(frames)], ignore_index=True)
+
+
+def _of_run(parts: PartsIn) -> dict[str, Any]:
+    """The summary; the table ``phases``."""
+    found = _with_part(parts.frames(PHASES))
+    ranks = _with_part(parts.frames(PHASE_RANKS))
+    ph = phases_of(found, ranks, parts.class_names, parts.settings.phase_gap_s, parts.windows)
+    parts.table("phases", ph)
+    return temporal_summary(_run_signatures(parts), ph, parts.windows)
+
+
+SECTION = register(Section("temporal", _of_part, _of_run))

@@ -16,6 +16,7 @@ import pandas as pd
 from iosweep.analysis import intervals
 from iosweep.analysis.data import RunData, events_matching
 from iosweep.analysis.pipeline.epochs import rank_windows
+from iosweep.analysis.sections import PartIn, PartOut, PartsIn, Section, register
 
 COLUMNS = [
     "rank",
@@ -168,3 +169,29 @@ def overlap_summary(df: pd.DataFrame, sources: list[str]) -> dict[str, Any]:
         "io_time_outside_epochs_max": float(outside["io_time"].max()) if len(outside) else 0.0,
     }
     return summary
+
+
+ROWS = "overlap.parquet"  # a part's overlap_rows
+SOURCES = "overlap_sources.json"  # where its compute intervals came from
+
+
+def _of_part(part: PartIn, out: PartOut) -> None:
+    compute = compute_intervals(part.rd)
+    out.put(ROWS, overlap_rows(part.rd, compute))
+    out.put_json(SOURCES, list(compute))
+
+
+def _of_run(parts: PartsIn) -> dict[str, Any]:
+    seen = {s for found in parts.values(SOURCES) for s in found}
+    sources = [s for s in ("steps", "app_events") if s in seen]
+    has_ops = parts.tables.dxt_available
+    if not sources or not has_ops:
+        parts.table("overlap", pd.DataFrame(columns=COLUMNS))
+        return unavailable(has_ops, parts.meta.params)
+    rows = pd.concat(parts.frames(ROWS), ignore_index=True)
+    rows = rows.sort_values("rank", kind="stable", ignore_index=True)
+    parts.table("overlap", rows)
+    return overlap_summary(rows, sources)
+
+
+SECTION = register(Section("overlap", _of_part, _of_run))

@@ -25,6 +25,7 @@ import pandas as pd
 
 from iosweep.analysis import intervals
 from iosweep.analysis.data import RunData, category_matches, events_matching
+from iosweep.analysis.sections import PartIn, PartOut, PartsIn
 
 COLUMNS = [
     "rank",
@@ -157,3 +158,30 @@ def unoverlapped_summary(table: pd.DataFrame, per_rank: list[dict[str, Any]]) ->
         "totals": totals,
         "processes": len(table),
     }
+
+
+ROWS, RANKS = "unoverlapped.parquet", "unoverlapped_ranks.parquet"  # a part's rows
+EVENTS = "compute_events.json"  # whether the part has compute annotations
+
+
+def put_part(part: PartIn, out: PartOut) -> None:
+    """A part's figures, where any part may have compute events (another part's events ask
+    for this part's rows too)."""
+    events = has_compute_events(part.rd)
+    out.put_json(EVENTS, events)
+    if events or not part.alone:
+        table, per_rank = unoverlapped_rows(part.rd)
+        out.put(ROWS, table)
+        out.put(RANKS, pd.DataFrame(per_rank))
+
+
+def of_parts(parts: PartsIn) -> dict[str, Any]:
+    """The summary (the pipeline's ``unoverlapped``) and the table ``unoverlapped``."""
+    if not any(parts.values(EVENTS)):
+        parts.table("unoverlapped", pd.DataFrame(columns=COLUMNS))
+        return dict(UNAVAILABLE)
+    table = pd.concat(parts.frames(ROWS), ignore_index=True)
+    table = table.sort_values(["rank", "pid"], ignore_index=True)
+    ranks = pd.concat(parts.frames(RANKS), ignore_index=True)
+    parts.table("unoverlapped", table)
+    return unoverlapped_summary(table, ranks.sort_values("rank").to_dict(orient="records"))

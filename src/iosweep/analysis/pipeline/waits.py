@@ -21,7 +21,7 @@ The run's verdict, from these totals, is :mod:`.verdict`'s.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -30,10 +30,13 @@ import pandas as pd
 from iosweep.analysis import intervals
 from iosweep.analysis.data import READ, RunData, category_matches
 from iosweep.analysis.patterns.metadata import KINDS
+from iosweep.analysis.pipeline import unoverlapped
+from iosweep.analysis.pipeline.dlio import dlio_beside
 from iosweep.analysis.pipeline.epochs import steps_frame
 from iosweep.analysis.pipeline.host import blind_storage, host_bound, host_summary
 from iosweep.analysis.pipeline.rates import rate_model
 from iosweep.analysis.pipeline.verdict import estimated, verdict
+from iosweep.analysis.sections import PartIn, PartOut, PartsIn, Section, register
 from iosweep.analysis.settings import AnalysisSettings
 
 AU_LABEL = "MLPerf-Storage-style AU (compute / epoch time, first step excluded; not a submission)"
@@ -469,3 +472,50 @@ def _coverage(io_span: tuple[float, float] | None, t: pd.DataFrame) -> str:
             "another run's manifest, or clocks that disagree; the wait analysis may be wrong"
         )
     return ""
+
+
+ROWS, FACTS = "pipeline.parquet", "pipeline.json"  # a part's (rank, epoch) rows, its facts
+
+
+def _of_part(part: PartIn, out: PartOut) -> None:
+    out.put(ROWS, rank_epoch_table(part.rd, part.op_epoch))
+    out.put_json(FACTS, asdict(pipeline_facts(part.rd)))
+    unoverlapped.put_part(part, out)
+
+
+def _run_facts(parts: PartsIn) -> PipelineFacts:
+    """The run's facts from its parts' (the timing and the reason come from the run's
+    manifest and meta: the first part's)."""
+    pf = [
+        PipelineFacts(**{**v, "io_span": v["io_span"] and tuple(v["io_span"])})
+        for v in parts.values(FACTS)
+    ]
+    spans = [f.io_span for f in pf if f.io_span is not None]
+    return replace(
+        pf[0],
+        has_steps=any(f.has_steps for f in pf),
+        timed=any(f.timed for f in pf),
+        run_start=parts.start,
+        run_end=parts.end,
+        io_span=(min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None,
+    )
+
+
+def _of_run(parts: PartsIn) -> dict[str, Any]:
+    """The summary, with DFAnalyzer's figures and DLIO's own AU beside it; the tables
+    ``pipeline`` and ``unoverlapped``."""
+    rows = parts.frames(ROWS)
+    t = pd.concat([r for r in rows if len(r)] or rows[:1], ignore_index=True)
+    t = t.sort_values(["rank", "epoch"], ignore_index=True)
+    files = parts.tables.files
+    dataset = files.loc[files["class"] == "dataset", "size"]
+    median = float(np.median(dataset)) if len(dataset) else None
+    context = pipeline_context(parts.meta.params, median, parts.made["sizes"])
+    summary = pipeline_summary(t, _run_facts(parts), context, parts.settings)
+    summary["unoverlapped"] = unoverlapped.of_parts(parts)
+    summary["dlio"] = dlio_beside(parts.meta, t, summary)
+    parts.table("pipeline", t)
+    return summary
+
+
+SECTION = register(Section("pipeline", _of_part, _of_run, after=("sizes",)))
