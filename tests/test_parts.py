@@ -33,6 +33,7 @@ from iosweep.analysis.patterns.volume import build_tables, widen
 from iosweep.analysis.sections import PartsError
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.analysis.subset import RankSubsetError
+from iosweep.analysis.summary import ANALYSIS_TABLES
 from iosweep.analysis.summary.run import RunSummary
 from iosweep.analysis.timeline import export
 from iosweep.cli import main as iosweep_main
@@ -159,19 +160,24 @@ def _assert_same_results(
         summary["run"]["start"],
         summary["run"]["end"],
     )
-    for name, table, keys in (
-        ("ranks", t.ranks, ["rank"]),
-        ("nodes", t.nodes, ["host"]),
-        ("pipeline", combined.table("pipeline"), ["rank", "epoch"]),
-        ("sizes", combined.table("sizes"), ["binning", "class", "op", "bin"]),
-        ("overlap", combined.table("overlap"), ["rank", "epoch"]),
-        ("unoverlapped", combined.table("unoverlapped"), ["rank", "pid"]),
-        ("phases", combined.phases, ["phase"]),
-        ("files", combined.files.drop(columns="file"), ["path"]),
-        ("file_ranks", combined.file_ranks.drop(columns="file"), ["path", "rank"]),
-        ("heatmap", combined.heatmap, ["rank", "bin"]),
-        ("ops_sample", _strings(combined.ops_sample), ["rank", "start", "path", "offset"]),
-    ):
+    keys_of = {
+        "ranks": ["rank"],
+        "nodes": ["host"],
+        "pipeline": ["rank", "epoch"],
+        "sizes": ["binning", "class", "op", "bin"],
+        "overlap": ["rank", "epoch"],
+        "unoverlapped": ["rank", "pid"],
+        "phases": ["phase"],
+        "files": ["path"],
+        "file_ranks": ["path", "rank"],
+        "heatmap": ["rank", "bin"],
+        "ops_sample": ["rank", "start", "path", "offset"],
+    }
+    assert sorted(keys_of) == sorted(ANALYSIS_TABLES)  # every table the analysis writes
+    for name, keys in keys_of.items():
+        table = combined.table(name)
+        table = table.drop(columns="file") if name in ("files", "file_ranks") else table
+        table = _strings(table) if name == "ops_sample" else table
         written = pd.read_parquet(tmp_path / "whole" / f"{name}.parquet")
         written = written.drop(columns="file") if name in ("files", "file_ranks") else written
         written = _strings(written) if name == "ops_sample" else written
