@@ -260,16 +260,15 @@ def _compact(table: pa.Table) -> pa.Table:
             cols.append(col)
             continue
         d = col.combine_chunks() if col.num_chunks > 1 else col.chunk(0)
-        valid = ~np.asarray(d.is_null()) if d.null_count else None
+        nulls = np.asarray(d.is_null()) if d.null_count else None
         idx = pc.fill_null(d.indices, 0).to_numpy() if d.null_count else d.indices.to_numpy()
         # the values used, in dictionary order, and each one's place among them: a mark and a
         # running count over the dictionary, linear (sorting the indices as floats, which
         # nulls made them: 4.3 s against 0.1 s for 4 M rows of a 1.28 M-path dictionary)
         used = np.zeros(max(len(d.dictionary), 1), bool)  # (a null's index 0 needs a place)
-        used[idx if valid is None else idx[valid]] = True
+        used[idx if nulls is None else idx[~nulls]] = True
         place = (np.cumsum(used, dtype=np.int64) - 1).astype(idx.dtype, copy=False)
-        mask = None if valid is None else ~valid
-        indices = pa.array(place[idx], d.indices.type, mask=mask)
+        indices = pa.array(place[idx], d.indices.type, mask=nulls)
         kept = d.dictionary.take(pa.array(np.flatnonzero(used)))
         cols.append(pa.DictionaryArray.from_arrays(indices, kept))
     return pa.Table.from_arrays(cols, schema=table.schema)

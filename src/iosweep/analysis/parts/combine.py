@@ -104,7 +104,7 @@ class Combined:
     file_ranks: pd.DataFrame
     ops_sample: pd.DataFrame
     heatmap: pd.DataFrame
-    made: dict[str, pd.DataFrame]  # the tables the registered sections made, by name
+    made_tables: dict[str, pd.DataFrame]  # the tables the registered sections made, by name
     summary: SummarySections  # the summary's sections, each typed as it was made
     timeline: Timeline | None  # None: not asked for (analysis.timeline.enabled)
 
@@ -118,7 +118,7 @@ class Combined:
             "ops_sample": self.ops_sample,
             "heatmap": self.heatmap,
         }
-        return own[name] if name in own else self.made[name]
+        return own[name] if name in own else self.made_tables[name]
 
 
 @dataclass
@@ -331,7 +331,7 @@ def combine(
         file_ranks=file_ranks,
         ops_sample=sample,
         heatmap=heat,
-        made=ps.made_tables,
+        made_tables=ps.made_tables,
         summary=summary,
         timeline=timeline,
     )
