@@ -32,6 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pyarrow as pa
 from bench_segments_scale import CHILD as SCALE_CHILD
 
 GIB = 1 << 30
@@ -64,9 +65,10 @@ print("INFLATED", total)
 """
 )
 
-# the store's tables written again: same compression, same row groups
+# the store's tables written again: same compression, encodings and row groups
 REWRITE = """
 import sys, glob, time, json
+import pyarrow as pa
 import pyarrow.parquet as pq
 tables = {}
 for f in sorted(glob.glob(sys.argv[1] + "/*.parquet")):
@@ -76,8 +78,10 @@ for f in sorted(glob.glob(sys.argv[1] + "/*.parquet")):
                  if pf.num_row_groups else "ZSTD")
 t = time.perf_counter()
 for f, (schema, groups, codec) in tables.items():
+    # dictionary-encoded where the store is (its dictionary columns), as ingest writes it
+    dictionaries = [f.name for f in schema if pa.types.is_dictionary(f.type)]
     with pq.ParquetWriter(sys.argv[2] + "/" + f.rsplit("/", 1)[1], schema,
-                          compression=codec.lower()) as w:
+                          compression=codec.lower(), use_dictionary=dictionaries) as w:
         for g in groups:
             w.write_table(g, row_group_size=g.num_rows)
 print("MEASURED " + json.dumps({"wall_s": time.perf_counter() - t, "peak": 0}), file=sys.stderr)
@@ -112,12 +116,20 @@ def measured(code: str, *args: str) -> dict:
 
 
 def same_stores(a: Path, b: Path) -> list[str]:
-    """The tables in which two stores differ (none: they are equal)."""
+    """The tables in which two stores differ (none: they are equal): row by row, value by
+    value; a dictionary column's dictionary may list its values in another order."""
     import pyarrow.parquet as pq
+
+    def values(t: pa.Table) -> pa.Table:
+        cols = [
+            c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in t.columns
+        ]
+        return pa.table(cols, names=t.column_names)
 
     differ = []
     for f in sorted(a.glob("*.parquet")):
-        if not pq.read_table(f).equals(pq.read_table(b / f.name)):
+        x, y = pq.read_table(f), pq.read_table(b / f.name)
+        if not (x.schema.equals(y.schema) and values(x).equals(values(y))):
             differ.append(f.stem)
     return differ
 

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from iosweep.testing.stores import dictionary, run_meta, table
 from iosweep.trace.schema import SIZE_BINS, STORE_TABLES, darshan_size_bin, empty_table
-from iosweep.trace.store import GROUP_MIN_ROWS, ROW_GROUP_ROWS, RUN_JSON, rank_groups
+from iosweep.trace.store import GROUP_MIN_ROWS, ROW_GROUP_ROWS, RUN_JSON, rank_groups, writer
 
 PER_CLASS = 1281
 BATCH = 256
@@ -76,7 +76,7 @@ class _Streams:
 
     def __init__(self, out: Path) -> None:
         self.writers = {
-            name: pq.ParquetWriter(out / f"{name}.parquet", STORE_TABLES[name], compression="zstd")
+            name: writer(out / f"{name}.parquet", STORE_TABLES[name])
             for name in ("segments", "counters")
         }
         self.pending: dict[str, list[pa.Table]] = {"segments": [], "counters": []}

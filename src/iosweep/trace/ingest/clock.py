@@ -37,21 +37,20 @@ def _place(table: pa.Table, e: LogEntry, delta: float, time_cols: tuple[str, ...
     if n == 0:
         return table
     if not L.mpi:
-        table = table.set_column(
-            table.schema.get_field_index("rank"),
-            "rank",
-            pa.array(np.full(n, e.rank, np.int32)),
-        )
+        # each column set under its own field: the table stays in the store's schema, which
+        # write_store then takes as it is (conform)
+        i = table.schema.get_field_index("rank")
+        table = table.set_column(i, table.field(i), pa.array(np.full(n, e.rank, np.int32)))
         if "pid" in table.column_names:
             i = table.schema.get_field_index("pid")
-            table = table.set_column(i, "pid", pc.fill_null(table.column(i), L.pid))
+            table = table.set_column(i, table.field(i), pc.fill_null(table.column(i), L.pid))
         if "host" in table.column_names and e.host:
             i = table.schema.get_field_index("host")
-            table = table.set_column(i, "host", _fill_dict_column(table.column(i), e.host))
+            table = table.set_column(i, table.field(i), _fill_dict_column(table.column(i), e.host))
     for c in time_cols:
         if c in table.column_names:
             i = table.schema.get_field_index(c)
-            table = table.set_column(i, c, pc.add(table.column(i), delta))
+            table = table.set_column(i, table.field(i), pc.add(table.column(i), delta))
     return table
 
 
