@@ -253,10 +253,14 @@ def read_counters(
     }
     for col, srcs in cmap.items():
         vals = [c[:, cnames[s]] for s in srcs if s in cnames]
-        # Darshan writes -1 for a counter an older runtime did not collect
-        v = np.sum([np.where(x < 0, 0, x) for x in vals], axis=0)
-        known = np.any([x >= 0 for x in vals[:1]], axis=0)
-        cols[col] = np.ma.masked_array(v, mask=~known)
+        if not vals:  # a counter this library's module does not have: unknown (null)
+            continue
+        # Darshan writes -1 for a counter an older runtime did not collect; known where the
+        # first is (most columns have one counter: no stack of copies to add up)
+        v = np.maximum(vals[0], 0)
+        for x in vals[1:]:
+            v += np.maximum(x, 0)
+        cols[col] = np.ma.masked_array(v, mask=vals[0] < 0)
     for col, suffix in _FCOUNTERS.items():
         if f"{prefix}_{suffix}" not in fnames:  # H5F / PNETCDF_FILE: no read or write time
             continue
