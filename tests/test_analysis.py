@@ -2013,3 +2013,24 @@ def test_a_ranks_bandwidth_is_over_the_union_of_its_io_time(tmp_path):
     (r,) = pd.read_parquet(tmp_path / "out" / "ranks.parquet").to_dict("records")
     assert (r["io_time"], r["io_busy_time"]) == (pytest.approx(3.0), pytest.approx(4.0))
     assert r["bandwidth"] == pytest.approx(200 / 3.0)
+
+
+def test_the_busiest_files_are_those_a_sort_of_every_file_gives():
+    # only the rows that can be among the busiest are sorted: the same rows as pandas' sort of
+    # all of them, ties by path, unknown bytes last
+    from iosweep.analysis.patterns.access import busiest
+
+    rng = np.random.default_rng(1)
+    for trial in range(500):
+        n = int(rng.integers(1, 40))
+        f = pd.DataFrame(
+            {
+                "b": rng.integers(0, 5, n).astype(float),
+                "path": [f"p{rng.integers(0, 1000)}" for _ in range(n)],
+                "x": np.arange(n),
+            }
+        )
+        if trial % 2:
+            f.loc[rng.random(n) < 0.5, "b"] = np.nan
+        whole = f.sort_values(["b", "path"], ascending=[False, True]).head(5)
+        assert busiest(f, "b", 5).equals(whole), f

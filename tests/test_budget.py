@@ -186,3 +186,26 @@ def test_the_budget_is_the_limit_of_the_process_own_cgroup(tmp_path):
     assert budget.cgroup_limit(proc, root) == 3 << 30
     proc.write_text("0::/\n")
     assert budget.cgroup_limit(proc, root) is None  # no limit: the machine's memory
+
+
+def test_a_steps_peak_over_a_budget_given_by_hand_is_said_with_the_request_it_needs():
+    gib = budget.GIB
+    assert budget.over_peak("step", 2 * gib, None) is None  # no budget asked for
+    assert budget.over_peak("step", gib, 1.0) is None  # within it
+    said = budget.over_peak("putting the parts together", 1_700_000_000, 1.0)
+    # 1.7e9 B = 1.58 GiB; 1,621.25 MiB asked for whole: 1,622 MB
+    assert said == (
+        "putting the parts together peaked at 1.58 GiB, over the budget of 1 GiB "
+        "(--memory-gb, analysis.memory_gb): a job analysing this run needs 1,622 MB"
+    )
+
+
+def test_the_peak_starts_again_from_what_is_held_now():
+    import numpy as np
+
+    block = np.ones(64 << 20, np.uint8)  # 64 MiB touched, then let go
+    before = budget.own_memory("VmHWM")
+    del block
+    assert budget.reset_peak()
+    after = budget.own_memory("VmHWM")
+    assert after <= before - (48 << 20), (before, after)

@@ -377,14 +377,28 @@ def test_a_sample_of_operations_drawn_over_every_part(imagenet_store, tmp_path):
     assert 900 < len(sample) <= 1000 and sample["write"].sum() > 0  # checkpoint writes kept
 
 
-def test_iosweep_analyze_in_parts_writes_the_whole_runs_analysis(imagenet_store, tmp_path, capsys):
+def test_iosweep_analyze_in_parts_writes_the_whole_runs_analysis(
+    imagenet_store, tmp_path, capsys, monkeypatch
+):
     # a budget that holds three ranks (tests above): the run is analysed in three parts and
     # written as the run in one part is, its timeline too (--in-parts: kept for scripts)
     gb = _gib(budget.Need(3 * RANK_SEGMENTS + 95 * EPOCHS, 3 * RANK_RECORDS, 0))
     out = tmp_path / "parts"
     args = ["analyze", str(imagenet_store), "-o", str(out), "--in-parts", "--memory-gb", str(gb)]
+    # the put-together step measured at 3 GiB (the kernel's VmHWM, stood in for): said, with
+    # the figure a job must ask for
+    real = budget.own_memory
+    monkeypatch.setattr(
+        budget, "own_memory", lambda field="VmRSS": 3 * budget.GIB if field == "VmHWM" else real()
+    )
     assert iosweep_main([*args, "--jobs", "1"]) == 0
-    assert "part 3/3: ranks 6-7" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "part 3/3: ranks 6-7" in err
+    assert "put together from 3 parts in" in err and "s, peak 3.00 GiB" in err
+    assert (
+        f"warning: putting the parts together peaked at 3.00 GiB, over the budget of {gb:g} GiB "
+        "(--memory-gb, analysis.memory_gb): a job analysing this run needs 3,072 MB"
+    ) in err
     parted = json.loads((out / "summary.json").read_text())
     whole = analyze_run(imagenet_store, tmp_path / "whole")
     assert parted["timeline"] == whole["timeline"] and parted["timeline"]["file"]

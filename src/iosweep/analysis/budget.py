@@ -105,6 +105,29 @@ def own_memory(field: str = "VmRSS") -> int:
     return 0
 
 
+def reset_peak() -> bool:
+    """Start this process's ``VmHWM`` again from its resident memory now (Linux's clear_refs
+    "5"), so that the peak of a step is its own; False where the kernel does not allow it."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def over_peak(step: str, peak: int, memory_gb: float | None) -> str | None:
+    """What to say when ``step`` peaked at ``peak`` bytes, over a budget given by hand
+    (``memory_gb``): the figure a job of this run must ask for. None within it, or with no
+    budget given (the machine's share is not a request anyone made)."""
+    if memory_gb is None or peak <= budget_bytes(memory_gb):
+        return None
+    return (
+        f"{step} peaked at {peak / GIB:.2f} GiB, over the budget of {memory_gb:g} GiB "
+        f"(--memory-gb, analysis.memory_gb): a job analysing this run needs "
+        f"{-(-peak // 2**20):,} MB"
+    )
+
+
 def cpus() -> int:
     """The CPUs this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
