@@ -158,8 +158,12 @@ def read_dxt_region(path: Path, buf: bytes, swap: bool, module: str, version: in
     keep = count > 0  # libdarshan-util's readers skip a record without operations too
     at, rid, rank, wc, count = at[keep], rid[keep], rank[keep], wc[keep], count[keep]
     u8 = np.frombuffer(buf, np.uint8)
-    raw_hosts = u8[(at + _HOST_AT)[:, None] + np.arange(_HOST_LEN)].view(f"S{_HOST_LEN}").ravel()
-    uniq, host = np.unique(raw_hosts, return_inverse=True)
+    raw = u8[(at + _HOST_AT)[:, None] + np.arange(_HOST_LEN)]
+    raw_hosts = raw.view(f"S{_HOST_LEN}").ravel()
+    if len(raw) and (raw == raw[0]).all():  # a process's records name one host: no sort
+        uniq, host = raw_hosts[:1], np.zeros(len(raw), np.intp)
+    else:
+        uniq, host = np.unique(raw_hosts, return_inverse=True)
     hosts = [h.split(b"\0", 1)[0].decode("utf-8", "replace") for h in uniq.tolist()]
     # the word index of each segment's first field: its record's header end, plus 4 words a
     # segment into the record (two arrays a segment, added in place: what this holds at once)
@@ -201,9 +205,10 @@ def read_counter_region(
         ]
     )
     arr = np.frombuffer(buf, rec, count=len(buf) // rec.itemsize)
+    # in this machine's byte order, views of the buffer (read-only), not copies of it
     return (
-        arr["id"].astype(np.uint64),
-        arr["rank"].astype(np.int64),
-        arr["c"].astype(np.int64).reshape(len(arr), n_counters),
-        arr["f"].astype(np.float64).reshape(len(arr), n_fcounters),
+        arr["id"].astype(np.uint64, copy=False),
+        arr["rank"].astype(np.int64, copy=False),
+        arr["c"].astype(np.int64, copy=False).reshape(len(arr), n_counters),
+        arr["f"].astype(np.float64, copy=False).reshape(len(arr), n_fcounters),
     )
