@@ -99,16 +99,15 @@ def _analyze_parts(
             _parts_at_once(store, parts, dirs, settings, phases, jobs)
     t0 = time.monotonic()
     # the put-together step's own peak: it holds a row of every file of the run, which the
-    # parts' budget does not bound (1.54 GiB for the ImageNet run's 1.28 M files)
+    # parts' budget does not bound (1.61 GiB for the ImageNet run's 1.28 M files)
     measured = len(parts) > 1 and budget.reset_peak()
     summary = write_combined(store, out, results, settings, phases, asked)
     if len(parts) > 1:
         took = time.monotonic() - t0
-        peak = budget.own_memory("VmHWM")
-        said = f", peak {peak / budget.GIB:.2f} GiB" if measured and peak else ""
+        peak = budget.own_memory("VmHWM") if measured else 0  # 0: not known
+        said = f", peak {peak / budget.GIB:.2f} GiB" if peak else ""
         print(f"put together from {len(parts)} parts in {took:.1f} s{said}", file=sys.stderr)
-        over = budget.over_peak("putting the parts together", peak, settings.memory_gb)
-        if measured and over:
+        if over := budget.over_peak("putting the parts together", peak, settings.memory_gb):
             print(f"warning: {over}", file=sys.stderr)
     return summary
 
