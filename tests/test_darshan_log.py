@@ -16,6 +16,7 @@ import pytest
 from conftest import pydarshan_records
 
 from iosweep.trace.darshan.check import check_log
+from iosweep.trace.darshan.head import _dxt_hosts, read_darshan_head
 from iosweep.trace.darshan.read import SEGMENT_DTYPE, read_darshan_log, read_darshan_log_isolated
 from iosweep.trace.darshan.write import DxtFile, write_darshan_log
 from iosweep.trace.logs import LogError
@@ -502,6 +503,54 @@ def test_isolated_reader_gives_the_same_answer(tmp_path: Path, shared_data: Path
     with pytest.raises(LogError) as e:
         read_darshan_log_isolated(_write(tmp_path, b""))
     assert e.value.kind == "unreadable"
+
+
+_HEAD_FIELDS = ("pid", "exe", "start", "end", "jobid", "nprocs", "mpi", "version", "ppid", "header")
+
+
+def test_a_logs_head_says_what_reading_it_whole_says(shared_data: Path):
+    # issue 51: ingest ties large runs' logs to ranks from their heads alone, then reads
+    # their records; what the head says must be what the whole log says (every log here)
+    logs = sorted(shared_data.rglob("*.darshan"))
+    assert len(logs) >= 90
+    for path in logs:
+        try:
+            whole = read_darshan_log(path)
+        except LogError as e:
+            if e.kind == "empty":  # a header-level error: the head says the same
+                with pytest.raises(LogError, match="no I/O recorded"):
+                    read_darshan_head(path)
+            continue
+        h = read_darshan_head(path)
+        assert h.head and h.segments is None and h.counters is None and not h.issues
+        for f in _HEAD_FIELDS:
+            assert getattr(h, f) == getattr(whole, f), (path.name, f)
+        if not whole.mpi:  # an MPI log's ranks' hosts come from all its records
+            assert h.host == whole.host, path.name
+
+
+def _dxt_record(rank: int, host: bytes, segments: bytes) -> bytes:
+    n = len(segments) // 32
+    return struct.pack("<Qqq64sqq", 7, rank, 0, host, 0, n) + segments
+
+
+def test_a_heads_host_is_rank_0s_first_record_with_operations(tmp_path: Path):
+    # by hand: a shared record (rank -1) of 3,000 incompressible segments first (its 96 KB
+    # span more than one piece inflated), rank 0's record without operations, then rank 0's
+    rng = np.random.default_rng(1)
+    region = zlib.compress(
+        _dxt_record(-1, b"shared-host", rng.bytes(32 * 3000))
+        + _dxt_record(0, b"idle-host", b"")
+        + _dxt_record(0, b"rank0-host", rng.bytes(32))
+        + _dxt_record(0, b"later-host", rng.bytes(32))
+    )
+    f = tmp_path / "region"
+    f.write_bytes(b"pad" + region)
+    assert len(region) > 1 << 16
+    assert _dxt_hosts(f, (3, len(region)), 0, "<") == {-1: "shared-host", 0: "rank0-host"}
+    # damaged after the first record: what came before
+    f.write_bytes(b"pad" + region[: len(region) // 2])
+    assert _dxt_hosts(f, (3, len(region) // 2), 0, "<") == {-1: "shared-host"}
 
 
 def _plain(table):

@@ -1,9 +1,11 @@
 """Ingest in bounded memory: the logs' tables spilled to disk as they are read and written back
-a log at a time in row groups of their own make the same store as tables held in memory."""
+a log at a time in row groups of their own, or (Darshan logs) read in two passes, heads first
+and then records as the store is written, make the same store as tables held in memory."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -11,7 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from iosweep.trace import store as trace_store
-from iosweep.trace.ingest import ingest, parts, readlogs
+from iosweep.trace.darshan import head
+from iosweep.trace.darshan.check import check_log
+from iosweep.trace.ingest import ingest, parts, readlogs, stream
+from iosweep.trace.logs import LogError
 from iosweep.trace.schema import STORE_TABLES
 
 RUNS = [
@@ -35,19 +40,28 @@ def _tables(store: Path) -> dict[str, pd.DataFrame]:
 @pytest.mark.parametrize("run", RUNS)
 def test_spilled_logs_make_the_same_store(shared_data, tmp_path, monkeypatch, run):
     held = ingest([shared_data / run], tmp_path / "held")
-    spilled = []
+    spilled, heads = [], []
 
     def spill(log, where, key):
         spilled.append(key)
         parts.spill(log, where, key)
 
+    def read_head(path):
+        heads.append(path)
+        return head.read_darshan_head(path)
+
     monkeypatch.setattr(parts, "SPILL_MIN_BYTES", 0)
     monkeypatch.setattr(readlogs, "spill", spill)
+    monkeypatch.setattr(stream, "read_darshan_head", read_head)
     # row groups of 1 KiB: a group or more a rank, each with the dictionaries of its own rows
     monkeypatch.setattr(trace_store, "GROUP_BYTES", 1024)
     out = tmp_path / "spilled"
     meta = ingest([shared_data / run], out)
-    assert len(spilled) == len(meta.processes) if "mpi" not in run else len(spilled) == 1
+    # per-process Darshan logs: heads, then each log's records as the store is written (one
+    # reader: nothing spilled); DFTracer traces spilled; an MPI log's head read, then it whole
+    n = len(meta.processes)
+    expected = {RUNS[0]: (n, 0), RUNS[1]: (0, n), RUNS[2]: (1, 1)}[run]
+    assert (len(heads), len(spilled)) == expected
     assert not (out / parts.SPILL_DIR).exists()  # removed once the store is written
     segments = pq.ParquetFile(out / "segments.parquet")
     assert segments.metadata.num_row_groups >= 4
@@ -71,6 +85,7 @@ def test_a_failed_ingest_leaves_no_spilled_tables(shared_data, tmp_path, monkeyp
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(trace_store, "_write_parts", no_room)
+    monkeypatch.setattr(trace_store, "_write_joint", no_room)  # the two-pass ingest's
     out = tmp_path / "store"
     with pytest.raises(OSError):
         ingest([shared_data / RUNS[0]], out)
@@ -100,3 +115,39 @@ def test_spilled_darshan_logs_are_read_by_a_pool_and_make_the_same_store(
     for name in STORE_TABLES:
         pd.testing.assert_frame_equal(a[name], b[name], obj=name)
     assert held.processes == pooled.processes
+
+
+def test_a_log_whose_records_fail_after_its_head_is_left_out_and_said(
+    shared_data, tmp_path, monkeypatch
+):
+    # issue 51: in the two-pass ingest a log's head is read first; damage past it (here its
+    # file-name records) shows only when its records are read, as the store is written
+    run = tmp_path / "run"
+    shutil.copytree(shared_data / RUNS[0], run)
+    logs = sorted(run.rglob("*.darshan"))
+    damaged = logs[-1]
+    off, ln = check_log(damaged).regions["names"]
+    data = bytearray(damaged.read_bytes())
+    data[off + ln // 2] ^= 0xFF  # the deflate stream's checksum fails
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(LogError):
+        check_log(damaged)
+    head.read_darshan_head(damaged)  # its head is intact
+
+    monkeypatch.setattr(parts, "SPILL_MIN_BYTES", 0)
+    meta = ingest([run], tmp_path / "streamed")
+    monkeypatch.setattr(parts, "SPILL_MIN_BYTES", 1 << 60)
+    whole = ingest([run], tmp_path / "whole")
+    said = [i for i in meta.issues if i.source == str(damaged)]
+    assert [(i.kind, i.severity) for i in said] == [("corrupt", "error")]
+    assert meta.incomplete and meta.status == "partial"
+    # its rows and its process are left out; every other log's are as read in one pass
+    assert damaged.name not in {p.source for p in meta.processes}
+    others = [p for p in whole.processes if p.source != damaged.name]
+    assert meta.processes == others and len(others) == len(logs) - 1
+    a, b = _tables(tmp_path / "whole"), _tables(tmp_path / "streamed")
+    for name in ("segments", "counters"):
+        assert not (b[name]["source"] == damaged.name).any()
+        pd.testing.assert_frame_equal(
+            a[name][a[name]["source"] != damaged.name].reset_index(drop=True), b[name], obj=name
+        )

@@ -86,6 +86,28 @@ def atomic_write(path: Path | str, write: Callable[[Path], Any], need: int | Non
     return path
 
 
+def atomic_writes(
+    paths: list[Path], write: Callable[[list[Path]], Any], need: int | None = None
+) -> list[Path]:
+    """:func:`atomic_write` of several files written together by one ``write(tmps)``: each
+    renamed into place only once all are written; none is left where writing fails."""
+    tmps = [p.with_name(p.name + ".tmp") for p in paths]
+    try:
+        write(tmps)
+        for tmp, p in zip(tmps, paths, strict=True):
+            os.replace(tmp, p)
+    except OSError as e:
+        if is_full(e):
+            for tmp in tmps[1:]:
+                tmp.unlink(missing_ok=True)
+            raise _no_space(paths[0], tmps[0], need, e) from e
+        raise
+    finally:
+        for tmp in tmps:
+            tmp.unlink(missing_ok=True)
+    return paths
+
+
 def shown(path: Path | str) -> str:
     """A path (or text holding one) as text any UTF-8 file can hold: a file name's bytes that
     are not UTF-8 (kept by Python as lone surrogates) written as ``\\xNN``, where a JSON, Arrow

@@ -39,7 +39,8 @@ class ProcessLog:
     exe: str  # executable or command line as the tracer recorded it
     start: float  # Unix epoch seconds of the log's time zero
     end: float  # Unix epoch seconds when the log ends
-    segments: pa.Table  # SEGMENTS columns; rank = the log's own rank (-1 where it has none)
+    # SEGMENTS columns; rank = the log's own rank (-1 where it has none); None in a head
+    segments: pa.Table | None
     host: str | None = None  # where the tracer recorded it (DXT records, DFTracer hhash)
     jobid: int | None = None
     nprocs: int = 1
@@ -56,3 +57,6 @@ class ProcessLog:
     # tables moved to disk until the store is written (iosweep.trace.ingest.parts):
     # attr -> (file, the table's Arrow bytes)
     spilled: dict[str, tuple[Path, int]] = field(default_factory=dict)
+    # only the header and job record read (iosweep.trace.darshan.head): no tables, no issues
+    # of its records yet; ingest reads the rest as it writes the store (ingest.stream)
+    head: bool = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from iosweep import memory
-from iosweep.files import atomic_write
+from iosweep.files import atomic_write, atomic_writes
 from iosweep.trace.schema import STORE_TABLES, RunMeta, conform, empty_table
 
 RUN_JSON = "run.json"
@@ -104,21 +105,44 @@ class Parts:
     need: int | None = None  # bytes the parts hold in all: a bound of the file written
 
 
+@dataclass
+class JointParts:
+    """Several tables given together as their parts: ``make`` yields, in rank order, each
+    source's part of every table at once (ingest: a log's segments and counters as it is
+    read), and :func:`write_store` writes the tables side by side, so that a source is made
+    once, not once a table."""
+
+    names: tuple[str, ...]
+    make: Callable[[], Iterator[dict[str, pa.Table | None]]]
+    need: int | None = None  # bytes the parts hold in all, every table's
+
+
 def write_store(
-    path: Path, meta: RunMeta, tables: Mapping[str, pa.Table | Callable[[], pa.Table] | Parts]
+    path: Path,
+    meta: RunMeta | Callable[[], RunMeta],
+    tables: Mapping[str, pa.Table | Callable[[], pa.Table] | Parts],
+    joint: JointParts | None = None,
 ) -> Path:
     """Write ``meta`` and every table (missing ones as empty tables) into ``path``, each
     sorted by rank in row groups of whole ranks (:func:`rank_groups`).
 
     A table may be given as a function that builds it: it is called when the table's turn
     comes, so that a caller can hold only one large table at a time; or as its
-    :class:`Parts`, written as they come.
+    :class:`Parts`, written as they come; or among ``joint``'s tables, written first, side by
+    side. ``meta`` may be a function too, called once the tables are written (what it says
+    may be learnt while they are made).
     ``run.json`` goes first out and last in: a store is complete exactly when it has one, so
     a write cut short (a full disk, an interrupted workflow) is never opened as a store."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     (path / RUN_JSON).unlink(missing_ok=True)
+    if joint is not None:
+        files = [path / f"{name}.parquet" for name in joint.names]
+        atomic_writes(files, functools.partial(_write_joint, joint), need=joint.need)
+        memory.release()
     for name in STORE_TABLES:
+        if joint is not None and name in joint.names:
+            continue
         t = tables.get(name)
         if isinstance(t, Parts):
             write = functools.partial(_write_parts, name, t)
@@ -132,7 +156,7 @@ def write_store(
         atomic_write(path / f"{name}.parquet", write, need=t.nbytes)  # uncompressed: a bound
         del t, write
         memory.release()  # what the table held, before the next is built
-    meta.write(path / RUN_JSON)
+    (meta() if callable(meta) else meta).write(path / RUN_JSON)
     return path
 
 
@@ -226,19 +250,54 @@ def _write_parquet(table: pa.Table, path: Path) -> None:
 GROUP_BYTES = 1 << 30
 
 
+class _GroupWriter:
+    """One table's parts into its Parquet writer, in row groups of whole ranks: what comes is
+    held until ``flush`` bytes more than was kept last time, then written but for the last
+    group (more of its ranks may come); each group's dictionaries are those of its own rows."""
+
+    def __init__(self, name: str, w: pq.ParquetWriter, flush: int = 0):
+        self.name, self.w, self.flush = name, w, flush or GROUP_BYTES  # (read here: tests)
+        self.held: list[pa.Table] = []
+        self.rows = self.size = self.kept = 0  # of what is held (Table.nbytes is not free)
+
+    def add(self, part: pa.Table | None) -> None:
+        if part is None or not part.num_rows:
+            return
+        self.held.append(by_rank(conform(part, self.name)))
+        self.rows, self.size = self.rows + part.num_rows, self.size + self.held[-1].nbytes
+        if self.rows >= ROW_GROUP_ROWS or self.size >= self.kept + self.flush:
+            self.held = _write_groups(self.w, self.held, self.size / self.rows, keep_last=True)
+            self.rows = sum(t.num_rows for t in self.held)
+            self.size = self.kept = sum(t.nbytes for t in self.held)
+
+    def finish(self) -> None:
+        """Write what is held (the writer is closed by its owner)."""
+        _write_groups(self.w, self.held, self.size / max(self.rows, 1), keep_last=False)
+        self.held = []
+
+
 def _write_parts(name: str, parts: Parts, path: Path) -> None:
-    """The parts of table ``name`` into ``path``, in row groups of whole ranks: each group's
-    dictionaries are those of its own rows."""
+    """The parts of table ``name`` into ``path``, in row groups of whole ranks."""
     with writer(path, STORE_TABLES[name]) as w:
-        held: list[pa.Table] = []
-        rows = size = 0  # of what is held, counted once a part (Table.nbytes is not free)
+        groups = _GroupWriter(name, w)
         for part in parts.make():
-            held.append(by_rank(conform(part, name)))
-            rows, size = rows + part.num_rows, size + held[-1].nbytes
-            if rows >= ROW_GROUP_ROWS or size >= GROUP_BYTES:
-                held = _write_groups(w, held, size / rows, keep_last=True)
-                rows, size = sum(t.num_rows for t in held), sum(t.nbytes for t in held)
-        _write_groups(w, held, size / max(rows, 1), keep_last=False)
+            groups.add(part)
+        groups.finish()
+
+
+def _write_joint(joint: JointParts, paths: list[Path]) -> None:
+    """``joint``'s tables into ``paths`` (in the order of its names), side by side: each holds
+    a quarter of what one table alone may before it writes (read here: tests make it small)."""
+    with contextlib.ExitStack() as stack:
+        groups = [
+            _GroupWriter(n, stack.enter_context(writer(p, STORE_TABLES[n])), GROUP_BYTES // 4)
+            for n, p in zip(joint.names, paths, strict=True)
+        ]
+        for made in joint.make():
+            for g in groups:
+                g.add(made.get(g.name))
+        for g in groups:
+            g.finish()
 
 
 def _write_groups(

@@ -30,9 +30,9 @@ _DXT_MPIIO_NO_OFFSETS = 1
 _LIB_SERIES = "3.5."
 # struct dxt_file_record: base_rec {u64 id, i64 rank}, i64 shared_record, char hostname[64],
 # i64 write_count, i64 read_count; then segment_info {i64 offset, i64 length, f64 start, f64 end}
-_DXT_HEAD = 104
-_HOST_AT, _HOST_LEN, _COUNTS_AT = 24, 64, 88
-_SEGMENT = 32
+DXT_HEAD = 104
+HOST_AT, HOST_LEN, COUNTS_AT = 24, 64, 88
+SEGMENT = 32
 
 
 #: a region of more compressed bytes than this is left to libdarshan-util, which inflates it a
@@ -92,9 +92,9 @@ def _record_starts(path: Path, buf: bytes, order: str, module: str) -> np.ndarra
     found: list[np.ndarray] = []
     one: list[int] = []
     pos, n, same, wait, last = 0, len(buf), 0, 0, -1
-    while pos + _DXT_HEAD <= n:  # fewer bytes left than a record header: the region's end
-        wc, rc = counts.unpack_from(buf, pos + _COUNTS_AT)
-        size = _DXT_HEAD + _SEGMENT * (wc + rc)
+    while pos + DXT_HEAD <= n:  # fewer bytes left than a record header: the region's end
+        wc, rc = counts.unpack_from(buf, pos + COUNTS_AT)
+        size = DXT_HEAD + SEGMENT * (wc + rc)
         if wc < 0 or rc < 0 or pos + size > n:
             (rid,) = struct.unpack_from(order + "Q", buf, pos)
             beyond = ", more than the region holds" if wc >= 0 and rc >= 0 else ""
@@ -127,7 +127,7 @@ def _run_of(words: np.ndarray, pos: int, size: int, ops: int, n: int) -> int:
         k = min(window, (n - pos - run * size) // size)
         if k <= 0:
             return run
-        at = (pos + run * size + size * np.arange(k, dtype=np.int64)) // 8 + _COUNTS_AT // 8
+        at = (pos + run * size + size * np.arange(k, dtype=np.int64)) // 8 + COUNTS_AT // 8
         wc, rc = words[at], words[at + 1]
         ok = (wc >= 0) & (rc >= 0) & (wc + rc == ops)
         if not ok.all():
@@ -144,8 +144,8 @@ def read_dxt_region(path: Path, buf: bytes, swap: bool, module: str, version: in
     w0 = at // 8  # every field lies on an 8-byte boundary (104 and 32 are multiples of 8)
     rid = words[w0].view(order + "u8").astype(np.uint64)
     rank = words[w0 + 1].astype(np.int64)
-    wc = words[w0 + _COUNTS_AT // 8].astype(np.int64)
-    count = wc + words[w0 + _COUNTS_AT // 8 + 1].astype(np.int64)
+    wc = words[w0 + COUNTS_AT // 8].astype(np.int64)
+    count = wc + words[w0 + COUNTS_AT // 8 + 1].astype(np.int64)
     bad = np.flatnonzero((rank < -1) | (rank >= 1 << 24))
     if len(bad):
         i = int(bad[0])
@@ -158,8 +158,8 @@ def read_dxt_region(path: Path, buf: bytes, swap: bool, module: str, version: in
     keep = count > 0  # libdarshan-util's readers skip a record without operations too
     at, rid, rank, wc, count = at[keep], rid[keep], rank[keep], wc[keep], count[keep]
     u8 = np.frombuffer(buf, np.uint8)
-    raw = u8[(at + _HOST_AT)[:, None] + np.arange(_HOST_LEN)]
-    raw_hosts = raw.view(f"S{_HOST_LEN}").ravel()
+    raw = u8[(at + HOST_AT)[:, None] + np.arange(HOST_LEN)]
+    raw_hosts = raw.view(f"S{HOST_LEN}").ravel()
     if len(raw) and (raw == raw[0]).all():  # a process's records name one host: no sort
         uniq, host = raw_hosts[:1], np.zeros(len(raw), np.intp)
     else:
@@ -168,7 +168,7 @@ def read_dxt_region(path: Path, buf: bytes, swap: bool, module: str, version: in
     # the word index of each segment's first field: its record's header end, plus 4 words a
     # segment into the record (two arrays a segment, added in place: what this holds at once)
     total = int(count.sum())
-    seg = np.repeat(w0[keep] + _DXT_HEAD // 8 - 4 * (np.cumsum(count) - count), count)
+    seg = np.repeat(w0[keep] + DXT_HEAD // 8 - 4 * (np.cumsum(count) - count), count)
     seg += 4 * np.arange(total, dtype=np.int64)
     floats = words.view(order + "f8")
     offset = words[seg].astype(np.int64)

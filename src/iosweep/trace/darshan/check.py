@@ -175,12 +175,14 @@ def _parse_names_3_00(path: Path, buf: bytes, swap: bool) -> NameTable:
     return NameTable(np.array(list(names), np.uint64), pa.array(list(names.values()), pa.string()))
 
 
-def check_log(path: Path | str) -> LogLayout:
+def check_log(path: Path | str, names: bool = True) -> LogLayout:
     """Validate a Darshan log's structure in Python; raise :class:`LogError` if it is unusable.
 
     Checks the magic number and format version, that the mapped regions lie inside the file
     and do not overlap, and that the job record and file-name records decompress and parse.
     A log cut short keeps the module regions before the cut (``lost_slots`` lists the rest).
+    Without ``names``, the file-name records are neither checked nor parsed (a look at the
+    log's job alone: the records are read later).
     """
     path = Path(path)
     try:
@@ -209,7 +211,7 @@ def check_log(path: Path | str) -> LogLayout:
         path, head, order, (nm_off, map_off, nslots, header_size), size
     )
     layout = LogLayout(version, swap, comp_type, size, header_size, regions, mapped_end, lost)
-    _check_records(path, layout)
+    _check_records(path, layout, names)
     return layout
 
 
@@ -280,8 +282,9 @@ def _regions(
     return regions, mapped_end, lost
 
 
-def _check_records(path: Path, layout: LogLayout) -> None:
-    """Decompress and check the job record; parse the file-name records into the layout."""
+def _check_records(path: Path, layout: LogLayout, names: bool) -> None:
+    """Decompress and check the job record; parse the file-name records into the layout
+    (with ``names``)."""
     regions, comp_type, version = layout.regions, layout.comp_type, layout.version
     with open(path, "rb") as f:
         off, ln = regions["job"]
@@ -292,7 +295,7 @@ def _check_records(path: Path, layout: LogLayout) -> None:
         jsize = _JOB_STRUCT_SIZE.get(version, 1064)
         if len(job) <= jsize or (len(job) >= JOB_RECORD_SIZE and b"\0" not in job[jsize:4096]):
             raise LogError(path, "corrupt", f"the job record is damaged ({len(job)} bytes)")
-        if "names" in regions:
+        if names and "names" in regions:
             off, ln = regions["names"]
             f.seek(off)
             raw = decompress(path, "file-name records", f.read(ln), comp_type)

@@ -105,14 +105,57 @@ def read_darshan_log(path: Path | str) -> ProcessLog:
         h.close()
 
 
-def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
-    job = h.job()
-    mods = h.modules()
+def module_slots(
+    layout: LogLayout, mods: dict[str, dict[str, Any]]
+) -> tuple[list[str], dict[int, str]]:
+    """libdarshan-util's modules in its order, and the name of each mapped header slot (empty
+    where the two do not pair up)."""
     # libdarshan-util renumbers the slots of older formats (modules were added over time)
     # but keeps their order, so the i-th mapped header slot is the i-th module it lists
     slots = sorted(int(k[4:]) for k in layout.regions if k.startswith("slot"))
     by_idx = sorted(mods, key=lambda m: mods[m]["idx"])
     slot_name = dict(zip(slots, by_idx, strict=False)) if len(slots) == len(by_idx) else {}
+    return by_idx, slot_name
+
+
+def job_facts(
+    path: Path, layout: LogLayout, job: dict[str, Any], mods: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The :class:`ProcessLog` fields its header and job record give (the process, its times,
+    the log's versions): what ties a log to a rank, before any record is read."""
+    # a log of whole seconds (no nanoseconds: Darshan before 3.4.7) ends within the second it
+    # names: Darshan's own run time counts that second (end - start + 1 s; PyDarshan's too),
+    # not 0 s beside records that took longer
+    whole_seconds = job["start"] % 1 == 0 and job["end"] % 1 == 0
+    nprocs = job["nprocs"]
+    fork_parent = job["metadata"].get("fork_parent")
+    return {
+        "source": path,
+        "tracer": "darshan",
+        "pid": _pid_of(path, job["jobid"], nprocs > 1),
+        "exe": job["exe"],
+        "start": job["start"],
+        "end": job["end"] + 1.0 if whole_seconds else job["end"],
+        "jobid": job["jobid"],
+        "nprocs": nprocs,
+        "mpi": nprocs > 1,
+        "version": layout.version,
+        "ppid": int(fork_parent) if fork_parent and fork_parent.isdigit() else None,
+        "header": {
+            "uid": job["uid"],
+            "lib_ver": job["metadata"].get("lib_ver", ""),
+            "metadata": job["metadata"],
+            "mounts": job["mounts"],
+            "modules": {k: {"ver": v["ver"], "partial": v["partial"]} for k, v in mods.items()},
+        },
+    }
+
+
+def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
+    job = h.job()
+    mods = h.modules()
+    facts = job_facts(path, layout, job, mods)
+    by_idx, slot_name = module_slots(layout, mods)
     lost = [slot_name.get(s, f"slot {s}") for s in layout.lost_slots]
     issues: list[Issue] = []
     incomplete: list[str] = []
@@ -137,9 +180,7 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
     # names: Darshan's own run time counts that second (end - start + 1 s; PyDarshan's too),
     # not 0 s beside records that took longer
     issues.extend(job_times(path, job["start"], job["end"]))
-    whole_seconds = job["start"] % 1 == 0 and job["end"] % 1 == 0
-    end = job["end"] + 1.0 if whole_seconds else job["end"]
-    duration = max(end - job["start"], 0.0)
+    duration = max(facts["end"] - facts["start"], 0.0)
     dxt_parts: list[DxtColumns] = []
     counter_parts: list[dict[str, Any]] = []
     read_ok: list[str] = []
@@ -219,9 +260,7 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
     if "POSIX" not in incomplete:
         excess = dxt_beyond_counters(path, dxt_parts, counter_parts, layout.names)
         issues.extend([excess] if excess is not None else [])
-    nprocs = job["nprocs"]
-    mpi = nprocs > 1
-    pid = _pid_of(path, job["jobid"], mpi)
+    pid = facts["pid"]
     host_of_rank: dict[int, str] = {}
     for p in dxt_parts:
         ranks, at = np.unique(p.rank, return_index=True)
@@ -232,31 +271,13 @@ def _read(path: Path, layout: LogLayout, h: LogHandle) -> ProcessLog:
     source = shown(path.name)
     segments = segments_table(dxt_parts, layout.names, source, pid_of_rank)
     counters = counters_table(counter_parts, layout.names, source, host_of_rank, pid_of_rank)
-    fork_parent = job["metadata"].get("fork_parent")
     return ProcessLog(
-        source=path,
-        tracer="darshan",
-        pid=pid,
-        exe=job["exe"],
-        start=job["start"],
-        end=end,
+        **facts,
         segments=segments,
         host=host_of_rank.get(0) or next(iter(host_of_rank.values()), None),
-        jobid=job["jobid"],
-        nprocs=nprocs,
-        mpi=mpi,
-        version=layout.version,
         counters=counters,
         incomplete=incomplete,
         issues=issues,
-        ppid=int(fork_parent) if fork_parent and fork_parent.isdigit() else None,
-        header={
-            "uid": job["uid"],
-            "lib_ver": job["metadata"].get("lib_ver", ""),
-            "metadata": job["metadata"],
-            "mounts": job["mounts"],
-            "modules": {k: {"ver": v["ver"], "partial": v["partial"]} for k, v in mods.items()},
-        },
     )
 
 

@@ -4,6 +4,7 @@ the inputs), reuse of an unchanged store (``inputs.json``), and the store's run 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -13,7 +14,7 @@ from typing import Any
 from iosweep import memory
 from iosweep.files import shown, write_json
 from iosweep.trace import dlio, jobs
-from iosweep.trace.ingest import parts
+from iosweep.trace.ingest import parts, stream
 from iosweep.trace.ingest.attribute import (
     attribute_logs,
     duplicate_ranks,
@@ -31,7 +32,7 @@ from iosweep.trace.ingest.find import (
     load_manifest,
 )
 from iosweep.trace.ingest.merged import INPUTS_JSON, MERGED_DARSHAN
-from iosweep.trace.ingest.readlogs import read_logs
+from iosweep.trace.ingest.readlogs import read_logs, read_workers
 from iosweep.trace.schema import (
     STORE_TABLES,
     Issue,
@@ -39,7 +40,7 @@ from iosweep.trace.schema import (
     RankInfo,
     RunMeta,
 )
-from iosweep.trace.store import RUN_JSON, write_store
+from iosweep.trace.store import RUN_JSON, Parts, write_store
 
 
 def _code_digest() -> str:
@@ -220,7 +221,12 @@ def _ingest_jobs(
         )
     ranks, rank_source = collect_ranks(man, rank_files, issues)
     spill_to = parts.spill_dir(out, [e.path for e in entries])
-    readers = read_logs(entries, isolate, issues, workers, spill_to)
+    bodies: stream.Bodies | None = None
+    if stream.streamable(entries, spill_to, isolate) and stream.read_heads(entries, issues):
+        bodies = stream.Bodies(read_workers(entries, workers, spilled=True), spill_to)
+        readers = bodies.workers
+    else:
+        readers = read_logs(entries, isolate, issues, workers, spill_to)
     entries = _without_copies(entries, issues)
     read = [e for e in entries if e.log is not None]
     if len(dlio_dirs) == 1:
@@ -252,10 +258,20 @@ def _ingest_jobs(
             {**fingerprint, "logs": len(entries), "read_processes": readers},
             manifests={d.name: dlio.read_dlio_output(d) for d in dlio_dirs},
             phases=phases,
+            bodies=bodies,
         )
     issues.extend(mixed_jobs(read))
     meta = _build_store(
-        out, man, entries, ranks, rank_source, issues, inputs=inputs, run_id=run_id, params=params
+        out,
+        man,
+        entries,
+        ranks,
+        rank_source,
+        issues,
+        inputs=inputs,
+        run_id=run_id,
+        params=params,
+        bodies=bodies,
     )
     _declare_phases(out, meta, phases)
     # last: only a finished store is reused
@@ -275,9 +291,11 @@ def _ingest_split(
     inputs_doc: dict[str, Any],
     manifests: dict[str, tuple[dict[str, Any], list[Issue]]] | None = None,
     phases: dict[str, list[dict[str, str]]] | None = None,
+    bodies: stream.Bodies | None = None,
 ) -> list[tuple[Path, RunMeta]]:
     """One store per job under ``out``; ``jobs.json`` lists them (and lets them be reused).
-    ``manifests``: a job's own account of itself by its label (a DLIO run's output folder)."""
+    ``manifests``: a job's own account of itself by its label (a DLIO run's output folder);
+    ``bodies``: how the logs' records are read where only their heads were."""
     base = run_id or (inputs[0].name if inputs else "run")
     manifests = manifests or {}
     described = (
@@ -311,6 +329,7 @@ def _ingest_split(
             inputs=inputs,
             run_id=f"{base}.{label}",
             params=params,
+            bodies=bodies,
         )
         _declare_phases(out / label, meta, phases)
         stores.append((out / label, meta))
@@ -391,8 +410,11 @@ def _build_store(
     inputs: list[Path],
     run_id: str | None,
     params: dict | None,
+    bodies: stream.Bodies | None = None,
 ) -> RunMeta:
-    """Attribute ``entries`` (read or not) to ranks, put them on one clock, write the store."""
+    """Attribute ``entries`` (read or not) to ranks, put them on one clock, write the store.
+    With ``bodies``, the logs read are heads (:mod:`iosweep.trace.ingest.stream`): their
+    records are read as the store is written, and the run's metadata made after."""
     read = [e for e in entries if e.log is not None]
     issues.extend(attribute_logs(entries, ranks, rank_source))
 
@@ -416,11 +438,28 @@ def _build_store(
         issues.extend(missing_rank_issues(entries, read, ranks))
     issues.extend(duplicate_ranks(read))
 
-    tables, processes = place_all(read, clock_zero, mpi_hosts)
+    joint = None
+    if bodies is not None:
+        joint, processes = stream.place_streamed(
+            read, clock_zero, issues, bodies.workers, bodies.spill_to
+        )
+        tables: dict[str, Parts] = {}
+    else:
+        tables, placed = place_all(read, clock_zero, mpi_hosts)
+        processes = functools.partial(list, placed)
     steps = manifest_steps(man, clock_zero, issues)
-    meta = _run_meta(man, inputs, run_id, params, tracer_name, clock_zero, ranks, processes, issues)
-    write_store(out, meta, {**tables, "steps": steps})
-    return meta
+    made: list[RunMeta] = []
+
+    def meta() -> RunMeta:  # after the tables: reading them may have found more issues
+        made.append(
+            _run_meta(
+                man, inputs, run_id, params, tracer_name, clock_zero, ranks, processes(), issues
+            )
+        )
+        return made[0]
+
+    write_store(out, meta, {**tables, "steps": steps}, joint)
+    return made[0]
 
 
 def _run_meta(

@@ -93,12 +93,10 @@ _PLACED = (
 )
 
 
-def place_all(
+def processes_of(
     read: list[LogEntry], clock_zero: float, mpi_hosts: dict[int, dict[int, str]]
-) -> tuple[dict[str, Parts], list[ProcessInfo]]:
-    """One ProcessInfo per process, and per table its parts: every log's part of it, on the
-    run's clock, made one at a time as the store writes them (the log lets go of each as it
-    is made), so that the run's tables are never held whole."""
+) -> list[ProcessInfo]:
+    """One ProcessInfo per process of the logs ``read``, on the run's clock, in rank order."""
     processes: list[ProcessInfo] = []
     for e in read:
         L = e.plog
@@ -127,10 +125,33 @@ def place_all(
             )
     role_order = {"rank": 0, "worker": 1, "child": 2, "unknown": 3}
     processes.sort(key=lambda p: (p.rank < 0, p.rank, role_order.get(p.role, 9), p.start or 0))
+    return processes
 
-    # the logs in rank order (those tied to no rank last): the store sorts its rows by rank
-    # (write_store), and then needs no copy of a table to do it, but for an MPI job's log
-    by_rank = sorted(read, key=lambda e: int(rank_key(-1 if e.plog.mpi else e.rank)))
+
+def in_rank_order(read: list[LogEntry]) -> list[LogEntry]:
+    """The logs in rank order (those tied to no rank last): the store sorts its rows by rank
+    (write_store), and then needs no copy of a table to do it, but for an MPI job's log."""
+    return sorted(read, key=lambda e: int(rank_key(-1 if e.plog.mpi else e.rank)))
+
+
+def placed_parts(e: LogEntry, clock_zero: float) -> dict[str, pa.Table | None]:
+    """Each of the log's tables on the run's clock, handed over (the log holds them no more)."""
+    out: dict[str, pa.Table | None] = {}
+    for name, attr, cols in _PLACED:
+        table = parts.take(e.plog, attr)
+        ok = table is not None and table.num_rows
+        out[name] = _place(table, e, e.plog.start - clock_zero, cols) if ok else None
+    return out
+
+
+def place_all(
+    read: list[LogEntry], clock_zero: float, mpi_hosts: dict[int, dict[int, str]]
+) -> tuple[dict[str, Parts], list[ProcessInfo]]:
+    """One ProcessInfo per process, and per table its parts: every log's part of it, on the
+    run's clock, made one at a time as the store writes them (the log lets go of each as it
+    is made), so that the run's tables are never held whole."""
+    processes = processes_of(read, clock_zero, mpi_hosts)
+    by_rank = in_rank_order(read)
 
     def builder(attr: str, time_cols: tuple[str, ...]) -> Parts:
         def placed() -> Iterator[pa.Table]:

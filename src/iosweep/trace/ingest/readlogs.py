@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -33,23 +34,32 @@ def _read(entry: LogEntry, isolate: bool) -> ProcessLog:
     return read_dftracer_trace(entry.path)
 
 
-def _read_one(
-    entry: LogEntry, isolate: bool, spill_to: Path | None = None, key: str = ""
+def guarded(
+    read: Callable[[Path], ProcessLog], path: Path
 ) -> tuple[ProcessLog | None, list[Issue]]:
-    """One log, or the issue that says why it could not be read (never raises: one broken
-    reader must not stop the other logs); with ``spill_to``, its tables moved to files there
-    (:mod:`iosweep.trace.ingest.parts`) named after ``key``."""
+    """``read(path)``, or the issue that says why it could not be read (never raises: one
+    broken log or reader must not stop the other logs)."""
     try:
-        log = _read(entry, isolate)
+        log = read(path)
     except LogError as err:
         severity = "warning" if err.kind == "empty" else "error"
         return None, [Issue(err.path, err.kind, err.message, severity)]
     except Exception as err:
         why = f"reader failed: {type(err).__name__}: {err}"
-        return None, [Issue(str(entry.path), "unreadable", why)]
-    if spill_to is not None:  # outside the catch: a full disk stops the ingest
-        spill(log, spill_to, key)
+        return None, [Issue(str(path), "unreadable", why)]
     return log, list(log.issues)
+
+
+def read_one(
+    entry: LogEntry, isolate: bool, spill_to: Path | None = None, key: str = ""
+) -> tuple[ProcessLog | None, list[Issue]]:
+    """One log, or the issue that says why it could not be read (:func:`guarded`); with
+    ``spill_to``, its tables moved to files there (:mod:`iosweep.trace.ingest.parts`) named
+    after ``key``."""
+    log, issues = guarded(lambda p: _read(entry, isolate), entry.path)
+    if log is not None and spill_to is not None:  # a full disk stops the ingest
+        spill(log, spill_to, key)
+    return log, issues
 
 
 # Below this much DFTracer data, starting reader processes costs more than it saves.
@@ -73,7 +83,7 @@ def read_workers(
     return max(1, min(len(os.sched_getaffinity(0)), 8, len(entries)))
 
 
-def _reader_process() -> None:
+def reader_process() -> None:
     """One of several reader processes: each parses on one thread."""
     decode.BULK_THREADS = False
 
@@ -96,15 +106,15 @@ def read_logs(
         if n == 1:
             results = []
             for e, k in zip(entries, keys, strict=True):
-                results.append(_read_one(e, isolate, spill_to, k))
+                results.append(read_one(e, isolate, spill_to, k))
                 bar.update()
         else:
             # forkserver: a fork of a process running Arrow's threads could deadlock
             ctx = multiprocessing.get_context("forkserver")
-            with ProcessPoolExecutor(n, mp_context=ctx, initializer=_reader_process) as pool:
+            with ProcessPoolExecutor(n, mp_context=ctx, initializer=reader_process) as pool:
                 n_e = len(entries)
                 results = []
-                for r in pool.map(_read_one, entries, [isolate] * n_e, [spill_to] * n_e, keys):
+                for r in pool.map(read_one, entries, [isolate] * n_e, [spill_to] * n_e, keys):
                     results.append(r)
                     bar.update()
     for e, (log, found) in zip(entries, results, strict=True):
