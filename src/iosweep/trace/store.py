@@ -305,25 +305,46 @@ def _write_groups(
 ) -> list[pa.Table]:
     """Write ``held`` (of about ``per_row`` bytes a row) in row groups of whole ranks, of at
     most ROW_GROUP_ROWS rows and about GROUP_BYTES; with ``keep_last``, the last group stays
-    held (more of its ranks may come). Returns what is still held."""
-    t = pa.concat_tables(held).unify_dictionaries() if held else None
-    if t is None or not t.num_rows:
+    held (more of its ranks may come). Returns what is still held.
+
+    Each group's dictionaries are unified over its own parts alone: unified over everything
+    held, a dictionary carried every path held into every group, to be cut out again (4 s of
+    the ImageNet-scale run's ingest)."""
+    held = [t for t in held if t.num_rows]
+    if not held:
         return []
+    rank = np.concatenate(
+        [pc.fill_null(t.column("rank"), -1).to_numpy(zero_copy_only=False) for t in held]
+    )
     rows = min(ROW_GROUP_ROWS, max(1, int(GROUP_BYTES / max(per_row, 1))))
-    sizes = rank_groups(pc.fill_null(t.column("rank"), -1).to_numpy(zero_copy_only=False), rows)
-    offset = 0
+    sizes = rank_groups(rank, rows)
     for n in sizes[:-1] if keep_last else sizes:
-        w.write_table(_compact(t.slice(offset, n)), row_group_size=n)
-        offset += n
-    # the rest keeps only its own values: held with the dictionary unified over everything
-    # held, it would carry the run's paths so far into every later unify (10 s at 10 M rows)
-    return [_compact(t.slice(offset))] if offset < t.num_rows else []
+        group, held = _first_rows(held, n)
+        t = _compact(pa.concat_tables(group).unify_dictionaries())
+        w.write_table(t, row_group_size=n)
+    return held
+
+
+def _first_rows(tables: list[pa.Table], n: int) -> tuple[list[pa.Table], list[pa.Table]]:
+    """``tables`` (one after another) split after their first ``n`` rows: a table cut in two
+    is cut within a rank too large for one group (rare), and its halves keep its dictionaries
+    whole until their groups are written (:func:`_compact`)."""
+    taken: list[pa.Table] = []
+    for i, t in enumerate(tables):
+        if n >= t.num_rows:
+            taken.append(t)
+            n -= t.num_rows
+            if n == 0:
+                return taken, tables[i + 1 :]
+            continue
+        return [*taken, t.slice(0, n)], [t.slice(n), *tables[i + 1 :]]
+    return taken, []
 
 
 def _compact(table: pa.Table) -> pa.Table:
     """``table`` with each dictionary column's dictionary cut to the values its rows use, in
-    their order: Parquet writes a group's dictionary whole, and the unified one of a run's
-    parts holds every path of them."""
+    their order: Parquet writes a group's dictionary whole (a part cut in two, or a reader's
+    dictionary, may hold values its rows do not use)."""
     cols = []
     for col in table.columns:
         if not pa.types.is_dictionary(col.type) or not col.num_chunks:
@@ -337,6 +358,9 @@ def _compact(table: pa.Table) -> pa.Table:
         # nulls made them: 4.3 s against 0.1 s for 4 M rows of a 1.28 M-path dictionary)
         used = np.zeros(max(len(d.dictionary), 1), bool)  # (a null's index 0 needs a place)
         used[idx if nulls is None else idx[~nulls]] = True
+        if used.all():  # (a group of whole logs uses every value of its logs' dictionaries)
+            cols.append(col)
+            continue
         place = (np.cumsum(used, dtype=np.int64) - 1).astype(idx.dtype, copy=False)
         indices = pa.array(place[idx], d.indices.type, mask=nulls)
         kept = d.dictionary.take(pa.array(np.flatnonzero(used)))

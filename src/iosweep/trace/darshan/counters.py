@@ -311,15 +311,16 @@ def _part_table(
     uids, id_at = np.unique(ids, return_inverse=True)
     out: dict[str, pa.Array] = {
         "rank": pa.array(rank.astype(np.int32)),
-        "host": _take([host_of_rank.get(int(r)) for r in uranks], pa.string(), rank_at),
+        "host": _coded([host_of_rank.get(int(r)) for r in uranks], rank_at),
         "pid": _take([pid_of_rank.get(int(r)) for r in uranks], pa.int64(), rank_at),
         "file_id": pa.array(ids),
         # DFS names a file relative to its container, and may leave it empty
-        "path": names.lookup(uids, lambda rid: f"<unnamed record {rid:x}>").take(
-            pa.array(id_at.astype(np.int64))
+        "path": pa.DictionaryArray.from_arrays(
+            pa.array(id_at.astype(np.int32)),
+            names.lookup(uids, lambda rid: f"<unnamed record {rid:x}>"),
         ),
-        "module": _take([str(part["module"][0])], pa.string(), np.zeros(n, np.int64)),
-        "source": _take([source], pa.string(), np.zeros(n, np.int64)),
+        "module": _coded([str(part["module"][0])], np.zeros(n, np.int32)),
+        "source": _coded([source], np.zeros(n, np.int32)),
     }
     for f in COUNTERS:
         if f.name in out:
@@ -330,6 +331,13 @@ def _part_table(
         else:
             out[f.name] = pa.array(np.ma.getdata(v), f.type, mask=np.ma.getmaskarray(v))
     return pa.Table.from_arrays([out[f.name] for f in COUNTERS], schema=COUNTERS)
+
+
+def _coded(values: list[str | None], at: np.ndarray) -> pa.DictionaryArray:
+    """``values[at]`` as a dictionary column holding the values used (None: null): built
+    as the store keeps it, not cast there (a hash of every row)."""
+    d = pa.array(values, pa.string()).dictionary_encode()
+    return d.take(pa.array(at.astype(np.int32, copy=False)))
 
 
 def _take(values: list, type_: pa.DataType, at: np.ndarray) -> pa.Array:
