@@ -747,3 +747,17 @@ def test_a_log_whose_name_is_not_utf8_is_read_and_reported(shared_data, tmp_path
     assert main(["analyze", str(tmp_path / "store"), "-o", str(tmp_path / "a")]) == 0
     assert main(["report", str(tmp_path / "a"), "-o", str(tmp_path / "r.html")]) == 0
     assert "job\\xff.darshan" in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+def test_adding_at_sorted_places_is_numpys_add_at():
+    # the op column's edges: records' starts and where their writes end, ascending, equal
+    # where a record of writes alone is followed by one of reads alone (or empty records)
+    from iosweep.trace.darshan.dxt import _add_sorted
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        at = np.sort(rng.integers(0, 50, rng.integers(0, 40)))
+        expected, got = np.zeros(51, np.int8), np.zeros(51, np.int8)
+        np.add.at(expected, at, -1)
+        _add_sorted(got, at, -1)
+        assert (expected == got).all()

@@ -9,6 +9,7 @@ decompresses with Python's zlib/bz2. Nothing here calls into C.
 
 from __future__ import annotations
 
+import bisect
 import bz2
 import itertools
 import struct
@@ -135,21 +136,26 @@ def _parse_names(path: Path, buf: bytes, swap: bool, version: str) -> NameTable:
             chain.append(k)
             k = step[k]
         ends = nul[chain]
-    else:
-        on = np.zeros(n, bool)
+    else:  # stretches k..j of NULs that end records, walked with Python's ints and bisect
+        marks = np.zeros(n + 1, np.int8)
+        at, after = jumps.tolist(), nxt[jumps].tolist()
         while k < n:
-            j = int(jumps[np.searchsorted(jumps, k)])
-            on[k : j + 1] = True
-            k = int(nxt[j])
-        ends = nul[on]
+            i = bisect.bisect_left(at, k)
+            marks[k] += 1
+            marks[at[i] + 1] -= 1
+            k = after[i]
+        ends = nul[np.cumsum(marks[:n], dtype=np.int8) > 0]
     starts = np.r_[0, ends[:-1] + 1].astype(np.int64)
     done = int(ends[-1]) + 1 if len(ends) else 0
     if done != len(buf):
         raise LogError(path, "corrupt", f"the file-name records are damaged at byte {done}")
     ids = u8[starts[:, None] + np.arange(8)].view(">u8" if swap else "<u8").ravel()
     lengths = ends - starts - 8
-    first = np.repeat(starts + 8 - np.r_[0, np.cumsum(lengths)[:-1]], lengths)
-    data = u8[first + np.arange(int(lengths.sum()))]
+    # the paths' bytes: all but each record's id and its NUL (a mask, not an index a byte)
+    keep = np.ones(len(u8), bool)
+    keep[ends] = False
+    keep[(starts[:, None] + np.arange(8)).ravel()] = False
+    data = u8[keep]
     offsets = np.r_[0, np.cumsum(lengths)].astype(np.int32)
     paths = pa.StringArray.from_buffers(len(ids), pa.py_buffer(offsets), pa.py_buffer(data))
     try:
