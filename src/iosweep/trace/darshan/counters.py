@@ -302,7 +302,7 @@ def counters_table(
     # one dictionary a column across the modules' parts (an Arrow IPC file, where ingest
     # spills a log, allows no other)
     tables = [_part_table(p, names, source, host_of_rank, pid_of_rank) for p in parts]
-    return pa.concat_tables(tables).unify_dictionaries().combine_chunks()
+    return pa.concat_tables(tables).unify_dictionaries()
 
 
 def _part_table(
@@ -347,8 +347,10 @@ def _part_table(
 def _coded(values: list[str | None], at: np.ndarray) -> pa.DictionaryArray:
     """``values[at]`` as a dictionary column holding the values used (None: null): built
     as the store keeps it, not cast there (a hash of every row)."""
-    d = pa.array(values, pa.string()).dictionary_encode()
-    return d.take(pa.array(at.astype(np.int32, copy=False)))
+    indices = pa.array(at.astype(np.int32, copy=False))
+    if None not in values and len(set(values)) == len(values):  # (a value a rank, or one)
+        return pa.DictionaryArray.from_arrays(indices, pa.array(values, pa.string()))
+    return pa.array(values, pa.string()).dictionary_encode().take(indices)
 
 
 def _take(values: list, type_: pa.DataType, at: np.ndarray) -> pa.Array:
