@@ -82,8 +82,11 @@ def _bodies(
     ctx = multiprocessing.get_context("forkserver")
     n = len(by_rank)
     keys = [str(i) for i in range(n)]
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=reader_process) as pool:
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=reader_process)
+    try:
         yield from pool.map(read_one, by_rank, [False] * n, [spill_to] * n, keys)
+    finally:  # the store's writing failed (a full disk): the logs not begun are not read
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def place_streamed(
