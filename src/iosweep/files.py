@@ -72,25 +72,15 @@ def atomic_write(path: Path | str, write: Callable[[Path], Any], need: int | Non
     the temporary file is removed if writing fails. A full file system (or quota) raises
     :class:`NoSpaceError` naming ``path``, the space free and ``need`` (an upper bound of
     the file's size, when the caller knows one)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except OSError as e:
-        if is_full(e):
-            raise _no_space(path, tmp, need, e) from e
-        raise
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    return atomic_writes([Path(path)], lambda tmps: write(tmps[0]), need)[0]
 
 
 def atomic_writes(
     paths: list[Path], write: Callable[[list[Path]], Any], need: int | None = None
 ) -> list[Path]:
     """:func:`atomic_write` of several files written together by one ``write(tmps)``: each
-    renamed into place only once all are written; none is left where writing fails."""
+    renamed into place only once all are written; none is left where writing fails (a full
+    file system is said naming the first)."""
     tmps = [p.with_name(p.name + ".tmp") for p in paths]
     try:
         write(tmps)
@@ -98,8 +88,6 @@ def atomic_writes(
             os.replace(tmp, p)
     except OSError as e:
         if is_full(e):
-            for tmp in tmps[1:]:
-                tmp.unlink(missing_ok=True)
             raise _no_space(paths[0], tmps[0], need, e) from e
         raise
     finally:

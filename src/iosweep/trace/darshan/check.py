@@ -56,6 +56,13 @@ class LogLayout:
     names: NameTable = field(default_factory=lambda: NameTable(_NO_IDS, _NO_PATHS))
 
 
+def decompressor(comp_type: int) -> zlib._Decompress | bz2.BZ2Decompressor | None:
+    """A fresh decompressor of one compressed stream of a log's (None: stored uncompressed)."""
+    if comp_type == _COMP_NONE:
+        return None
+    return zlib.decompressobj() if comp_type == _COMP_ZLIB else bz2.BZ2Decompressor()
+
+
 def decompress(path: Path, what: str, data: bytes, comp_type: int) -> bytes:
     """Inflate one region. MPI logs concatenate one stream per rank: loop over the streams."""
     if comp_type == _COMP_NONE:
@@ -63,7 +70,8 @@ def decompress(path: Path, what: str, data: bytes, comp_type: int) -> bytes:
     out = []
     rest = data
     while rest:
-        d = zlib.decompressobj() if comp_type == _COMP_ZLIB else bz2.BZ2Decompressor()
+        d = decompressor(comp_type)
+        assert d is not None  # (stored uncompressed: returned above)
         try:
             out.append(d.decompress(rest))
         except (zlib.error, OSError, ValueError) as e:

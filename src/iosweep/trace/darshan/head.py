@@ -10,17 +10,16 @@ region is inflated as it takes to reach that record (its first, in a per-process
 
 from __future__ import annotations
 
-import bz2
 import struct
 import zlib
 from pathlib import Path
 
 from iosweep.trace.darshan.bulk import COUNTS_AT, DXT_HEAD, HOST_AT, HOST_LEN, SEGMENT
-from iosweep.trace.darshan.check import check_log
+from iosweep.trace.darshan.check import decompressor
 from iosweep.trace.darshan.dxt import DXT_MODULES
 from iosweep.trace.darshan.libutil import LogHandle
-from iosweep.trace.darshan.read import job_facts, module_slots
-from iosweep.trace.logs import LogError, ProcessLog
+from iosweep.trace.darshan.read import checked_layout, job_facts, module_slots
+from iosweep.trace.logs import ProcessLog
 
 _CHUNK = 1 << 12  # compressed bytes inflated at a time while looking for the host (a log's
 # first record is in its first few: 64 KiB inflated 0.6 s more for the 544 logs of a run)
@@ -32,9 +31,7 @@ def read_darshan_head(path: Path | str) -> ProcessLog:
     header, the job record and the host of its DXT records. Raises :class:`LogError` where
     the header or job record is unusable, as reading the whole log would."""
     path = Path(path)
-    layout = check_log(path, names=False)
-    if not any(k.startswith("slot") for k in layout.regions):
-        raise LogError(path, "empty", "no I/O recorded: the log holds job metadata only")
+    layout = checked_layout(path, names=False)
     h = LogHandle(path)
     try:
         job, mods = h.job(), h.modules()
@@ -102,8 +99,5 @@ def _dxt_hosts(path: Path, span: tuple[int, int], comp_type: int, order: str) ->
 
 def _inflater(comp_type: int):
     """A function inflating a region's compressed bytes piece by piece."""
-    if comp_type == 0:
-        return zlib.decompressobj().decompress
-    if comp_type == 1:
-        return bz2.BZ2Decompressor().decompress
-    return bytes
+    inflater = decompressor(comp_type)
+    return inflater.decompress if inflater is not None else bytes

@@ -95,14 +95,20 @@ def read_darshan_log(path: Path | str) -> ProcessLog:
     affected modules in ``ProcessLog.incomplete``.
     """
     path = Path(path)
-    layout = check_log(path)
-    if not any(k.startswith("slot") for k in layout.regions):
-        raise LogError(path, "empty", "no I/O recorded: the log holds job metadata only")
+    layout = checked_layout(path)
     h = LogHandle(path)
     try:
         return _read(path, layout, h)
     finally:
         h.close()
+
+
+def checked_layout(path: Path, names: bool = True) -> LogLayout:
+    """:func:`check_log`'s layout of a log with I/O recorded (LogError ``empty`` without)."""
+    layout = check_log(path, names)
+    if not any(k.startswith("slot") for k in layout.regions):
+        raise LogError(path, "empty", "no I/O recorded: the log holds job metadata only")
+    return layout
 
 
 def module_slots(

@@ -222,7 +222,11 @@ def _ingest_jobs(
     ranks, rank_source = collect_ranks(man, rank_files, issues)
     spill_to = parts.spill_dir(out, [e.path for e in entries])
     bodies: stream.Bodies | None = None
-    if stream.streamable(entries, spill_to, isolate) and stream.read_heads(entries, issues):
+    if (
+        spill_to is not None
+        and stream.streamable(entries, isolate)
+        and stream.read_heads(entries, issues)
+    ):
         bodies = stream.Bodies(read_workers(entries, workers, spilled=True), spill_to)
         readers = bodies.workers
     else:
@@ -440,9 +444,7 @@ def _build_store(
 
     joint = None
     if bodies is not None:
-        joint, processes = stream.place_streamed(
-            read, clock_zero, issues, bodies.workers, bodies.spill_to
-        )
+        joint, processes = stream.place_streamed(read, clock_zero, issues, bodies)
         tables: dict[str, Parts] = {}
     else:
         tables, placed = place_all(read, clock_zero, mpi_hosts)

@@ -134,14 +134,20 @@ def in_rank_order(read: list[LogEntry]) -> list[LogEntry]:
     return sorted(read, key=lambda e: int(rank_key(-1 if e.plog.mpi else e.rank)))
 
 
+def _placed(
+    e: LogEntry, attr: str, time_cols: tuple[str, ...], clock_zero: float
+) -> pa.Table | None:
+    """One of the log's tables on the run's clock, handed over (the log holds it no more);
+    None where it has no rows."""
+    table = parts.take(e.plog, attr)
+    if table is None or not table.num_rows:
+        return None
+    return _place(table, e, e.plog.start - clock_zero, time_cols)
+
+
 def placed_parts(e: LogEntry, clock_zero: float) -> dict[str, pa.Table | None]:
-    """Each of the log's tables on the run's clock, handed over (the log holds them no more)."""
-    out: dict[str, pa.Table | None] = {}
-    for name, attr, cols in _PLACED:
-        table = parts.take(e.plog, attr)
-        ok = table is not None and table.num_rows
-        out[name] = _place(table, e, e.plog.start - clock_zero, cols) if ok else None
-    return out
+    """Each of the log's tables on the run's clock, handed over."""
+    return {name: _placed(e, attr, cols, clock_zero) for name, attr, cols in _PLACED}
 
 
 def place_all(
@@ -156,9 +162,8 @@ def place_all(
     def builder(attr: str, time_cols: tuple[str, ...]) -> Parts:
         def placed() -> Iterator[pa.Table]:
             for e in by_rank:
-                table = parts.take(e.plog, attr)  # the log holds it no more
-                if table is not None and table.num_rows:
-                    yield _place(table, e, e.plog.start - clock_zero, time_cols)
+                if (table := _placed(e, attr, time_cols, clock_zero)) is not None:
+                    yield table
 
         return Parts(placed, need=sum(parts.nbytes(e.plog, attr) for e in by_rank))
 

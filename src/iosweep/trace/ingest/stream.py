@@ -28,7 +28,7 @@ from tqdm import tqdm
 from iosweep.trace.darshan.head import read_darshan_head
 from iosweep.trace.ingest.clock import in_rank_order, placed_parts, processes_of
 from iosweep.trace.ingest.find import LogEntry
-from iosweep.trace.ingest.readlogs import guarded, read_one, read_workers, reader_process
+from iosweep.trace.ingest.readlogs import guarded, read_one, reader_process
 from iosweep.trace.logs import ProcessLog
 from iosweep.trace.schema import Issue, ProcessInfo
 from iosweep.trace.store import JointParts
@@ -42,13 +42,13 @@ class Bodies:
     one: each log's tables spilled to ``spill_to`` for the writer to take in turn)."""
 
     workers: int
-    spill_to: Path | None
+    spill_to: Path
 
 
-def streamable(entries: list[LogEntry], spill_to: Path | None, isolate: bool) -> bool:
-    """Whether the logs are read in two passes: Darshan logs all, large enough that their
-    tables would be spilled (``spill_to``), each read in this process (not ``isolate``)."""
-    return spill_to is not None and not isolate and all(e.tracer == "darshan" for e in entries)
+def streamable(entries: list[LogEntry], isolate: bool) -> bool:
+    """Whether logs large enough that their tables would be spilled are read in two passes:
+    Darshan logs all, each read in this process (not ``isolate``)."""
+    return not isolate and all(e.tracer == "darshan" for e in entries)
 
 
 def read_heads(entries: list[LogEntry], issues: list[Issue]) -> bool:
@@ -70,11 +70,11 @@ def read_heads(entries: list[LogEntry], issues: list[Issue]) -> bool:
 
 
 def _bodies(
-    by_rank: list[LogEntry], workers: int, spill_to: Path | None
+    by_rank: list[LogEntry], workers: int, spill_to: Path
 ) -> Iterator[tuple[ProcessLog | None, list[Issue]]]:
     """Each log read whole, in the order given: in this process, or in ``workers`` processes
     that spill each log's tables (``spill_to``) for this one to take in turn."""
-    if workers == 1 or spill_to is None:
+    if workers == 1:
         for e in by_rank:
             yield read_one(e, False)
         return
@@ -90,22 +90,19 @@ def _bodies(
 
 
 def place_streamed(
-    read: list[LogEntry],
-    clock_zero: float,
-    issues: list[Issue],
-    workers: int | None,
-    spill_to: Path | None,
+    read: list[LogEntry], clock_zero: float, issues: list[Issue], bodies: Bodies
 ) -> tuple[JointParts, Callable[[], list[ProcessInfo]]]:
     """The logs' tables as the store's joint parts, each log read whole when its turn comes
     (its issues then added to ``issues``), and the run's processes once they have been read."""
     by_rank = in_rank_order(read)
-    n = read_workers(by_rank, workers, spilled=True)
     whole: list[LogEntry] = []
 
     def made() -> Iterator[dict[str, pa.Table | None]]:
         bar = tqdm(total=len(by_rank), desc="reading logs", unit="log", disable=None)
         with bar:
-            for e, (log, found) in zip(by_rank, _bodies(by_rank, n, spill_to), strict=True):
+            for e, (log, found) in zip(
+                by_rank, _bodies(by_rank, bodies.workers, bodies.spill_to), strict=True
+            ):
                 bar.update()
                 issues.extend(found)
                 if log is None:
