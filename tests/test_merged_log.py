@@ -313,3 +313,53 @@ def test_merge_on_demand_and_what_it_says(shared_data, tmp_path, capsys):
     assert not (mpi / MERGED_DARSHAN).exists()
     assert main(["merge", str(tmp_path / "nowhere")]) == 1
     assert "not a trace store" in capsys.readouterr().err
+
+
+def every_record(path: Path) -> dict:
+    """Every module's records as PyDarshan reads them, in the log's order: counters and
+    fcounters as bytes, DXT records whole, heatmaps' bins."""
+    out: dict = {}
+    with darshan.DarshanReport(str(path), read_all=True) as rep:
+        out["job"], out["names"] = rep.metadata, rep.name_records
+        for m, recs in rep.records.items():
+            if m.startswith("DXT"):
+                out[m] = [
+                    (r["id"], r["rank"], r["hostname"], r["write_count"], r["read_count"],
+                     r["write_segments"].to_numpy().tobytes(),
+                     r["read_segments"].to_numpy().tobytes())
+                    for r in recs.to_df()
+                ]  # fmt: skip
+            elif m != "HEATMAP":
+                d = recs.to_df()
+                out[m] = [d[k].to_numpy().tobytes() for k in ("counters", "fcounters") if k in d]
+        out["heat"] = {k: h.to_df(ops=["read", "write"]).to_numpy().tobytes()
+                       for k, h in rep.heatmaps.items()}  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        "horovod-pytorch-mnist/darshan-np4",
+        "horovod-tf2-mnist/darshan-np2",
+        "imagenet-style-resnet50-h100/darshan16",  # 16 workers' records folded into rank 0's
+    ],
+)
+def test_the_bulk_merge_writes_what_libdarshan_util_writes_record_by_record(run, tmp_path):
+    # issue 51: the merged log's counter and DXT records are made with numpy and handed to
+    # libdarshan-util's writer a rank at a time; the reference is the same log written a
+    # record at a time through libdarshan-util (its own aggregation folding a rank's
+    # processes), compared by PyDarshan's reading of every record
+    from iosweep.trace.darshan.merge import MergeInput, write_merged_log
+
+    logs = sorted(shared_fixture(run).rglob("*.darshan"))
+    inputs = [MergeInput(p, i % 2, "" if i % 3 else f"h{i}") for i, p in enumerate(logs)]
+    if "darshan16" in run:
+        inputs = [MergeInput(p, 0, "") for p in logs]
+    bulk = write_merged_log(inputs, tmp_path / "bulk.darshan")
+    one_by_one = write_merged_log(inputs, tmp_path / "one.darshan", bulk=False)
+    assert (bulk.nprocs, bulk.processes) == (one_by_one.nprocs, one_by_one.processes)
+    a, b = every_record(bulk.path), every_record(one_by_one.path)
+    assert sorted(a) == sorted(b) and "POSIX" in a and "DXT_POSIX" in a
+    for k in a:
+        assert a[k] == b[k], k

@@ -10,6 +10,10 @@ every time is moved onto the earliest log's clock; DXT records keep each process
 every heatmap is re-binned onto one bin width from the job's start, so that all have the
 same bins. The log is not marked partial. Processes with no rank are left out (a record
 with rank -1 would mean "shared by all ranks").
+
+Counter and DXT regions in the current format are made in bulk, a rank at a time
+(:mod:`~iosweep.trace.darshan.merge_bulk`); older formats and other modules (heatmaps,
+LUSTRE ...) go through libdarshan-util a record at a time.
 """
 
 from __future__ import annotations
@@ -22,9 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
+from iosweep.trace.darshan.check import NameTable, check_log
 from iosweep.trace.darshan.counters import COUNTER_SPECS
-from iosweep.trace.darshan.libutil import SEGMENT_DTYPE, LogHandle
+from iosweep.trace.darshan.libutil import SEGMENT_DTYPE, LogHandle, lib_version
+from iosweep.trace.darshan.merge_bulk import RankLog, RegionOf, bulk_mergeable, put_module_bulk
+from iosweep.trace.darshan.read import module_slots
 from iosweep.trace.darshan.write import put_header, writer_lib
 
 _DXT = {"DXT_POSIX", "DXT_MPIIO"}
@@ -83,7 +91,9 @@ def open_files_allowed() -> int:
 class _Open:
     inp: MergeInput
     job: dict
+    mods: dict[str, dict]  # libdarshan-util's account of its modules
     handles: _Handles
+    bulk: RankLog  # its regions, for the modules merged in bulk
     delta: float = 0.0  # this log's start, in seconds after the merged job's start
 
     @property
@@ -94,28 +104,36 @@ class _Open:
 
 
 def write_merged_log(
-    inputs: list[MergeInput], out: Path, *, jobid: int | None = None
+    inputs: list[MergeInput], out: Path, *, jobid: int | None = None, bulk: bool = True
 ) -> MergeResult:
     """Write ``out`` from ``inputs`` (see the module docstring); raises OSError when
-    libdarshan-util's writer reports an error."""
+    libdarshan-util's writer reports an error, LogError when a log is damaged. Without
+    ``bulk``, every record goes through libdarshan-util one at a time (slow; what the bulk
+    writer is tested against)."""
     ranked = [i for i in inputs if i.rank >= 0]
     left_out = [f"{i.path.name}: no rank" for i in inputs if i.rank < 0]
     handles = _Handles(open_files_allowed())
-    logs = [_Open(i, handles.get(i.path).job(), handles) for i in ranked]
     try:
-        if not logs:
+        if not ranked:
             raise ValueError("write_merged_log: no log with a rank")
+        name_ids, name_paths = [], []
+        logs = []
+        for i in ranked:
+            o, names = _open(i, handles)
+            logs.append(o)
+            name_ids.append(names.ids)
+            name_paths.append(names.paths)
+        names = NameTable(np.concatenate(name_ids), pa.concat_arrays(name_paths))
+        del name_ids, name_paths
         start = min(o.job["start"] for o in logs)
         end = max(o.job["end"] for o in logs)
         for o in logs:
-            o.delta = o.job["start"] - start
+            o.delta = o.bulk.delta = o.job["start"] - start
         nprocs = max(o.inp.rank for o in logs) + 1
         # the header (job id, uid, exe, metadata) is the earliest process's, as its start is
         first = min(logs, key=lambda o: (o.job["start"], o.inp.rank))
-        names: dict[int, str] = {}
         mounts: dict[str, str] = {}
         for o in logs:
-            names.update(_names(o.h))
             mounts.update({p: t for p, t in o.job["mounts"]})
         ffi, lib = writer_lib()
         out.unlink(missing_ok=True)
@@ -135,10 +153,10 @@ def write_merged_log(
                 uid=first.job["uid"],
                 metadata=meta,
                 mounts=sorted(mounts.items()),
-                names=names,
+                names=(names.ids, names.paths),
             )
             for name, idx in _modules(logs, left_out):
-                ok &= _put_module(fd, name, idx, logs, end - start)
+                ok &= _put_module(fd, name, idx, logs, end - start, bulk)
         finally:
             lib.darshan_log_close(fd)
         if not ok or not out.exists():
@@ -148,18 +166,22 @@ def write_merged_log(
         handles.close()
 
 
-def _names(h: LogHandle) -> dict[int, str]:
-    ffi, lib = h.ffi, h.lib
-    recs = ffi.new("struct darshan_name_record **")
-    cnt = ffi.new("int *")
-    lib.darshan_log_get_name_records(h.h, recs, cnt)
-    out = {}
-    for i in range(cnt[0]):
-        out[int(recs[0][i].id)] = ffi.string(recs[0][i].name).decode("utf-8", "replace")
-        lib.darshan_free(recs[0][i].name)
-    if cnt[0]:
-        lib.darshan_free(recs[0])
-    return out
+def _open(i: MergeInput, handles: _Handles) -> tuple[_Open, NameTable]:
+    """A log's job, modules and regions (LogError where its structure is damaged), and its
+    name records."""
+    h = handles.get(i.path)
+    job, mods = h.job(), h.modules()
+    layout = check_log(i.path)
+    _, slot_name = module_slots(layout, mods)
+    lost = {slot_name.get(s) for s in layout.lost_slots}
+    span = {n: layout.regions[f"slot{s}"] for s, n in slot_name.items() if n not in lost}
+    regions = {
+        n: RegionOf(i.path, at, mods[n]["ver"], layout.comp_type, layout.swap)
+        for n, at in span.items()
+    }
+    unmapped = set(mods) - set(regions)  # what only libdarshan-util can read
+    o = _Open(i, job, mods, handles, RankLog(i.rank, i.host, 0.0, regions, unmapped))
+    return o, layout.names
 
 
 def _modules(logs: list[_Open], left_out: list[str]) -> list[tuple[str, int]]:
@@ -167,7 +189,7 @@ def _modules(logs: list[_Open], left_out: list[str]) -> list[tuple[str, int]]:
     ffi, lib = writer_lib()
     found: dict[str, int] = {}
     for o in logs:
-        for name, m in o.h.modules().items():
+        for name, m in o.mods.items():
             found.setdefault(name, m["idx"])
     out = []
     for name, idx in sorted(found.items(), key=lambda kv: kv[1]):
@@ -184,7 +206,11 @@ def _records(o: _Open, idx: int):
     yield from o.h.records(idx, "void *")
 
 
-def _put_module(fd, name: str, idx: int, logs: list[_Open], duration: float) -> bool:
+def _put_module(
+    fd, name: str, idx: int, logs: list[_Open], duration: float, bulk: bool = True
+) -> bool:
+    if bulk and bulk_mergeable(name, [o.bulk for o in logs], lib_version()):
+        return put_module_bulk(fd, name, idx, [[o.bulk for o in r] for r in _by_rank(logs)])
     if name in _DXT:
         return _put_dxt(fd, idx, logs)
     if name == _HEATMAP:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from iosweep.trace.darshan.libutil import SEGMENT_DTYPE, backend
 
@@ -71,6 +73,7 @@ int darshan_log_put_job(void *fd, struct darshan_job *job);
 int darshan_log_put_exe(void *fd, char *buf);
 int darshan_log_put_mounts(void *fd, struct darshan_mnt_info *mnt_data_array, int count);
 int darshan_log_put_namehash(void *fd, struct darshan_name_record_ref *hash);
+int darshan_log_put_mod(void *fd, int mod_id, void *mod_buf, int mod_buf_sz, int ver);
 void darshan_log_close(void *fd);
 """
 _writer = None
@@ -256,7 +259,7 @@ def put_header(
     uid: int,
     metadata: dict[str, str],
     mounts: list[tuple[str, str]],
-    names: dict[int, str],
+    names: dict[int, str] | tuple[np.ndarray, pa.Array],
 ) -> bool:
     """Write a log's job record, executable, mount table and name records (what comes
     before the modules' records); True when libdarshan-util reported no error."""
@@ -272,22 +275,41 @@ def put_header(
     for i, (path, kind) in enumerate(mounts):
         mnt[i].mnt_path, mnt[i].mnt_type = path.encode()[:3014], kind.encode()[:3014]
     ok &= lib.darshan_log_put_mounts(fd, mnt, len(mounts)) == 0
-    if not names:
-        return bool(ok)
+    if isinstance(names, dict):
+        ids = np.fromiter(names.keys(), np.uint64, len(names))
+        names = (ids, pa.array(list(names.values()), pa.string()))
+    if len(names[0]):
+        ok &= put_names(fd, *names)
+    return bool(ok)
+
+
+def put_names(fd, ids: np.ndarray, paths: pa.Array) -> bool:
+    """Write the name records (record ``ids[i]`` is file ``paths[i]``) at once: each laid
+    out as the writer copies it (8-byte id, the name, a NUL) by Arrow, and the hash table
+    ``darshan_log_put_namehash`` walks filled in with numpy."""
+    ffi, lib = writer_lib()
+    n = len(ids)
+    id_bytes = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(8), n, [None, pa.py_buffer(np.ascontiguousarray(ids, np.uint64))]
+    )
+    big = pa.types.is_large_string(paths.type) or pa.types.is_large_binary(paths.type)
+    kind = pa.large_binary() if big else pa.binary()
+    recs = pc.binary_join_element_wise(
+        id_bytes.cast(kind), paths.cast(kind), pa.scalar(b"\0", kind), pa.scalar(b"", kind)
+    )
+    offsets = np.frombuffer(recs.buffers()[1], np.int64 if big else np.int32)
+    starts = offsets[recs.offset : recs.offset + n].astype(np.uint64)
     # put_namehash walks the uthash table with HASH_ITER, which follows hlink.next only: a
     # linked list of refs is all the writer needs
-    keep = []  # C reads these until the call returns
-    refs = ffi.new("struct darshan_name_record_ref[]", len(names))
-    for i, (rid, p) in enumerate(names.items()):
-        raw = p.encode()
-        rec = ffi.new("char[]", 8 + len(raw) + 1)
-        ffi.cast("uint64_t *", rec)[0] = rid
-        ffi.memmove(rec + 8, raw, len(raw))
-        keep.append(rec)
-        refs[i].name_record = rec
-        refs[i].hlink.next = ffi.addressof(refs[i + 1]) if i + 1 < len(names) else ffi.NULL
-    ok &= lib.darshan_log_put_namehash(fd, refs) == 0
-    return bool(ok)
+    refs = ffi.new("struct darshan_name_record_ref[]", n)
+    words = np.frombuffer(ffi.buffer(refs), np.uint64).reshape(n, -1)
+    first = int(ffi.cast("uintptr_t", refs))
+    nxt = ffi.offsetof("struct darshan_name_record_ref", "hlink", "next") // 8
+    words[:, 0] = recs.buffers()[2].address + starts  # name_record
+    words[:-1, nxt] = first + ffi.sizeof("struct darshan_name_record_ref") * np.arange(
+        1, n, dtype=np.uint64
+    )  # hlink.next; the last stays NULL
+    return bool(lib.darshan_log_put_namehash(fd, refs) == 0)  # recs lives until it returns
 
 
 def _put_counter_record(cb, ffi, lib, fd, r: CounterRecord, rec_id: int) -> bool:
