@@ -210,6 +210,38 @@ def test_a_dxt_trace_holding_more_operations_than_the_counters_count_is_named(tm
     assert "/d/a, rank -1: 10 traced, 3 counted" in issue.message
 
 
+@pytest.mark.parametrize("order", ["same", "reversed"])
+def test_dxt_beyond_counters_in_a_per_process_log_by_hand(order):
+    # a per-process log (every record rank 0, a record a file): files 1..4 counted 5, 2, 7
+    # and (masked: unknown) operations, traced 5, 3, 1 and 9; file 5 traced 4 with no counter
+    # record. Only file 2 holds more than it counts (3 > 2); unknown and missing are not
+    # judged. "same": DXT's records in the counters' order (file 5 left out); "reversed":
+    # another order
+    import numpy as np
+
+    from iosweep.trace.darshan.bulk import DxtColumns
+    from iosweep.trace.darshan.counters import Known
+    from iosweep.trace.darshan.plausible import dxt_beyond_counters
+
+    ids = np.array([3, 1, 4, 2], np.uint64)  # (not sorted)
+    unknown = np.array([False, False, True, False])
+    posix = {"module": ["POSIX"], "file_id": ids, "rank": np.zeros(4, np.int64),
+             "reads": Known(np.array([7, 5, 0, 2]), unknown),
+             "writes": Known(np.zeros(4, np.int64), unknown)}  # fmt: skip
+    rid = np.array([3, 1, 4, 2, 5], np.uint64)
+    count = np.array([1, 5, 9, 3, 4], np.int64)
+    rid, count = (rid[:4], count[:4]) if order == "same" else (rid[::-1], count[::-1])
+    z, n = np.zeros(int(count.sum())), len(rid)
+    dxt = DxtColumns("POSIX", rid, np.zeros(n, np.int64), np.zeros(n, np.int32), ["h"],
+                     np.zeros(n, np.int64), count, z.astype(np.int64), z.astype(np.int64), z, z)  # fmt: skip
+    names = {1: "/d/1", 2: "/d/2", 3: "/d/3", 4: "/d/4", 5: "/d/5"}
+    issue = dxt_beyond_counters(Path("p.darshan"), [dxt], [posix], names)
+    assert issue is not None and issue.message.startswith("1 file record holds more DXT")
+    assert "/d/2, rank 0: 3 traced, 2 counted" in issue.message
+    posix["reads"] = Known(np.array([7, 5, 0, 3]), unknown)
+    assert dxt_beyond_counters(Path("p.darshan"), [dxt], [posix], names) is None
+
+
 def test_a_record_moving_data_faster_than_any_process_can_is_named(tmp_path):
     # 10 TiB read in 1 s (10.99 TB/s, over the stated 1 TB/s ceiling): a byte count or a
     # time is wrong (item 11's 119 TB/s); 1 TiB in 2 s (0.55 TB/s) is not judged so

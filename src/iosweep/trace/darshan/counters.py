@@ -4,6 +4,7 @@ PnetCDF, DFS and DAOS mapped onto the COUNTERS table, and LUSTRE records' stripi
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +192,27 @@ COUNTER_SPECS: dict[str, tuple[str, dict[str, tuple[str, ...]], str, str]] = {
 CounterRecords = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
+@dataclass(frozen=True)
+class Known:
+    """A counter column: its values, and where they are unknown (``unknown``: None where
+    every value is known, as in most columns). numpy's masked arrays did this at 12 us each,
+    50 columns a log, 544 logs a run."""
+
+    data: np.ndarray
+    unknown: np.ndarray | None = None
+
+    @classmethod
+    def where(cls, data: np.ndarray, unknown: np.ndarray) -> Known:
+        return cls(data, unknown if unknown.any() else None)
+
+    def filled(self, value) -> np.ndarray:
+        """The values, ``value`` where unknown."""
+        return self.data if self.unknown is None else np.where(self.unknown, value, self.data)
+
+    def also_unknown(self, where: np.ndarray) -> Known:
+        return Known.where(self.data, where if self.unknown is None else self.unknown | where)
+
+
 def counter_records(h: LogHandle, module: str, idx: int) -> CounterRecords:
     """A counter module's records through libdarshan-util, a call per record (the regions
     :mod:`~iosweep.trace.darshan.bulk` does not read itself: older formats it upgrades)."""
@@ -237,9 +259,18 @@ def read_counters(
     ids, ranks, by_record, f_by_record = records
     if not len(ids):
         return None, []
-    # a row a counter (the records' copy, once): a counter of the records as they lie is a
-    # stride of a record's size, a cache line a value, for every operation on it (4 ms a log)
-    c, f = np.ascontiguousarray(by_record.T), np.ascontiguousarray(f_by_record.T)
+    # a row a counter, of the counters used alone (the records' copy, once): a counter of
+    # the records as they lie is a stride of a record's size, a cache line a value, for every
+    # operation on it (4 ms a log). The columns are views of it, so it holds nothing unused
+    used = [n for srcs in cmap.values() for n in srcs if n in cnames]
+    used += [f"{prefix}_{x}" for x in _SHARED_SUFFIXES.values() if f"{prefix}_{x}" in cnames]
+    at = sorted({cnames[n] for n in used})
+    cnames = {n: row for row, n in enumerate(np.array(cb.counter_names(module))[at].tolist())}
+    c = np.ascontiguousarray(by_record[:, at].T)
+    fused = {**_FCOUNTERS, **_SHARED_FSUFFIXES}.values()
+    f_at = sorted(fnames[n] for n in {f"{prefix}_{x}" for x in fused} if n in fnames)
+    fnames = {n: row for row, n in enumerate(np.array(cb.fcounter_names(module))[f_at].tolist())}
+    f = np.ascontiguousarray(f_by_record[:, f_at].T)
     raw: dict[str, np.ndarray] = {
         n: c[cnames[n]] for srcs in cmap.values() for n in srcs if n in cnames
     }
@@ -249,28 +280,29 @@ def read_counters(
         if f"{prefix}_{x}" in fnames
     }
     # each counter looked at (1 ms a log) only where some value anywhere is impossible
-    suspect = (c < -1).any() or (((f < 0) & (f != -1)) | ~np.isfinite(f)).any()
+    lo = c.min(axis=1)  # each counter's least value: which may be unknown, or impossible
+    suspect = bool((lo < -1).any()) or _suspect(f)
     issues = impossible_values(path, module, raw, ids, ranks, file_names) if suspect else []
     issues += rate_beyond_ceiling(path, prefix, raw, ids, file_names)
-    cols: dict[str, Any] = {  # ids as arrays, counters as masked arrays
+    cols: dict[str, Any] = {  # ids as arrays, counters as Known columns
         "file_id": ids.astype(np.uint64),
         "rank": ranks.astype(np.int64),
     }
+    # Darshan writes -1 for a counter an older runtime did not collect: known where the first
+    # of a column's counters is (a counter that is nowhere negative taken as it is)
     for col, srcs in cmap.items():
-        vals = [c[cnames[s]] for s in srcs if s in cnames]
-        if not vals:  # a counter this library's module does not have: unknown (null)
+        at = [cnames[s] for s in srcs if s in cnames]
+        if not at:  # a counter this library's module does not have: unknown (null)
             continue
-        # Darshan writes -1 for a counter an older runtime did not collect; known where the
-        # first is (most columns have one counter: no stack of copies to add up)
-        v = np.maximum(vals[0], 0)
-        for x in vals[1:]:
-            v += np.maximum(x, 0)
-        cols[col] = np.ma.masked_array(v, mask=vals[0] < 0)
+        v = c[at[0]] if lo[at[0]] >= 0 else np.maximum(c[at[0]], 0)
+        for i in at[1:]:
+            v = v + (c[i] if lo[i] >= 0 else np.maximum(c[i], 0))
+        cols[col] = Known(v, c[at[0]] < 0 if lo[at[0]] < 0 else None)
     for col, suffix in _FCOUNTERS.items():
         if f"{prefix}_{suffix}" not in fnames:  # H5F / PNETCDF_FILE: no read or write time
             continue
         v = f[fnames[f"{prefix}_{suffix}"]]
-        cols[col] = np.ma.masked_array(v, mask=(v < 0) | ~np.isfinite(v))
+        cols[col] = Known.where(v, (v < 0) | ~np.isfinite(v))
     shared = cols["rank"] < 0
     # (none shared, as in every per-process log: left out, null, as masked wholly)
     both = ((c, cnames, _SHARED_SUFFIXES), (f, fnames, _SHARED_FSUFFIXES))
@@ -278,15 +310,26 @@ def read_counters(
         for col, suffix in suffixes.items():
             if f"{prefix}_{suffix}" in names:
                 v = table[names[f"{prefix}_{suffix}"]]
-                cols[col] = np.ma.masked_array(v, mask=~shared | (v < 0))
+                cols[col] = Known.where(v, ~shared | (v < 0))
     # never opened (only stat'ed, say) leaves the open timestamp at 0: unknown, not time 0
     if "open_start" in cols:
-        cols["open_start"].mask |= cols["opens"].filled(0) == 0
+        cols["open_start"] = cols["open_start"].also_unknown(cols["opens"].filled(0) == 0)
     if "close_end" in cols:
-        cols["close_end"].mask |= cols["close_end"].filled(0) <= 0
+        cols["close_end"] = cols["close_end"].also_unknown(cols["close_end"].filled(0) <= 0)
     # one module a part: its name for every row as a read-only view, not n references
     cols["module"] = np.broadcast_to(np.array(name, object), (len(ids),))
     return cols, issues
+
+
+def _suspect(f: np.ndarray) -> bool:
+    """Whether any fcounter is negative (but -1) or not finite: a reduction over the block,
+    the elementwise look only where its extremes say maybe."""
+    if not f.size:
+        return False
+    lo, hi = f.min(), f.max()  # (NaN, where there is one)
+    if np.isfinite(lo) and np.isfinite(hi) and lo >= 0:
+        return False
+    return bool((((f < 0) & (f != -1)) | ~np.isfinite(f)).any())
 
 
 def counters_table(
@@ -312,8 +355,8 @@ def _part_table(
     host_of_rank: dict[int, str],
     pid_of_rank: dict[int, int],
 ) -> pa.Table:
-    rank = np.ma.getdata(part["rank"]).astype(np.int64)
-    ids = np.ma.getdata(part["file_id"]).astype(np.uint64)
+    rank = np.asarray(part["rank"]).astype(np.int64)
+    ids = np.asarray(part["file_id"]).astype(np.uint64)
     n = len(ids)
     uranks, rank_at = np.unique(rank, return_inverse=True)
     uids, id_at = np.unique(ids, return_inverse=True)
@@ -338,9 +381,7 @@ def _part_table(
             out[f.name] = pa.nulls(n, f.type)
         else:
             # (a mask with nothing masked, as most counters have, costs 5x the column)
-            mask = np.ma.getmask(v)
-            known = mask is np.ma.nomask or not mask.any()
-            out[f.name] = pa.array(np.ma.getdata(v), f.type, mask=None if known else mask)
+            out[f.name] = pa.array(v.data, f.type, mask=v.unknown)
     return pa.Table.from_arrays([out[f.name] for f in COUNTERS], schema=COUNTERS)
 
 
@@ -385,8 +426,8 @@ def read_lustre(h: LogHandle, path: Path, idx: int) -> tuple[dict[str, Any] | No
     cols: dict[str, Any] = {
         "file_id": np.array(ids, np.uint64),
         "rank": np.array(ranks, np.int64),
-        "stripe_size": np.ma.masked_less(np.array(sizes, np.int64), 0),
-        "stripe_count": np.ma.masked_less(np.array(counts, np.int64), 0),
+        "stripe_size": Known.where(np.array(sizes, np.int64), np.array(sizes) < 0),
+        "stripe_count": Known.where(np.array(counts, np.int64), np.array(counts) < 0),
     }
     cols["module"] = np.broadcast_to(np.array("LUSTRE", object), (len(ids),))
     return cols, None

@@ -110,6 +110,12 @@ def dxt_beyond_counters(
     d_file = np.concatenate([d.rid for d in dxt]).astype(np.uint64)
     d_rank = np.concatenate([d.rank for d in dxt]).astype(np.int64)
     d_ops = np.concatenate([d.count for d in dxt]).astype(np.int64)
+    over = _beyond_in_one_rank(c_file, c_rank, c_ops, d_file, d_rank, d_ops)
+    if over is not None:  # a per-process log: one rank, a record a file in each module
+        over_at = np.flatnonzero((over >= 0) & (d_ops > over))
+        return _beyond_issue(
+            path, names, over_at, d_file, d_rank, d_ops, over, np.arange(len(d_file))
+        )
     # every rank's DXT records, summed, against a reduced record's counts
     ranked = d_rank >= 0
     files, at = np.unique(d_file[ranked], return_inverse=True)
@@ -128,6 +134,45 @@ def dxt_beyond_counters(
     starts = np.flatnonzero(np.r_[True, (f[1:] != f[:-1]) | (r[1:] != r[:-1])])
     counted, traced = np.maximum.reduceat(counted, starts), np.add.reduceat(traced, starts)
     over = np.flatnonzero((counted >= 0) & (traced > counted))
+    return _beyond_issue(path, names, over, f, r, traced, counted, starts)
+
+
+def _beyond_in_one_rank(
+    c_file: np.ndarray,
+    c_rank: np.ndarray,
+    c_ops: np.ndarray,
+    d_file: np.ndarray,
+    d_rank: np.ndarray,
+    d_ops: np.ndarray,
+) -> np.ndarray | None:
+    """The counted operations of each DXT record's file (-2: no counter record), where both
+    modules hold one rank and a record a file (a per-process log); None otherwise. The
+    records usually lie in the same order in both (no sort then)."""
+    rank = c_rank[:1]
+    if not len(rank) or (c_rank != rank).any() or (d_rank != rank).any():
+        return None
+    if len(c_file) == len(d_file) and np.array_equal(c_file, d_file):
+        return c_ops
+    order = np.argsort(c_file, kind="stable")
+    c_sorted = c_file[order]
+    if (c_sorted[1:] == c_sorted[:-1]).any() or len(np.unique(d_file)) != len(d_file):
+        return None
+    at = np.minimum(np.searchsorted(c_sorted, d_file), len(c_sorted) - 1)
+    return np.where(c_sorted[at] == d_file, c_ops[order][at], -2)
+
+
+def _beyond_issue(
+    path: Path,
+    names: Mapping[int, str],
+    over: np.ndarray,
+    f: np.ndarray,
+    r: np.ndarray,
+    traced: np.ndarray,
+    counted: np.ndarray,
+    starts: np.ndarray,
+) -> Issue | None:
+    """The warning for the (file, rank)s ``over`` (indices into ``traced``, ``counted``;
+    ``starts``: where each lies in ``f``, ``r``), None when there is none."""
     if not len(over):
         return None
     i = over[0]
