@@ -151,3 +151,52 @@ def test_a_log_whose_records_fail_after_its_head_is_left_out_and_said(
         pd.testing.assert_frame_equal(
             a[name][a[name]["source"] != damaged.name].reset_index(drop=True), b[name], obj=name
         )
+
+
+def test_a_log_whose_dxt_records_fail_after_its_head_keeps_its_head_s_host_and_says_so(
+    tmp_path, monkeypatch
+):
+    # issue 51: the head reads the host of a log's first DXT record (the first KiBs of the
+    # region); damage further on shows only when the records are read: the log keeps the host
+    # its head found (its rank was tied by it), and a warning says the records named another
+    # (none: the DXT module is lost, its counters kept)
+    import numpy as np
+
+    from iosweep.trace.darshan.libutil import SEGMENT_DTYPE
+    from iosweep.trace.darshan.write import DxtFile, write_darshan_log
+
+    run = tmp_path / "run"
+    run.mkdir()
+    rng = np.random.default_rng(51)
+    files = []
+    for i in range(400):  # random offsets and sizes: a DXT region of tens of KiB compressed
+        seg = np.zeros(16, SEGMENT_DTYPE)
+        seg["offset"], seg["length"] = rng.integers(0, 1 << 40, 16), rng.integers(1, 1 << 20, 16)
+        seg["start"] = np.sort(rng.random(16)) * 5
+        seg["end"] = seg["start"] + 0.001
+        files.append(DxtFile(f"/data/f{i}.bin", seg, host="alpha"))
+    common = {"end": 1.7e9 + 10, "exe": "python t.py"}
+    damaged = write_darshan_log(run / "a.darshan", files, start=1.7e9, jobid=1, **common)
+    write_darshan_log(run / "b.darshan", files[:2], start=1.7e9 + 1, jobid=2, **common)
+    layout = check_log(damaged)
+    (off, ln) = max(
+        (v for k, v in layout.regions.items() if k.startswith("slot")), key=lambda s: s[1]
+    )
+    assert ln > 16 << 10, ln  # the DXT region, the largest
+    data = bytearray(damaged.read_bytes())
+    data[off + ln - 64] ^= 0xFF  # near the stream's end: far past its first record
+    damaged.write_bytes(bytes(data))
+    assert head.read_darshan_head(damaged).host == "alpha"
+
+    monkeypatch.setattr(parts, "SPILL_MIN_BYTES", 0)  # the two-pass ingest
+    meta = ingest([run], tmp_path / "store")
+    said = {i.kind: i for i in meta.issues if i.source == str(damaged)}
+    assert said["corrupt"].severity == "error" and "DXT_POSIX" in said["corrupt"].message
+    assert said["host"].severity == "warning"
+    assert "its records name host None, its first DXT record 'alpha'" in said["host"].message
+    (proc,) = [p for p in meta.processes if p.source == damaged.name]
+    assert proc.host == "alpha"
+    segs = pq.read_table(tmp_path / "store" / "segments.parquet").to_pandas()
+    assert set(segs["source"].astype(str)) == {"b.darshan"}  # a's DXT lost, its counters kept
+    counters = pq.read_table(tmp_path / "store" / "counters.parquet").to_pandas()
+    assert (counters["source"].astype(str) == "a.darshan").sum() == 400

@@ -91,14 +91,24 @@ class NameTable(Mapping[int, str]):
         ids = ids[order]
         # an id named twice keeps its last name (as a dict built in file order does)
         last = np.r_[ids[1:] != ids[:-1], True] if len(ids) else np.zeros(0, bool)
-        self.ids = ids[last]
-        self.paths = paths.take(pa.array(order[last]))
+        self.ids = ids[last]  # sorted
+        # the paths stay as read, each id's found through _place: a log's lookups take the
+        # paths they need, not every path twice (a third of reading the names)
+        self._given, self._place = paths, order[last]
+        self._sorted: pa.Array | None = None
+
+    @property
+    def paths(self) -> pa.Array:
+        """The path of each of :attr:`ids`."""
+        if self._sorted is None:
+            self._sorted = self._given.take(pa.array(self._place))
+        return self._sorted
 
     def __getitem__(self, rid: int) -> str:
         at = int(np.searchsorted(self.ids, rid))
         if at == len(self.ids) or int(self.ids[at]) != rid:
             raise KeyError(rid)
-        return str(self.paths[at].as_py())
+        return str(self._given[int(self._place[at])].as_py())
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.ids.tolist())
@@ -111,7 +121,11 @@ class NameTable(Mapping[int, str]):
         ``unknown(rid)`` names one without a name record, or with an empty name."""
         at = np.minimum(np.searchsorted(self.ids, rids), max(len(self.ids) - 1, 0))
         found = self.ids[at] == rids if len(self.ids) else np.zeros(len(rids), bool)
-        out = self.paths.take(pa.array(at)) if len(self.ids) else pa.nulls(len(rids), pa.string())
+        out = (
+            self._given.take(pa.array(self._place[at]))
+            if len(self.ids)
+            else pa.nulls(len(rids), pa.string())
+        )
         missing = ~found | (pc.fill_null(pc.binary_length(out), 0).to_numpy() == 0)
         if not missing.any():
             return out
