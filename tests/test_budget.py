@@ -200,6 +200,41 @@ def test_a_steps_peak_over_a_budget_given_by_hand_is_said_with_the_request_it_ne
     )
 
 
+@pytest.mark.parametrize(
+    "rows, memory_gb, measured_gib",
+    [
+        # issue 51, measured (docs/analysis.md, "Memory"): the ImageNet-shaped 10.2 M run
+        # (1.28 M files) analysed in 8 parts at --memory-gb 1 (their path lists: 2,402,137
+        # rows) put together at a peak of 1.63 GiB; in 4 parts at 1.6 (2,241,853 rows), 1.82
+        ([300_268] * 7 + [300_261], 1.0, 1.63),
+        ([560_464] * 3 + [560_461], 1.6, 1.82),
+    ],
+)
+def test_what_putting_parts_together_needs_is_counted_before_and_bounds_what_it_took(
+    tmp_path, rows, memory_gb, measured_gib
+):
+    # counted from the parts' path lists' footers, before the step runs: what the workflow's
+    # put-together job asks the scheduler for (it asked for the budget, below the step's
+    # peak, and would have been killed), and what `iosweep analyze` warns of beforehand
+    import pyarrow as pa
+
+    from iosweep.analysis.parts.combine import put_together_need
+    from iosweep.analysis.parts.results import PATHS
+
+    dirs = []
+    for i, n in enumerate(rows):
+        d = tmp_path / f"part-{i:04d}"
+        d.mkdir()
+        pq.write_table(pa.table({"path": pa.array(["/d/x"] * n)}), d / PATHS)
+        dirs.append(d)
+    need = put_together_need(dirs, memory_gb)
+    assert need >= measured_gib * budget.GIB  # an upper bound of what it took
+    assert need <= (measured_gib + 0.5) * budget.GIB  # not the machine
+    said = budget.over_peak("putting the parts together", need, memory_gb, "may take up to")
+    assert said is not None and said.startswith("putting the parts together may take up to ")
+    assert said.endswith(f"a job analysing this run needs {-(-need // 2**20):,} MB")
+
+
 def test_the_peak_starts_again_from_what_is_held_now():
     import numpy as np
 

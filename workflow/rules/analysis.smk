@@ -52,7 +52,8 @@ rule analyze_run:
     conda:
         "../../envs/analysis.yaml"
     resources:
-        # the run's own need, counted from its store (in parts: the budget); per CPU too,
+        # the run's own need, counted from its store (in parts: putting them together's,
+        # counted from their results); per CPU too,
         # since the SLURM profile's default mem_mb_per_cpu would otherwise be what sbatch is
         # given
         mem_mb=analysis_mem_mb,

@@ -18,11 +18,9 @@ from iosweep.analysis.summary import (
     ANALYSIS_TABLES,
 )  # noqa: E402
 from iosweep.trace.schema import STORE_TABLES  # noqa: E402
-from iosweep.analysis.budget import (
-    mem_mb as analysis_memory,
-    budget_bytes,
-)  # noqa: E402
+from iosweep.analysis.budget import mem_mb as analysis_memory  # noqa: E402
 from iosweep.analysis.parts.analyze import read_plan  # noqa: E402
+from iosweep.analysis.parts.combine import put_together_need  # noqa: E402
 from iosweep.tune.points import tune_plan  # noqa: E402
 from iosweep.tune.ledger import next_workers  # noqa: E402
 
@@ -85,18 +83,20 @@ def analysis_inputs(wildcards):
 
 def analysis_mem_mb(wildcards, input):
     """What the run's analysis needs (MB), counted from its store; put together from parts,
-    the budget bounds it. Until the store exists, FileNotFoundError naming input.meta, and
-    Snakemake asks again when it does."""
+    what putting them together needs, counted from the parts' results (over the budget, the
+    job's log says so: a job asking for less would be killed). Until the store exists,
+    FileNotFoundError naming input.meta, and Snakemake asks again when it does."""
     if not hasattr(
         input, "plan"
     ):  # the checkpoint has not run: asked again once it has
         raise FileNotFoundError(
             errno.ENOENT, "the run's analysis plan (checkpoint plan_analysis)", input[0]
         )
-    need = analysis_memory(Path(input.meta).parent)
-    if len(read_plan(input.plan)) > 1:
-        return min(need, -(-budget_bytes(config["analysis"]["memory_gb"]) // 2**20))
-    return need
+    parts = read_plan(input.plan)
+    if len(parts) > 1:
+        dirs = [Path(getattr(input, f"part{p.index}")) for p in parts]
+        return -(-put_together_need(dirs, config["analysis"]["memory_gb"]) // 2**20)
+    return analysis_memory(Path(input.meta).parent)
 
 
 def part_mem_mb(wildcards, input):

@@ -115,14 +115,15 @@ def reset_peak() -> bool:
     return True
 
 
-def over_peak(step: str, peak: int, memory_gb: float | None) -> str | None:
-    """What to say when ``step`` peaked at ``peak`` bytes, over a budget given by hand
-    (``memory_gb``): the figure a job of this run must ask for. None within it, or with no
-    budget given (the machine's share is not a request anyone made)."""
+def over_peak(step: str, peak: int, memory_gb: float | None, verb: str = "peaked at") -> str | None:
+    """What to say when ``step`` peaked at (``verb``: or needs, counted before it runs)
+    ``peak`` bytes, over a budget given by hand (``memory_gb``): the figure a job of this run
+    must ask for. None within it, or with no budget given (the machine's share is not a
+    request anyone made)."""
     if memory_gb is None or peak <= budget_bytes(memory_gb):
         return None
     return (
-        f"{step} peaked at {peak / GIB:.2f} GiB, over the budget of {memory_gb:g} GiB "
+        f"{step} {verb} {peak / GIB:.2f} GiB, over the budget of {memory_gb:g} GiB "
         f"(--memory-gb, analysis.memory_gb): a job analysing this run needs "
         f"{-(-peak // 2**20):,} MB"
     )

@@ -36,7 +36,7 @@ from iosweep.analysis.findings.sections import (
 from iosweep.analysis.parts import run as part
 from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.facts import PartFacts, PartTrace
-from iosweep.analysis.parts.results import PartResults
+from iosweep.analysis.parts.results import PartResults, path_rows
 from iosweep.analysis.patterns.access import (
     EpochSharing,
     access_summary,
@@ -90,6 +90,23 @@ SPAN_ROW_BYTES = 150  # a time span (place, lo, hi) read, clipped and merged: it
 # takes about 2 s)
 SIDE_SHARE = 0.2
 SIDE_MIN_ROWS = 1 << 23
+# What the put-together step holds beyond BASE and its passes, a row of the parts' path
+# lists: a row of every file of every part, which no pass bounds. Measured on the
+# ImageNet-shaped 10.2 M run (1.28 M files): 2.40 M rows in 8 parts peaked at 1.63 GiB
+# (--memory-gb 1), 2.24 M rows in 4 parts at 1.82 GiB (1.6): 250-280 B a row once BASE and
+# PASS_SHARE of the budget are taken off (docs/analysis.md, "Memory")
+PER_PART_PATH = 320
+
+
+def put_together_need(dirs: list[Path], memory_gb: float | None) -> int:
+    """What putting a run's parts (``dirs``, written) together takes at most, in bytes: the
+    files' rows, its passes over the (rank, file) rows (at most PASS_SHARE of the budget) and
+    the span union beside them (SIDE_SHARE, in a process of its own). An upper bound, to ask a
+    scheduler for, counted before the step runs."""
+    rows = path_rows(dirs)
+    share = budget.budget_bytes(memory_gb)
+    passes = min(int(share * PASS_SHARE), PASS_ROW_BYTES * rows)
+    return budget.BASE + PER_PART_PATH * rows + passes + int(share * SIDE_SHARE)
 
 
 @dataclass

@@ -38,6 +38,12 @@ _COMPARE = {
 }
 
 
+def path_rows(dirs: list[Path]) -> int:
+    """The rows of the parts' path lists (a file read in several parts counts in each), from
+    their Parquet footers (nothing read)."""
+    return sum(pq.ParquetFile(d / PATHS).metadata.num_rows for d in dirs if (d / PATHS).exists())
+
+
 def buckets_of(paths: list[str]) -> np.ndarray:
     """Each path's bucket: a hash of the path (pandas' SipHash with its fixed key: the same
     in every process), so every part puts a file's rows in the same bucket. Hashed once per
