@@ -16,7 +16,10 @@
    tree; wall time and the peak of the tree's summed RSS (sampled every 0.1 s: Dask and
    iosweep's readers run in child processes).
 3. Checks that both count the same POSIX events and bytes, and prints events/s.
-4. Times reading alone, one process each, every trace in turn: iosweep's reader (gunzip and
+4. Times ``iosweep ingest --workers 1`` against its floor, measured as bench_ingest.py
+   measures the Darshan path's: (a) every trace read and gunzipped, nothing parsed; (b) the
+   store's tables written again with the same compression and row groups.
+5. Times reading alone, one process each, every trace in turn: iosweep's reader (gunzip and
    pyarrow's bulk JSON parse) and, in dftracer-analyzer's environment, dftracer-utils'
    ``TraceReader`` (simdjson) into Arrow; each says how many lines it made rows of.
 
@@ -305,6 +308,44 @@ print("rows", rows)
 """
 
 
+# the floor, as bench_ingest.py measures it for Darshan logs: (a) every trace read and
+# gunzipped (every member), nothing parsed; (b) the store's tables written again
+_GUNZIP = """
+import glob, sys, zlib
+total = 0
+for f in sorted(glob.glob(sys.argv[1] + "/*.pfw.gz")):
+    rest = open(f, "rb").read()
+    while rest:  # one gzip member after another
+        d = zlib.decompressobj(wbits=31)
+        total += len(d.decompress(rest))
+        rest = d.unused_data
+print("INFLATED", total)
+"""
+
+
+def run_floor(work: Path) -> dict:
+    """``iosweep ingest --workers 1`` and the floor it is held to (see _GUNZIP)."""
+    from bench_ingest import REWRITE
+
+    bin_dir = Path(sys.executable).parent
+    store = work / "store-w1"
+    one = measure([str(bin_dir / "iosweep"), "ingest", str(work), "-o", str(store), "--workers", "1", "--force"])  # fmt: skip
+    gunzip = measure([sys.executable, "-c", _GUNZIP, str(work / "traces")])
+    again = work / "rewrite"
+    shutil.rmtree(again, ignore_errors=True)
+    again.mkdir()
+    rewrite = measure([sys.executable, "-c", REWRITE, str(store), str(again)])
+    shutil.rmtree(again, ignore_errors=True)
+    for name, m in (("ingest --workers 1", one), ("gunzip", gunzip), ("rewrite", rewrite)):
+        if m["rc"]:
+            raise SystemExit(f"{name} failed:\n{m['out'][-2000:]}")
+    # the rewrite's own time: its reading the store first is no part of the floor
+    found = re.search(r"^MEASURED (\{.*\})", rewrite["out"], re.M)
+    rewrite["wall_s"] = json.loads(found.group(1))["wall_s"] if found else rewrite["wall_s"]
+    floor = {"wall_s": gunzip["wall_s"] + rewrite["wall_s"], "peak": 0}
+    return {"one": one, "gunzip": gunzip, "rewrite": rewrite, "floor": floor}
+
+
 def _has_duql() -> bool:
     try:
         import dftracer.utils.duql  # noqa: F401
@@ -362,6 +403,13 @@ def bench(n: float, args, root: Path) -> dict:
     print(_row("iosweep analyze", ours["analyze"], ev))
     print(_row("iosweep ingest + analyze", both["ingest+analyze"], ev))
     print(_row("iosweep again, logs unchanged (store reused) + analyze", ours["rerun"], ev))
+    fl = run_floor(work)
+    print(_row("iosweep ingest --workers 1", fl["one"], ev))
+    print(_row("floor (a): read + gunzip every trace", fl["gunzip"], ev))
+    print(_row("floor (b): write the store's tables again", fl["rewrite"], ev))
+    print(_row("floor (a + b)", fl["floor"], ev))
+    print(f"ingest (1 worker) / floor: {fl['one']['wall_s'] / fl['floor']['wall_s']:.2f}; "
+          f"ingest (default workers) / floor: {ours['ingest']['wall_s'] / fl['floor']['wall_s']:.2f}")  # fmt: skip
     scale = {"events": ev, "ingest": ours["ingest"]["wall_s"], "analyze": ours["analyze"]["wall_s"]}
     exe = args.dfanalyzer or shutil.which("dfanalyzer")
     have_dfa = bool(exe and Path(exe).exists())

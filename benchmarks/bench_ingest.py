@@ -92,7 +92,8 @@ for f, (schema, groups, codec) in tables.items():
     with pq.ParquetWriter(sys.argv[2] + "/" + f.rsplit("/", 1)[1], schema,
                           compression=codec.lower(), use_dictionary=dictionaries) as w:
         for g in groups:
-            w.write_table(g, row_group_size=g.num_rows)
+            if g.num_rows:  # (an empty table's one group of none: nothing to write)
+                w.write_table(g, row_group_size=g.num_rows)
 print("MEASURED " + json.dumps({"wall_s": time.perf_counter() - t, "peak": 0}), file=sys.stderr)
 """
 
