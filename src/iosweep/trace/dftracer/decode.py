@@ -205,10 +205,14 @@ def split_lines(text: bytes) -> tuple[Lines, tuple[int, bytes] | None]:
         else:
             cut = (text.count(b"\n", 0, nl + 1) + 1, last[:80])
             text = text[: nl + 1]
-    # every line "{...}" (DFTracer >= 2): the buffer goes to the bulk parser as it is
-    n = text.count(b"\n")
-    if text[:1] == b"{" and text.count(b"}\n") == n and text.count(b"\n{") == n - 1:
-        return Lines(np.arange(1, n + 1, dtype=np.int64), buf=text), cut
+    # every line "{...}" (DFTracer >= 2): the buffer goes to the bulk parser as it is. Looked
+    # at by numpy around each newline (bytes.count of "}\n" and "\n{" took 7 s of 69 for
+    # 10 M events: a two-byte pattern is searched, not counted by memchr)
+    if text[:1] == b"{":
+        u8 = np.frombuffer(text, np.uint8)
+        ends = np.flatnonzero(u8 == 10)  # (text ends with one: the last line's)
+        if (u8[ends - 1] == ord("}")).all() and (u8[ends[:-1] + 1] == ord("{")).all():
+            return Lines(np.arange(1, len(ends) + 1, dtype=np.int64), buf=text), cut
     # else blank lines, "[" / "]" lines, trailing commas, CR LF (older versions)
     kept, numbers = [], []
     for i, line in enumerate(text.split(b"\n"), 1):
