@@ -802,3 +802,27 @@ def test_timestamps_a_thousand_times_off_make_the_run_s_length_unknown(tmp_path,
     pl = read_dftracer_trace(_edited(tmp_path, data, "ns.pfw.gz", shift))
     (issue,) = [i for i in pl.issues if i.kind == "implausible"]
     assert "years" in issue.message and issue.field == "run_time"
+
+
+@pytest.mark.parametrize(
+    "text, numbers, whole",
+    [
+        # every line one event: the buffer as it is, lines 1..3
+        (b'{"a":1}\n{"b":2}\n{"c":3}\n', [1, 2, 3], True),
+        # a blank line and a trailing comma (older DFTracer): cleaned, lines 1 and 3 kept
+        (b'{"a":1}\n\n{"b":2},\n', [1, 3], False),
+        # a line that does not start with "{" (indented): cleaned
+        (b'{"a":1}\n  {"b":2}\n', [1, 2], False),
+        # a line that does not end with "}" (a comma after it): cleaned
+        (b'{"a":1},\n{"b":2}\n', [1, 2], False),
+    ],
+)
+def test_which_traces_go_to_the_bulk_parser_as_they_are(text, numbers, whole):
+    # issue 51: whether every line is one event "{...}" is looked at around each newline;
+    # any other line (blank, indented, a trailing comma) sends the trace through the cleaning
+    from iosweep.trace.dftracer.decode import split_lines
+
+    lines, cut = split_lines(text)
+    assert cut is None and lines.numbers.tolist() == numbers
+    assert (lines.joined() == text) is whole
+    assert lines.joined().split(b"\n")[0] == b'{"a":1}'
