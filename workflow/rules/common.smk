@@ -18,7 +18,7 @@ from iosweep.analysis.summary import (
     ANALYSIS_TABLES,
 )  # noqa: E402
 from iosweep.trace.schema import STORE_TABLES  # noqa: E402
-from iosweep.analysis.budget import mem_mb as analysis_memory  # noqa: E402
+from iosweep.analysis.budget import mem_mb as analysis_memory, to_mb  # noqa: E402
 from iosweep.analysis.parts.analyze import read_plan  # noqa: E402
 from iosweep.analysis.parts.combine import put_together_need  # noqa: E402
 from iosweep.tune.points import tune_plan  # noqa: E402
@@ -95,14 +95,14 @@ def analysis_mem_mb(wildcards, input):
     parts = read_plan(input.plan)
     if len(parts) > 1:
         dirs = [Path(getattr(input, f"part{p.index}")) for p in parts]
-        return -(-put_together_need(dirs, config["analysis"]["memory_gb"]) // 2**20)
+        return to_mb(put_together_need(dirs, config["analysis"]["memory_gb"]))
     return analysis_memory(Path(input.meta).parent)
 
 
 def part_mem_mb(wildcards, input):
     """What a part of the run's analysis needs (MB), from the plan."""
     part = read_plan(input.plan)[int(wildcards.index)]
-    return -(-part.need.bytes // 2**20)
+    return to_mb(part.need.bytes)
 
 
 def analysis_files(run_dir):

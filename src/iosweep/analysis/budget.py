@@ -125,7 +125,7 @@ def over_peak(step: str, peak: int, memory_gb: float | None, verb: str = "peaked
     return (
         f"{step} {verb} {peak / GIB:.2f} GiB, over the budget of {memory_gb:g} GiB "
         f"(--memory-gb, analysis.memory_gb): a job analysing this run needs "
-        f"{-(-peak // 2**20):,} MB"
+        f"{to_mb(peak):,} MB"
     )
 
 
@@ -188,4 +188,10 @@ def over_budget(what: str, need: Need, memory_gb: float | None) -> MemoryBudgetE
 
 def mem_mb(store: Path | str) -> int:
     """The analysis job's memory request for a scheduler (Snakemake's ``mem_mb``)."""
-    return -(-need_of(store).bytes // 2**20)
+    return to_mb(need_of(store).bytes)
+
+
+def to_mb(nbytes: int) -> int:
+    """``nbytes`` as a scheduler's memory request: MB (MiB, as Snakemake's ``mem_mb``),
+    rounded up."""
+    return -(-nbytes // 2**20)

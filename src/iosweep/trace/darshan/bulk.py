@@ -189,14 +189,10 @@ def read_dxt_region(path: Path, buf: bytes, swap: bool, module: str, version: in
     )
 
 
-def read_counter_region(
-    buf: bytes, swap: bool, n_counters: int, n_fcounters: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(record ids, ranks, counters, fcounters) of an inflated counter region: fixed-size
-    records of base_rec {u64 id, i64 rank}, int64 counters[n], double fcounters[m]. Bytes
-    after the last whole record end it (libdarshan-util's readers stop there too)."""
-    order = ">" if swap else "<"
-    rec = np.dtype(
+def counter_dtype(n_counters: int, n_fcounters: int, order: str = "=") -> np.dtype:
+    """A counter record as it lies in a region: base_rec {u64 id, i64 rank}, int64
+    counters[n], double fcounters[m] (``order``: the bytes', "=" this machine's)."""
+    return np.dtype(
         [
             ("id", order + "u8"),
             ("rank", order + "i8"),
@@ -204,6 +200,15 @@ def read_counter_region(
             ("f", order + "f8", (n_fcounters,)),
         ]
     )
+
+
+def read_counter_region(
+    buf: bytes, swap: bool, n_counters: int, n_fcounters: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(record ids, ranks, counters, fcounters) of an inflated counter region: fixed-size
+    records of base_rec {u64 id, i64 rank}, int64 counters[n], double fcounters[m]. Bytes
+    after the last whole record end it (libdarshan-util's readers stop there too)."""
+    rec = counter_dtype(n_counters, n_fcounters, ">" if swap else "<")
     arr = np.frombuffer(buf, rec, count=len(buf) // rec.itemsize)
     # in this machine's byte order, views of the buffer (read-only), not copies of it
     return (

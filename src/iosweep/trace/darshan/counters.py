@@ -423,11 +423,12 @@ def read_lustre(h: LogHandle, path: Path, idx: int) -> tuple[dict[str, Any] | No
         )
     if not ids:
         return None, None
+    size, count = np.array(sizes, np.int64), np.array(counts, np.int64)
     cols: dict[str, Any] = {
         "file_id": np.array(ids, np.uint64),
         "rank": np.array(ranks, np.int64),
-        "stripe_size": Known.where(np.array(sizes, np.int64), np.array(sizes) < 0),
-        "stripe_count": Known.where(np.array(counts, np.int64), np.array(counts) < 0),
+        "stripe_size": Known.where(size, size < 0),
+        "stripe_count": Known.where(count, count < 0),
     }
     cols["module"] = np.broadcast_to(np.array("LUSTRE", object), (len(ids),))
     return cols, None

@@ -93,8 +93,12 @@ class _Open:
     job: dict
     mods: dict[str, dict]  # libdarshan-util's account of its modules
     handles: _Handles
-    bulk: RankLog  # its regions, for the modules merged in bulk
-    delta: float = 0.0  # this log's start, in seconds after the merged job's start
+    bulk: RankLog  # its rank, host, clock and regions (what the bulk writer takes)
+
+    @property
+    def delta(self) -> float:
+        """This log's start, in seconds after the merged job's start."""
+        return self.bulk.delta
 
     @property
     def h(self) -> LogHandle:
@@ -128,7 +132,7 @@ def write_merged_log(
         start = min(o.job["start"] for o in logs)
         end = max(o.job["end"] for o in logs)
         for o in logs:
-            o.delta = o.bulk.delta = o.job["start"] - start
+            o.bulk.delta = o.job["start"] - start
         nprocs = max(o.inp.rank for o in logs) + 1
         # the header (job id, uid, exe, metadata) is the earliest process's, as its start is
         first = min(logs, key=lambda o: (o.job["start"], o.inp.rank))

@@ -27,6 +27,8 @@ from iosweep.trace.darshan.bulk import (
     HOST_LEN,
     SEGMENT,
     DxtColumns,
+    bulk_readable,
+    counter_dtype,
     read_dxt_region,
     region_bytes,
 )
@@ -64,7 +66,9 @@ class RankLog:
 def bulk_mergeable(module: str, logs: Iterable[RankLog], lib_version: str) -> bool:
     """Whether ``module``'s records are merged here: every log's region of it is in the
     format this libdarshan-util writes (older ones it upgrades, a record at a time)."""
-    if module not in CURRENT_VERSIONS or not lib_version.startswith("3.5."):
+    if module not in CURRENT_VERSIONS or not bulk_readable(
+        module, CURRENT_VERSIONS[module], lib_version
+    ):  # (the library's layouts are the structs: its series only)
         return False
     return all(
         module not in log.unmapped
@@ -116,8 +120,7 @@ def _counter_records(
 ) -> tuple[np.ndarray, np.ndarray]:
     """One rank's records of a counter module: the rank set, timestamps on the job's clock,
     the records of one file folded into one (in the order each file first appears)."""
-    nc, nf = counter_widths(module)
-    rec = np.dtype([("id", "u8"), ("rank", "i8"), ("c", "i8", (nc,)), ("f", "f8", (nf,))])
+    rec = counter_dtype(*counter_widths(module))
     names = backend().fcounter_names(module)
     stamps = [i for i, n in enumerate(names) if n.endswith("TIMESTAMP")]
     parts = []

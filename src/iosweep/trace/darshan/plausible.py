@@ -110,11 +110,11 @@ def dxt_beyond_counters(
     d_file = np.concatenate([d.rid for d in dxt]).astype(np.uint64)
     d_rank = np.concatenate([d.rank for d in dxt]).astype(np.int64)
     d_ops = np.concatenate([d.count for d in dxt]).astype(np.int64)
-    over = _beyond_in_one_rank(c_file, c_rank, c_ops, d_file, d_rank, d_ops)
-    if over is not None:  # a per-process log: one rank, a record a file in each module
-        over_at = np.flatnonzero((over >= 0) & (d_ops > over))
+    counted = _counted_in_one_rank(c_file, c_rank, c_ops, d_file, d_rank)
+    if counted is not None:  # a per-process log: one rank, a record a file in each module
+        over = np.flatnonzero((counted >= 0) & (d_ops > counted))
         return _beyond_issue(
-            path, names, over_at, d_file, d_rank, d_ops, over, np.arange(len(d_file))
+            path, names, over, d_file, d_rank, d_ops, counted, np.arange(len(d_file))
         )
     # every rank's DXT records, summed, against a reduced record's counts
     ranked = d_rank >= 0
@@ -137,13 +137,12 @@ def dxt_beyond_counters(
     return _beyond_issue(path, names, over, f, r, traced, counted, starts)
 
 
-def _beyond_in_one_rank(
+def _counted_in_one_rank(
     c_file: np.ndarray,
     c_rank: np.ndarray,
     c_ops: np.ndarray,
     d_file: np.ndarray,
     d_rank: np.ndarray,
-    d_ops: np.ndarray,
 ) -> np.ndarray | None:
     """The counted operations of each DXT record's file (-2: no counter record), where both
     modules hold one rank and a record a file (a per-process log); None otherwise. The

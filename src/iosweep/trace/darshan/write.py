@@ -180,7 +180,10 @@ def write_darshan_log(
             uid=uid,
             metadata={"lib_ver": "3.5.0", **(metadata or {})},
             mounts=[("/", "ext4")],
-            names={i: p for p, i in ids.items()},
+            names=(
+                np.fromiter(ids.values(), np.uint64, len(ids)),
+                pa.array(list(ids), pa.string()),
+            ),
         )
 
         # modules in increasing id order: POSIX (1), then MPI-IO ... STDIO (9), DXT_POSIX
@@ -259,7 +262,7 @@ def put_header(
     uid: int,
     metadata: dict[str, str],
     mounts: list[tuple[str, str]],
-    names: dict[int, str] | tuple[np.ndarray, pa.Array],
+    names: tuple[np.ndarray, pa.Array],
 ) -> bool:
     """Write a log's job record, executable, mount table and name records (what comes
     before the modules' records); True when libdarshan-util reported no error."""
@@ -275,10 +278,7 @@ def put_header(
     for i, (path, kind) in enumerate(mounts):
         mnt[i].mnt_path, mnt[i].mnt_type = path.encode()[:3014], kind.encode()[:3014]
     ok &= lib.darshan_log_put_mounts(fd, mnt, len(mounts)) == 0
-    if isinstance(names, dict):
-        ids = np.fromiter(names.keys(), np.uint64, len(names))
-        names = (ids, pa.array(list(names.values()), pa.string()))
-    if len(names[0]):
+    if len(names[0]):  # (record ids, and each one's path)
         ok &= put_names(fd, *names)
     return bool(ok)
 
