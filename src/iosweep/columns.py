@@ -12,11 +12,18 @@ import pyarrow.compute as pc
 
 def codes(col: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
     """(int64 codes, -1 for null; the distinct values) of a string or dictionary column."""
+    c, values = arrow_codes(col)
+    return c, values.to_pylist()
+
+
+def arrow_codes(col: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """:func:`codes` with the distinct values left an Arrow array (many values: no Python
+    object each)."""
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     if not pa.types.is_dictionary(arr.type):
         arr = pc.dictionary_encode(arr)
     c = pc.fill_null(arr.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    return c, arr.dictionary.to_pylist()
+    return c, arr.dictionary
 
 
 def numbers(col: pa.Array | pa.ChunkedArray, dtype: Any, fill: Any) -> np.ndarray:

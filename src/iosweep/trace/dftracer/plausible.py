@@ -17,6 +17,20 @@ import pyarrow.compute as pc
 from iosweep.trace.schema import RUN_CEILING_S, RUN_TIME, Issue
 
 
+def _all_distinct(pid: np.ndarray, ids: np.ndarray) -> bool:
+    """Whether no (pid, id) pair repeats, counted by ``np.bincount`` where the ids are dense
+    (DFTracer numbers a process's events 1, 2, ...; a sort of the pairs took 4% of an
+    ingest); False where that cannot tell (the caller then sorts)."""
+    if len(ids) < 2:
+        return True
+    lo, hi = int(ids.min()), int(ids.max())
+    procs, which = np.unique(pid, return_inverse=True)
+    span = hi - lo + 1
+    if lo < 0 or span * len(procs) > 4 * len(ids) + (1 << 20):
+        return False
+    return int(np.bincount(which * span + (ids - lo)).max()) <= 1
+
+
 def without_repeats(path: Path, norm: pa.Table) -> tuple[pa.Table, Issue | None]:
     """``norm`` less the events that repeat the (pid, id) of an earlier one: DFTracer numbers
     each event it logs once, so a repeat is the same event written again (a damaged or
@@ -28,7 +42,10 @@ def without_repeats(path: Path, norm: pa.Table) -> tuple[pa.Table, Issue | None]
     has = pc.is_valid(ids).to_numpy(zero_copy_only=False)
     idv = pc.fill_null(ids, 0).to_numpy(zero_copy_only=False).astype(np.int64)
     rows = np.flatnonzero(has)
-    pairs = np.stack([pid[rows], idv[rows]], axis=1)
+    p, i = pid[rows], idv[rows]
+    if _all_distinct(p, i):
+        return norm, None  # the usual trace: no sort needed
+    pairs = np.stack([p, i], axis=1)
     _, first = np.unique(pairs, axis=0, return_index=True)
     repeat = np.ones(len(rows), bool)
     repeat[first] = False

@@ -22,7 +22,6 @@ Decoding (gunzip, lines, bulk JSON parse) is in :mod:`.decode`, the position mod
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from iosweep.columns import codes, ints_valid
+from iosweep.columns import arrow_codes, codes, ints_valid
 from iosweep.files import shown
 from iosweep.trace.dftracer.decode import (
     PH_AGGREGATED,
@@ -46,6 +45,7 @@ from iosweep.trace.dftracer.decode import (
     parse_lines,
     split_lines,
 )
+from iosweep.trace.dftracer.files import FilePaths, hash_ids
 from iosweep.trace.dftracer.plausible import negative_durations, run_span, without_repeats
 from iosweep.trace.dftracer.positions import (
     CAT_CODE,
@@ -126,26 +126,17 @@ def read_dftracer_trace(path: Path) -> ProcessLog:
 # normalised table -> ProcessLog
 
 
-def _dict_array(codes: np.ndarray, values: list[str | None]) -> pa.DictionaryArray:
+def _dict_array(codes: np.ndarray, values: list[str | None] | pa.Array) -> pa.DictionaryArray:
     """Dictionary column from codes into ``values``; code -1 or a None value gives null."""
-    values = list(values)
-    lookup = np.array([v is not None for v in values] + [False])
-    ok = lookup[codes]  # code -1 reads the trailing False
+    if isinstance(values, pa.Array):
+        known = pc.is_valid(values).to_numpy(zero_copy_only=False)
+        dictionary = pc.fill_null(values.cast(pa.string()), "")
+    else:
+        known = np.array([v is not None for v in values], dtype=bool)
+        dictionary = pa.array([v if v is not None else "" for v in values], type=pa.string())
+    ok = np.append(known, False)[codes]  # code -1 reads the trailing False
     indices = pa.array(codes, type=pa.int32(), mask=~ok)
-    dictionary = pa.array([v if v is not None else "" for v in values], type=pa.string())
     return pa.DictionaryArray.from_arrays(indices, dictionary)
-
-
-def _hash_to_u64(h: str | None) -> int | None:
-    """A file's id: DFTracer's hash, or (a path, as pydftracer 1.0.x names files) 64 bits of
-    its BLAKE2b, the same in every process's trace."""
-    if not h:
-        return None
-    try:
-        v = int(h, 16)
-    except ValueError:
-        return int.from_bytes(hashlib.blake2b(h.encode(), digest_size=8).digest(), "little")
-    return v if v < 2**64 else None
 
 
 def _unhashed(norm: pa.Table) -> pa.Table:
@@ -216,7 +207,7 @@ class _Events:
 class _Meta:
     """What the metadata records say: hash -> path / host / string, ranks, the time unit."""
 
-    files: dict[str, str]
+    files: FilePaths
     hosts: dict[str, str]
     strings: dict[str, str]
     rank_of_pid: dict[int, int]
@@ -358,15 +349,20 @@ def _events(path: Path, norm: pa.Table, lines: Lines, warnings: list[Issue]) -> 
 
 def _metadata(ev: _Events) -> _Meta:
     """Metadata records: hash -> path / host / string, rank of a pid, time unit."""
-    m = _Meta({}, {}, {}, {}, "US", 1e-6)
     rows = ev.norm.filter(pa.array(ev.is_meta)).select(["name", "pid", "a_name", "a_value"])
+    # FH records (one a file: most of them) stay Arrow columns; the few others, Python
+    is_fh = pc.fill_null(
+        pc.and_(pc.equal(rows.column("name"), "FH"), pc.not_equal(rows.column("a_value"), "")),
+        False,
+    )
+    named = pc.unique(ev.norm.column("a_fname").drop_null())  # pydftracer 1.0.x: paths
+    m = _Meta(FilePaths.of(rows.filter(is_fh), named), {}, {}, {}, "US", 1e-6)
+    rows = rows.filter(pc.invert(is_fh))
     for rec, pid_m, key, value in zip(
         *(rows.column(c).to_pylist() for c in ("name", "pid", "a_name", "a_value")),
         strict=True,
     ):
-        if rec == "FH" and value:
-            m.files[value] = key
-        elif rec == "HH" and value:
+        if rec == "HH" and value:
             m.hosts[value] = key
         elif rec == "SH" and value:
             m.strings[value] = key
@@ -376,9 +372,8 @@ def _metadata(ev: _Events) -> _Meta:
             r = as_int(value)
             if r is not None:
                 m.rank_of_pid[pid_m] = r
-    for col, table in (("a_fname", m.files), ("a_hostname", m.hosts)):  # pydftracer 1.0.x
-        for v in pc.unique(ev.norm.column(col).drop_null()).to_pylist():
-            table.setdefault(v, v)
+    for v in pc.unique(ev.norm.column("a_hostname").drop_null()).to_pylist():  # pydftracer 1.0.x
+        m.hosts.setdefault(v, v)
     scale = _TIME_SCALE.get(m.time_metric)
     if scale is None:
         ev.warnings.append(
@@ -540,7 +535,7 @@ def _io_calls(ev: _Events) -> dict[str, Any]:
     """Classify the calls, rebuild each read/write's offset, and pick segments and app events."""
     io: dict[str, Any] = _classify(ev)
     kind, catc = io["kind"], io["catc"]
-    fh_c, fh_vals = codes(ev.norm.column("a_fhash"))
+    fh_c, fh_vals = arrow_codes(ev.norm.column("a_fhash"))
     complete = (ev.ph == PH_COMPLETE) | (ev.ph == PH_UNKNOWN)  # very old traces may lack "ph"
     modelled = ev.timed & complete & (kind > 0) & (fh_c >= 0)
     args = {c: ints_valid(ev.norm.column(f"a_{c}")) for c in _INT_ARGS}
@@ -612,7 +607,9 @@ def _io_warnings(ev: _Events, meta: _Meta, io: dict[str, Any]) -> None:
         )
     fh_c, fh_vals = io["fh_c"], io["fh_vals"]
     used = np.unique(fh_c[io["is_seg"] | io["is_app"]])
-    unknown_files = {fh_vals[c] for c in used if c >= 0} - set(meta.files)
+    no_path = ~pc.is_valid(meta.files.found(fh_vals)).to_numpy(zero_copy_only=False)
+    unknown = used[used >= 0]
+    unknown_files = set(fh_vals.take(pa.array(unknown[no_path[unknown]])).to_pylist())
     if unknown_files:
         ev.warnings.append(
             Issue(
@@ -635,8 +632,8 @@ def _tables(
 ) -> dict[str, pa.Table]:
     """The SEGMENTS and APP_EVENTS tables, each in start-time order."""
     fh_c, fh_vals = io["fh_c"], io["fh_vals"]
-    path_vals = [meta.files.get(h) if h else None for h in fh_vals]
-    file_ids = pa.array([_hash_to_u64(h) for h in fh_vals] + [None], type=pa.uint64())
+    path_vals = meta.files.paths.take(meta.files.found(fh_vals))
+    file_ids = pa.concat_arrays([hash_ids(fh_vals), pa.nulls(1, pa.uint64())])
     rank_col = np.full(len(ev), -1, dtype=np.int32)
     for rank_pid, rk in meta.rank_of_pid.items():
         rank_col[ev.pid == rank_pid] = rk
