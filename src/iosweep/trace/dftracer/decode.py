@@ -244,7 +244,8 @@ def _sample_types(lines: Lines) -> tuple[pa.DataType, bool]:
     return pa.int64(), False
 
 
-def _explicit_schema(ph_type: pa.DataType) -> pa.Schema:
+def explicit_schema(ph_type: pa.DataType) -> pa.Schema:
+    """The fields the bulk parse reads (the rest of a line is skipped), ``ph`` as written."""
     args = pa.struct([(c, pa.string()) for c in _ARGS_STR] + [(c, pa.int64()) for c in _ARGS_INT])
     return pa.schema(
         [(c, pa.int64()) for c in _TOP_INT]
@@ -366,7 +367,7 @@ def parse_lines(lines: Lines) -> tuple[pa.Table, list[tuple[int, str, bytes]]]:
     if not len(lines):
         return _NORM.empty_table(), bad
     ph_type, strings = _sample_types(lines)
-    schema = _explicit_schema(ph_type)
+    schema = explicit_schema(ph_type)
     prepare = _unquote if strings else (lambda b: b)
     try:
         return _bulk(prepare(lines.joined()), schema, lines.numbers), bad
