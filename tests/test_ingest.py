@@ -639,3 +639,36 @@ def test_a_log_given_twice_is_read_once(tmp_path):
     )
     for table in ("segments", "counters"):
         assert open_store(twice).table(table).num_rows == open_store(once).table(table).num_rows
+
+
+def test_run_json_read_again_is_its_own_and_a_changed_file_is_read_anew(tmp_path):
+    # run.json is parsed once while unchanged (a run in parts opens its store many times):
+    # each read still gives a RunMeta of its own, and a file written again is read again
+    path = tmp_path / "run.json"
+    man = {"steps": [{"rank": 0, "epoch": 0, "step": 0}], "params": {"epochs": 1}}
+    RunMeta.from_dict(
+        {"run_id": "r", "tracer": "darshan", "clock_zero": 0.0, "manifest": man}
+    ).write(path)
+    first = RunMeta.read(path)
+    first.manifest["reason"] = "changed by a reader"
+    first.command.append("--changed")
+    again = RunMeta.read(path)
+    assert "reason" not in again.manifest and again.command == []
+    assert again.manifest["steps"] == man["steps"]
+    RunMeta.from_dict(
+        {"run_id": "r2", "tracer": "darshan", "clock_zero": 0.0, "manifest": man}
+    ).write(path)
+    assert RunMeta.read(path).run_id == "r2"
+
+
+def test_the_summary_states_the_manifest_but_not_its_step_records():
+    # the steps are the store's steps table; copied into summary.json they made it 16 MB at
+    # 100 M segments (every reader of it paid for them)
+    from iosweep.analysis.findings.sections import run_meta_summary
+
+    man = {"steps": [{"rank": 0, "epoch": 0, "step": s} for s in range(3)], "reason": "ok"}
+    meta = RunMeta.from_dict(
+        {"run_id": "r", "tracer": "darshan", "clock_zero": 0.0, "manifest": man}
+    )
+    assert run_meta_summary(meta)["manifest"] == {"reason": "ok"}
+    assert len(meta.manifest["steps"]) == 3  # the store's own record keeps them

@@ -34,7 +34,8 @@ class RunInfo(Model):
     command: list[str] = Field(default_factory=list)
     ranks: list[RankHost] = Field(default_factory=list)
     versions: dict[str, str] = Field(default_factory=dict)
-    manifest: dict[str, Any] = Field(default_factory=dict)  # the run manifest as written
+    # the run manifest as written, less its step records (the store's steps table)
+    manifest: dict[str, Any] = Field(default_factory=dict)
 
 
 class RunWindow(Model):

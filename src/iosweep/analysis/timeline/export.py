@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from iosweep import __version__
 from iosweep.analysis.data import OPS, RunData
@@ -97,19 +99,6 @@ def _op_slices(rd: RunData, keep: np.ndarray) -> pd.DataFrame:
     idx = np.flatnonzero(keep)
     names = np.array(OPS, dtype=object)
     modules = np.array([*rd.modules, ""], dtype=object)
-    classes = rd.class_names
-    paths = rd.paths
-    args = [
-        json.dumps(
-            {
-                "file": paths[f],
-                "offset": int(off) if off >= 0 else None,
-                "size": int(n),
-                "class": classes[rd.file_class[f]],
-            }
-        )
-        for f, off, n in zip(o.file[idx], o.offset[idx], o.length[idx], strict=True)
-    ]
     return pd.DataFrame(
         {
             "track": o.actor[idx],
@@ -119,9 +108,35 @@ def _op_slices(rd: RunData, keep: np.ndarray) -> pd.DataFrame:
             "cat": modules[o.module[idx]],
             "start": o.start[idx],
             "end": o.end[idx],
-            "args": args,
+            "args": _op_args(rd, o.file[idx], o.offset[idx], o.length[idx]),
         }
     )
+
+
+def _op_args(rd: RunData, file: np.ndarray, offset: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Each operation's args as the JSON ``json.dumps`` writes of {file, offset (null: not
+    known), size, class}: text made once per distinct file and class, then joined by Arrow
+    (json.dumps a slice: 4 s of a 40 s part of the 100 M-segment run, 500 k slices a part)."""
+    used, at = np.unique(file, return_inverse=True)
+    file_text = pa.array([json.dumps(rd.paths[f]) for f in used.tolist()], pa.string())
+    class_text = pa.array([json.dumps(c) for c in rd.class_names], pa.string())
+    known = offset >= 0
+    parts = [
+        pa.scalar('{"file": '),
+        file_text.take(pa.array(at)),
+        pa.scalar(', "offset": '),
+        pc.if_else(
+            pa.array(known),
+            pc.cast(pa.array(np.where(known, offset, 0).astype(np.int64)), pa.string()),
+            pa.scalar("null"),
+        ),
+        pa.scalar(', "size": '),
+        pc.cast(pa.array(length.astype(np.int64, copy=False)), pa.string()),
+        pa.scalar(', "class": '),
+        class_text.take(pa.array(rd.file_class[used][at].astype(np.int64))),
+        pa.scalar("}"),
+    ]
+    return np.asarray(pc.binary_join_element_wise(*parts, "").to_pylist(), dtype=object)
 
 
 def _event_slices(rd: RunData, keep: np.ndarray) -> pd.DataFrame:
