@@ -292,14 +292,17 @@ class RunMeta:
         opens its store several times a part; a manifest's steps made it 16 MB at 100 M
         segments, 0.55 s a parse), a new RunMeta each time."""
         st = Path(path).stat()
-        d = _parsed(str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
+        # (a file written again is a new inode: written atomically, as write() does; and its
+        # times, coarser than the writes of a test, only help)
+        d = _parsed(str(Path(path).resolve()), (st.st_ino, st.st_mtime_ns, st.st_size))
         # each RunMeta its own containers: one changed by its reader leaves the kept one alone
         return cls.from_dict({k: copy.copy(v) for k, v in d.items()})
 
 
 @functools.lru_cache(maxsize=4)
-def _parsed(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
-    """A run.json's content, kept while its file is unchanged (the key says whether it is)."""
+def _parsed(path: str, version: tuple[int, int, int]) -> dict[str, Any]:
+    """A run.json's content, kept while its file is unchanged (``version``: its inode,
+    modification time and size)."""
     return json.loads(Path(path).read_text())
 
 
