@@ -128,12 +128,9 @@ def read_dftracer_trace(path: Path) -> ProcessLog:
 
 def _dict_array(codes: np.ndarray, values: list[str | None] | pa.Array) -> pa.DictionaryArray:
     """Dictionary column from codes into ``values``; code -1 or a None value gives null."""
-    if isinstance(values, pa.Array):
-        known = pc.is_valid(values).to_numpy(zero_copy_only=False)
-        dictionary = pc.fill_null(values.cast(pa.string()), "")
-    else:
-        known = np.array([v is not None for v in values], dtype=bool)
-        dictionary = pa.array([v if v is not None else "" for v in values], type=pa.string())
+    values = values if isinstance(values, pa.Array) else pa.array(values, type=pa.string())
+    known = pc.is_valid(values).to_numpy(zero_copy_only=False)
+    dictionary = pc.fill_null(values.cast(pa.string()), "")
     ok = np.append(known, False)[codes]  # code -1 reads the trailing False
     indices = pa.array(codes, type=pa.int32(), mask=~ok)
     return pa.DictionaryArray.from_arrays(indices, dictionary)
@@ -243,8 +240,9 @@ def _build(
     issues += [i for i in (repeated, negative.issue, span) if i is not None]
     lost |= repeated is not None or negative.issue is not None
     io = _io_calls(ev)
+    io["path_at"] = meta.files.found(io["fh_vals"])  # where each file hash's path is
     tables = _tables(path, ev, meta, io, rel_start, rel_end)
-    _io_warnings(ev, meta, io)
+    _io_warnings(ev, io)
     pids = np.unique(ev.pid[ev.timed & ev.pid_ok & ~ev.cat_is_tracer])
     return ProcessLog(
         source=path,
@@ -571,7 +569,7 @@ def _io_calls(ev: _Events) -> dict[str, Any]:
     return io
 
 
-def _io_warnings(ev: _Events, meta: _Meta, io: dict[str, Any]) -> None:
+def _io_warnings(ev: _Events, io: dict[str, Any]) -> None:
     """Warnings for I/O the trace cannot place or attribute."""
     if io["ambiguous"]:
         ev.warnings.append(
@@ -607,7 +605,7 @@ def _io_warnings(ev: _Events, meta: _Meta, io: dict[str, Any]) -> None:
         )
     fh_c, fh_vals = io["fh_c"], io["fh_vals"]
     used = np.unique(fh_c[io["is_seg"] | io["is_app"]])
-    no_path = ~pc.is_valid(meta.files.found(fh_vals)).to_numpy(zero_copy_only=False)
+    no_path = ~pc.is_valid(io["path_at"]).to_numpy(zero_copy_only=False)
     unknown = used[used >= 0]
     unknown_files = set(fh_vals.take(pa.array(unknown[no_path[unknown]])).to_pylist())
     if unknown_files:
@@ -632,7 +630,7 @@ def _tables(
 ) -> dict[str, pa.Table]:
     """The SEGMENTS and APP_EVENTS tables, each in start-time order."""
     fh_c, fh_vals = io["fh_c"], io["fh_vals"]
-    path_vals = meta.files.paths.take(meta.files.found(fh_vals))
+    path_vals = meta.files.paths.take(io["path_at"])
     file_ids = pa.concat_arrays([hash_ids(fh_vals), pa.nulls(1, pa.uint64())])
     rank_col = np.full(len(ev), -1, dtype=np.int32)
     for rank_pid, rk in meta.rank_of_pid.items():
