@@ -26,6 +26,20 @@ def arrow_codes(col: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     return c, arr.dictionary
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of an array, as ``np.unique``, by a sort: numpy 2's unique
+    of integers without its ``return_*`` options hashes them, which took 2.2 s for 2 M
+    distinct int64 values (a sort: 0.06 s)."""
+    a = np.asarray(values).ravel()
+    if a.dtype.kind not in "iub" or len(a) < 2:
+        return np.unique(a)  # (floats: sorted there too, NaNs made one)
+    a = np.sort(a)
+    first = np.empty(len(a), bool)
+    first[0] = True
+    np.not_equal(a[1:], a[:-1], out=first[1:])
+    return a[first]
+
+
 def numbers(col: pa.Array | pa.ChunkedArray, dtype: Any, fill: Any) -> np.ndarray:
     """A numeric column as ``dtype``, nulls as ``fill``."""
     if col.null_count:

@@ -29,7 +29,7 @@ from iosweep.analysis.shared import (
     share_records,
 )
 from iosweep.analysis.subset import RankSubset
-from iosweep.columns import numbers
+from iosweep.columns import distinct, numbers
 from iosweep.trace.schema import SIZE_BINS, Issue, RunMeta
 from iosweep.trace.store import open_store
 
@@ -321,7 +321,7 @@ def load_run(
     io = op >= 0
     on_excluded = io & keep_module[module] & ~keep_path[path]
     excluded_io_ops = int(on_excluded.sum())
-    excluded_files = np.unique(path[on_excluded])
+    excluded_files = distinct(path[on_excluded])
     other = np.unique(module[io & ~keep_module[module]], return_counts=True)
     other_layer_ops = {modules.values[m]: int(n) for m, n in zip(*other, strict=True)}
     mpiio = _mpiio_layer(seg, cdf, modules, io & keep_path[path])

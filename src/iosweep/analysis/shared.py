@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from iosweep.columns import distinct
+
 #: counts of some of a record's reads or writes (collective, misaligned, sequential ...)
 SUBCOUNTS = (
     "collective_reads",
@@ -177,7 +179,7 @@ def _traced(
 ) -> np.ndarray:
     """Reduced records whose (file, module) has kept DXT segments of some rank."""
     ranked = keep & (seg["actor"] >= 0)
-    pairs = np.unique(_file_module(seg["file"][ranked], seg["module"][ranked]))
+    pairs = distinct(_file_module(seg["file"][ranked], seg["module"][ranked]))
     return red & np.isin(_file_module(cdf["file"].to_numpy(), cdf["module"].to_numpy()), pairs)
 
 

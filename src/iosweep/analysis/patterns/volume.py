@@ -27,6 +27,7 @@ from iosweep.analysis.patterns.files import (
 from iosweep.analysis.patterns.metadata import KINDS, per_file_from_app_events
 from iosweep.analysis.patterns.spatial import CATEGORIES, Spatial, fractions
 from iosweep.analysis.settings import AnalysisSettings
+from iosweep.columns import distinct
 from iosweep.trace.schema import SIZE_BIN_LOWER, SIZE_BINS
 
 # Per (rank, file) metrics that add up over operations, processes and files, in the column
@@ -325,7 +326,7 @@ class _Aligned:
 
     def __init__(self, seg: pd.DataFrame, ctr: pd.DataFrame, nf: int) -> None:
         self.seg, self.ctr = seg, ctr
-        self.key = np.union1d(seg["key"].to_numpy(), ctr["key"].to_numpy())
+        self.key = distinct(np.concatenate([seg["key"].to_numpy(), ctr["key"].to_numpy()]))
         self.seg_at = np.searchsorted(self.key, seg["key"].to_numpy())
         self.ctr_at = np.searchsorted(self.key, ctr["key"].to_numpy())
         self.has_seg = np.zeros(len(self.key), bool)
@@ -586,5 +587,5 @@ def _rank_pids(ops, step: int = 1 << 20) -> np.ndarray:
     for i in range(0, len(ops.actor), step):
         a, p = ops.actor[i : i + step], ops.pid[i : i + step]
         k = (a.astype(np.int64) << 40) | (p & ((1 << 40) - 1))
-        seen.append(np.unique(k[a >= 0]))
-    return np.unique(np.concatenate(seen))
+        seen.append(distinct(k[a >= 0]))
+    return distinct(np.concatenate(seen))

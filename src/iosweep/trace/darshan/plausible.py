@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from iosweep.columns import distinct
 from iosweep.trace.darshan.libutil import log_issue
 from iosweep.trace.schema import RUN_CEILING_S, RUN_TIME, Issue
 
@@ -154,7 +155,7 @@ def _counted_in_one_rank(
         return c_ops
     order = np.argsort(c_file, kind="stable")
     c_sorted = c_file[order]
-    if (c_sorted[1:] == c_sorted[:-1]).any() or len(np.unique(d_file)) != len(d_file):
+    if (c_sorted[1:] == c_sorted[:-1]).any() or len(distinct(d_file)) != len(d_file):
         return None
     at = np.minimum(np.searchsorted(c_sorted, d_file), len(c_sorted) - 1)
     return np.where(c_sorted[at] == d_file, c_ops[order][at], -2)

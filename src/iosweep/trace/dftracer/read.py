@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from iosweep.columns import arrow_codes, codes, ints_valid
+from iosweep.columns import arrow_codes, codes, distinct, ints_valid
 from iosweep.files import shown
 from iosweep.trace.dftracer.decode import (
     PH_AGGREGATED,
@@ -604,7 +604,7 @@ def _io_warnings(ev: _Events, io: dict[str, Any]) -> None:
             )
         )
     fh_c, fh_vals = io["fh_c"], io["fh_vals"]
-    used = np.unique(fh_c[io["is_seg"] | io["is_app"]])
+    used = distinct(fh_c[io["is_seg"] | io["is_app"]])
     no_path = ~pc.is_valid(io["path_at"]).to_numpy(zero_copy_only=False)
     unknown = used[used >= 0]
     unknown_files = set(fh_vals.take(pa.array(unknown[no_path[unknown]])).to_pylist())
