@@ -476,28 +476,32 @@ def _paths_part(base: Path, name: str, paths: list[str]) -> PartResults:
     return PartResults(out)
 
 
-def test_run_paths_code_in_the_order_of_first_use(tmp_path, monkeypatch):
+def test_run_paths_code_in_the_order_of_first_use(tmp_path):
     # the run's codes: each part's paths in its order, a path seen before keeping its code
     a = _paths_part(tmp_path, "a", ["/d/x", "/d/y", "/ck/1"])
     b = _paths_part(tmp_path, "b", ["/d/z", "/ck/1", "/d/x", "/d/w"])
     paths = tables.RunPaths()
     assert paths.of(a).tolist() == [0, 1, 2]
     assert paths.of(b).tolist() == [3, 2, 0, 4]
+    assert paths.of(a).tolist() == [0, 1, 2]  # (asked again: the same)
     assert paths.values == ["/d/x", "/d/y", "/ck/1", "/d/z", "/d/w"]
-    # paths are matched by hash, and every match checked: two paths of one hash stop it
-    monkeypatch.setattr(
-        pd.util, "hash_array", lambda v, **kw: np.array([len(s) for s in v], np.uint64)
-    )
-    c = _paths_part(tmp_path, "c", ["/d/x", "/d/q"])  # "/d/q": the hash of "/d/x"
-    alone = tables.RunPaths()
-    assert alone.of(c).tolist() == [0, 1]  # one part: its codes are the run's, none matched
-    with pytest.raises(ValueError, match=r"c/paths.parquet: two paths have the same 64-bit"):
-        alone.of(_paths_part(tmp_path, "c2", ["/f/y"]))
-    d = _paths_part(tmp_path, "d", ["/e/x"])  # in another part
-    collide = tables.RunPaths()
-    collide.of(_paths_part(tmp_path, "e", ["/d/x", "/d/yy"]))
-    with pytest.raises(ValueError, match=r"d/paths.parquet: two paths have the same"):
-        collide.of(d)
+    # many parts of many paths, some shared: every code the one a dict of the paths seen so
+    # far gives (paths that differ in one character, or only in length, kept apart)
+    rng = np.random.default_rng(7)
+    pool = [f"/data/train/n{i % 97:05d}/img_{i}.JPEG" for i in range(3000)] + ["/d/x", "/d/x/"]
+    run, seen, parts, expected = tables.RunPaths(), {}, [], []
+    for k in range(6):
+        mine = rng.choice(len(pool), size=700, replace=False)
+        parts.append(_paths_part(tmp_path, f"p{k}", [pool[i] for i in mine]))
+        expected.append([seen.setdefault(pool[i], len(seen)) for i in mine])
+        assert run.of(parts[-1]).tolist() == expected[-1]
+    assert run.values == list(seen)
+    # looked up in batches of parts (all at once; a part a batch; two): the same codes
+    for max_bytes in (1 << 30, 1, 3 * 700 * 40):
+        batched = tables.RunPaths()
+        tables.code_paths(parts, batched, max_bytes)
+        assert [batched.of(p).tolist() for p in parts] == expected
+        assert batched.values == list(seen)
 
 
 def test_a_plan_written_before_every_run_had_a_part_is_made_again(tmp_path):
@@ -523,18 +527,22 @@ def test_the_run_held_in_memory_put_together_in_several_passes(
     monkeypatch.setattr(
         combine_module.tables, "passes", lambda *a: taken.append(real(*a)) or taken[-1]
     )
-    made = []
+    # one pass at a time, and two at a time in threads (--jobs 2: passes of half the rows)
+    made: list[PartResults] = []
     monkeypatch.setattr(PartResults, "start", lambda self: made.append(self))
-    several = analyze_run(imagenet_store, tmp_path / "several")
-    assert len(taken[0]) > 4 and [p.held for p in made] == [True]
-    assert sorted(p.name for p in (tmp_path / "several").iterdir()) == sorted(
-        p.name for p in (tmp_path / "one").iterdir()
-    )
-    for key in one.keys() - {"store_relative"}:
-        _assert_close(several[key], one[key], key)
-    for name in one["tables"]:
-        pd.testing.assert_frame_equal(
-            pd.read_parquet(tmp_path / "several" / f"{name}.parquet"),
-            pd.read_parquet(tmp_path / "one" / f"{name}.parquet"),
-            obj=name,
+    for jobs in (1, 2):
+        made.clear()
+        out = tmp_path / f"several-{jobs}"
+        several = analyze_run(imagenet_store, out, jobs=jobs)
+        assert len(taken[-1]) > 4 * jobs and [p.held for p in made] == [True]
+        assert sorted(p.name for p in out.iterdir()) == sorted(
+            p.name for p in (tmp_path / "one").iterdir()
         )
+        for key in one.keys() - {"store_relative"}:
+            _assert_close(several[key], one[key], key)
+        for name in one["tables"]:
+            pd.testing.assert_frame_equal(
+                pd.read_parquet(out / f"{name}.parquet"),
+                pd.read_parquet(tmp_path / "one" / f"{name}.parquet"),
+                obj=name,
+            )

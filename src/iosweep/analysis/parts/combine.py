@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -90,6 +90,11 @@ SPAN_ROW_BYTES = 150  # a time span (place, lo, hi) read, clipped and merged: it
 # takes about 2 s)
 SIDE_SHARE = 0.2
 SIDE_MIN_ROWS = 1 << 23
+# The parts' paths looked up among the run's a batch of parts at a time, a batch's Arrow
+# strings at most this share of the budget (held about 4x over while looked up: the 102.5 M
+# run's 1 GB of path lists in 200 MB batches took 10 s and peaked at 0.98 GiB; at once,
+# 17 s and 3.7 GiB; a part at a time, 18 s)
+PATHS_SHARE = 1 / 16
 # What the put-together step holds beyond BASE and its passes, a row of the parts' path
 # lists: a row of every file of every part, which no pass bounds. Measured on the
 # ImageNet-shaped 10.2 M run (1.28 M files): 2.40 M rows in 8 parts peaked at 1.63 GiB
@@ -241,7 +246,7 @@ def combine(
     if meta.phases or phases:
         settings = replace(settings, phases={**settings.phases, **meta.phases, **(phases or {})})
     paths = tables.RunPaths()
-    tables.code_paths(parts, paths)
+    tables.code_paths(parts, paths, int(budget.budget_bytes(settings.memory_gb) * PATHS_SHARE))
     facts = [p.facts() for p in parts]
     chosen = sorted({r for f in facts for r in f.ranks})
     if not any(f.whole for f in facts) and chosen != sorted(r.rank for r in meta.ranks):
@@ -264,9 +269,16 @@ def combine(
         max(f.run_end for f in facts),
     )
     lengths = _start_place_lengths(ps, jobs)
-    by_file, mpiio = _tables(ps)
+    by_file, mpiio = _tables(ps, jobs)
     ps.by_file = by_file
     t, rows = by_file.tables, by_file.rows
+    # the operations' sample and heatmap (a pass over every part's operations, which nothing
+    # else reads) beside the rest, in a thread where there is a second CPU
+    ops_pass = partial(
+        _ops_pass, ps, set(t.files["class"].astype(str)), t.ranks["rank"].to_numpy(np.int64)
+    )
+    side = ThreadPoolExecutor(1) if jobs > 1 else None
+    ops_found = side.submit(ops_pass) if side else None
     steps = open_store(store).table("steps", ["epoch", "step", "start", "end"]).to_pandas()
     ps.windows = epoch_windows_of(steps)
     summary = ps.made  # each section typed as it is set
@@ -331,7 +343,9 @@ def combine(
         t.files, rows, run, settings.table_max_files
     )
     summary["artefacts"] = sorted((a for f in facts for a in f.artefacts), key=lambda a: a["path"])
-    sample, heat, info = _ops_pass(ps, set(t.files["class"].astype(str)), t)
+    sample, heat, info = ops_found.result() if ops_found else ops_pass()
+    if side:
+        side.shutdown()
     summary["ops_sample"] = asdict(info)
     timeline = None
     if settings.timeline["enabled"]:
@@ -367,11 +381,12 @@ class _ByFile:
     shapes: ShapeGroups | None
 
 
-def _by_file(ps: _Parts, ranks: pd.DataFrame, agg: list[int] | None) -> _ByFile:
+def _by_file(ps: _Parts, ranks: pd.DataFrame, agg: list[int] | None, jobs: int = 1) -> _ByFile:
     """:class:`_ByFile` from the parts' rows, every row of a file in the same pass
-    (:func:`tables.passes`), so that no more of them than the budget allows are held."""
-    s, run = ps.run.settings, ps.run
-    ci = run.class_names.index(CLASS) if CLASS in run.class_names else -1
+    (:func:`tables.passes`), so that no more of them than the budget allows are held; with
+    ``jobs`` > 1, two passes at a time in threads (Arrow, numpy and pandas' sorts and
+    groupings let go of the GIL), each of half as many rows."""
+    s = ps.run.settings
     epochs: dict[int, set[int]] = {}
     for f in ps.facts:
         for c, e in f.pair_epochs.items():
@@ -382,31 +397,68 @@ def _by_file(ps: _Parts, ranks: pd.DataFrame, agg: list[int] | None) -> _ByFile:
     reads = np.zeros((2, len(hosts)))
     sharing = {c: epoch_sharing(pd.DataFrame(), np.array(sorted(e))) for c, e in epochs.items()}
     shapes: ShapeGroups | None = None
-    for buckets in tables.passes(ps.dirs, pass_rows(s)):
-        fr, spans = tables.pass_rows(ps.dirs, ps.codes, buckets)
-        fr, f, r = finish_files(fr, spans, run, hosts)
-        del spans
-        files.append(f)
-        reads += r
-        of_pass = facts_of(fr, f, len(run.class_names), agg, s)
-        facts = of_pass if facts is None else facts + of_pass
-        # only the rows of the busiest files so far: each pass's own would add up to GBs
-        seen = f if busiest is None else pd.concat([busiest, f], ignore_index=True)
-        busiest = busiest_files(seen, s.table_max_files)
-        facts.busiest = facts.busiest[facts.busiest["file"].isin(busiest["file"])]
-        kept.append(fr[fr["class"].to_numpy() == ci])
-        del fr
-        pairs = tables.pass_frame(ps.dirs, ps.codes, part.EPOCH_PAIRS, buckets)
-        for c, p in pairs.groupby("cls") if pairs is not None else ():
-            sharing[int(c)] += epoch_sharing(p, sharing[int(c)].epochs)
-        del pairs
-        found = _pass_shapes(ps, buckets)
-        if found is not None:
-            shapes = found if shapes is None else shapes + found
+    threads = 2 if jobs > 1 else 1
+    one_pass = partial(_pass_of, ps, hosts, agg, {c: e.epochs for c, e in sharing.items()})
+    with ThreadPoolExecutor(threads) as pool:
+        for found in pool.map(one_pass, tables.passes(ps.dirs, pass_rows(s) // threads)):
+            files.append(found.files)
+            reads += found.reads
+            facts = found.facts if facts is None else facts + found.facts
+            # only the rows of the busiest files so far: each pass's own would add up to GBs
+            seen = (
+                found.files
+                if busiest is None
+                else pd.concat([busiest, found.files], ignore_index=True)
+            )
+            busiest = busiest_files(seen, s.table_max_files)
+            facts.busiest = facts.busiest[facts.busiest["file"].isin(busiest["file"])]
+            kept.append(found.kept)
+            for c, sh in found.sharing.items():
+                sharing[c] += sh
+            if found.shapes is not None:
+                shapes = found.shapes if shapes is None else shapes + found.shapes
     files = pd.concat(files, ignore_index=True).sort_values("file", ignore_index=True)
     t = Tables(None, files, ranks, nodes_table(ranks, reads), False, None)
     assert facts is not None, "a run has a pass"
     return _ByFile(t, in_run_order(facts), pd.concat(kept, ignore_index=True), sharing, shapes)
+
+
+@dataclass
+class _PassFound:
+    """What :func:`_by_file` takes from one pass's files."""
+
+    files: pd.DataFrame  # their rows of the files table
+    reads: np.ndarray  # what each host read of them (node_reads)
+    facts: FileRankFacts
+    kept: pd.DataFrame  # their checkpoint class's (rank, file) rows
+    sharing: dict[int, EpochSharing]  # per class, their sharing within epochs
+    shapes: ShapeGroups | None
+
+
+def _pass_of(
+    ps: _Parts,
+    hosts: list[str],
+    agg: list[int] | None,
+    epochs: dict[int, np.ndarray],
+    buckets: tuple[int, int],
+) -> _PassFound:
+    """:class:`_PassFound` of the files in the ``buckets`` range (``epochs``: each class's
+    with reads, the run's)."""
+    s, run = ps.run.settings, ps.run
+    ci = run.class_names.index(CLASS) if CLASS in run.class_names else -1
+    fr, spans = tables.pass_rows(ps.dirs, ps.codes, buckets)
+    fr, f, r = finish_files(fr, spans, run, hosts)
+    del spans
+    of_pass = facts_of(fr, f, len(run.class_names), agg, s)
+    kept = fr[fr["class"].to_numpy() == ci]
+    del fr
+    pairs = tables.pass_frame(ps.dirs, ps.codes, part.EPOCH_PAIRS, buckets)
+    sharing = {
+        int(c): epoch_sharing(p, epochs[int(c)])
+        for c, p in (pairs.groupby("cls") if pairs is not None else ())
+    }
+    del pairs
+    return _PassFound(f, r, of_pass, kept, sharing, _pass_shapes(ps, buckets))
 
 
 def _pass_shapes(ps: _Parts, buckets: tuple[int, int]) -> ShapeGroups | None:
@@ -422,7 +474,7 @@ def _pass_shapes(ps: _Parts, buckets: tuple[int, int]) -> ShapeGroups | None:
     return shape_groups(streams, opens.groupby("file")["opens"].sum())
 
 
-def _tables(ps: _Parts) -> tuple[_ByFile, dict[str, Any] | None]:
+def _tables(ps: _Parts, jobs: int) -> tuple[_ByFile, dict[str, Any] | None]:
     """The run's files, ranks and nodes tables, what the summary takes from its (rank, file)
     rows and the other rows of files (:func:`_by_file`), and its MPI-IO summary (the
     shared-file spreads are among MPI-IO's aggregators)."""
@@ -438,7 +490,7 @@ def _tables(ps: _Parts) -> tuple[_ByFile, dict[str, Any] | None]:
         else pd.DataFrame()
     )
     mpiio = mpiio_of(layer, ps.n_ranks, ranks, rows)
-    by_file = _by_file(ps, ranks, aggregator_ranks(mpiio, ranks))
+    by_file = _by_file(ps, ranks, aggregator_ranks(mpiio, ranks), jobs)
     by_file.tables.dxt_available = counts["ops"] > 0
     by_file.tables.completeness = completeness_of(**counts)
     return by_file, mpiio
@@ -539,13 +591,14 @@ def _status(
 
 
 def _ops_pass(
-    ps: _Parts, classes: set[str], t: Tables
+    ps: _Parts, classes: set[str], actors: np.ndarray
 ) -> tuple[pd.DataFrame, pd.DataFrame, OpsSampleInfo]:
     """The sample of operations the report plots and the heatmap, from each part's operations
     in turn (a second pass: the sample's share of each stratum and the heatmap's bins are
     the run's). A stratum's sample is taken evenly spaced in (rank, time) order over the whole
     run, as :func:`iosweep.sampling.pick` does: parts hold consecutive ranks (the unranked
-    first), so each takes the positions that fall among its own."""
+    first), so each takes the positions that fall among its own. ``actors``: the ranks
+    table's (every rank with operations is a row)."""
     names = class_order(classes)
     s = ps.run.settings
     counts: dict[int, int] = {}
@@ -568,7 +621,6 @@ def _ops_pass(
         if spans
         else None
     )
-    actors = t.ranks["rank"].to_numpy(np.int64)  # every rank with operations is a row
     bins = np.zeros((3, len(actors), HEATMAP_BINS))
     seen = dict.fromkeys(counts, 0)
     rows = []

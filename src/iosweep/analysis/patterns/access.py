@@ -23,7 +23,6 @@ mixed                  no category carries ``strategy_dominance`` of the bytes
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -241,7 +240,6 @@ def epoch_sharing(pairs: pd.DataFrame, epochs: np.ndarray) -> EpochSharing:
     none = np.zeros(len(epochs), np.int64)
     if pairs.empty:
         return EpochSharing(epochs, none, none.copy(), 0, 0, 0, 0)
-    pairs = pairs.sort_values(["epoch", "file", "actor"], ignore_index=True)
     nf = int(pairs["file"].max()) + 1
     pair_ef = pairs["epoch"].to_numpy(np.int64) * nf + pairs["file"].to_numpy(np.int64)
     pair_bytes = pairs["bytes"].to_numpy(np.float64)
@@ -252,25 +250,40 @@ def epoch_sharing(pairs: pd.DataFrame, epochs: np.ndarray) -> EpochSharing:
     np.maximum.at(top, ef_inv, pair_bytes)
     at = np.searchsorted(epochs, ef_u // nf)
     shared = readers > 1
-    # Between consecutive epochs: the files read by one rank in both, whose rank changed.
-    single = pd.DataFrame({"ef": pair_ef, "actor": pairs["actor"].to_numpy(np.int64)})
-    single = single[~shared[ef_inv]]
-    single["epoch"], single["file"] = single["ef"] // nf, single["ef"] % nf
-    prev = {int(b): int(a) for a, b in itertools.pairwise(epochs)}
-    # each file's reader in the next epoch, beside its reader in this one
-    nxt = single.assign(epoch=single["epoch"].map(prev)).dropna(subset=["epoch"])
-    both_epochs = single.merge(
-        nxt.astype({"epoch": np.int64}), on=["file", "epoch"], suffixes=("", "_next")
-    )
+    # between consecutive epochs: the files read by one rank in both, whose rank changed
+    both, moved = _reader_changes(epochs, ef_u, ef_inv, pairs["actor"].to_numpy(np.int64), nf)
     return EpochSharing(
         epochs,
         np.bincount(at, minlength=len(epochs)),
         np.bincount(at, weights=shared, minlength=len(epochs)).astype(np.int64),
         int(readers.max()),
         int((total - top)[shared].sum()),
-        len(both_epochs),
-        int((both_epochs["actor"] != both_epochs["actor_next"]).sum()),
+        both,
+        moved,
     )
+
+
+def _reader_changes(
+    epochs: np.ndarray, ef_u: np.ndarray, ef_inv: np.ndarray, actor: np.ndarray, nf: int
+) -> tuple[int, int]:
+    """Of the files read by one rank in an epoch and by one rank in the next of ``epochs``:
+    how many such (file, epoch), and how many of them changed rank. ``ef_u``: the sorted
+    (epoch, file) keys of the reads, ``ef_inv`` each read's key, ``actor`` its rank."""
+    if not len(epochs):
+        return 0, 0
+    readers = np.bincount(ef_inv, minlength=len(ef_u))
+    reader = np.empty(len(ef_u), np.int64)
+    reader[ef_inv] = actor  # (where one rank read it in the epoch, that rank)
+    one = readers == 1
+    ef1, reader = ef_u[one], reader[one]
+    epoch = ef1 // nf
+    at = np.searchsorted(epochs, epoch)
+    # (an epoch not among ``epochs`` has no next one)
+    later = (at + 1 < len(epochs)) & (epochs[np.minimum(at, len(epochs) - 1)] == epoch)
+    key = epochs[np.minimum(at + 1, len(epochs) - 1)] * nf + ef1 % nf
+    j = np.minimum(np.searchsorted(ef1, key), max(len(ef1) - 1, 0))
+    found = later & (ef1[j] == key) if len(ef1) else later
+    return int(found.sum()), int((reader[found] != reader[j[found]]).sum())
 
 
 def epoch_strategy(

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from iosweep.analysis.data import OPS
+from iosweep.analysis.patterns.files import ranked_rows
 from iosweep.analysis.patterns.spatial import CATEGORIES
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.trace.schema import SIZE_BINS
@@ -175,7 +176,9 @@ def facts_of(
     """The facts of ``fr``: every (rank, file) row of the files in ``files`` (their per-file
     table); ``agg``: the ranks whose rows the shared-file spreads look at (MPI-IO's
     aggregators; None: every rank)."""
-    ranked = fr.loc[fr["actor"].to_numpy() >= 0]
+    # only the columns read below, so that a filtered copy holds no more (the rows of a pass
+    # are 55 columns wide)
+    ranked = ranked_rows(fr, _RANKED_COLUMNS)
     moved = (fr["ctr_ops"] - fr["seg_ops"]).clip(lower=0)
     bins, small = _counter_bins(fr, class_count)
     return FileRankFacts(
@@ -193,6 +196,24 @@ def facts_of(
         spreads={op: _spreads(ranked, op, agg, s) for op in ("read", "write")},
         busiest=fr[fr["file"].isin(_busiest_files(files, s.table_max_files))],
     )
+
+
+_RANKED_COLUMNS = [
+    "actor",
+    "file",
+    "class",
+    "reads",
+    "writes",
+    "bytes_read",
+    "bytes_written",
+    "read_time",
+    "write_time",
+    "read_whole",
+    "write_whole",
+    "read_coverage_frac",
+    "pattern",
+    *_OPS_COLUMNS,
+]
 
 
 def _counter_bins(fr: pd.DataFrame, class_count: int) -> tuple[np.ndarray, np.ndarray]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gzip
 import heapq
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -532,12 +532,7 @@ def write(meta: RunMeta, tl: Timeline, summary: dict[str, Any], path: Path) -> P
 
     def lines():
         yield from (json.dumps(e) for e in head)
-        for r in slices.itertuples():
-            name, cat, pid = json.dumps(r.name), json.dumps(r.cat), _pid(r.track)
-            yield (
-                f'{{"ph":"X","name":{name},"cat":{cat},"pid":{pid},"tid":{r.tid},'
-                f'"ts":{r.ts:.3f},"dur":{r.te - r.ts:.3f},"args":{r.args}}}'
-            )
+        yield from _slice_lines(slices)
 
     def put(tmp: Path) -> None:
         with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) as f:
@@ -548,6 +543,34 @@ def write(meta: RunMeta, tl: Timeline, summary: dict[str, Any], path: Path) -> P
             f.write("}\n")
 
     return atomic_write(path, put)
+
+
+def _slice_lines(slices: pd.DataFrame) -> Iterator[str]:
+    """Each slice's event, as JSON text: names and categories turned to JSON once each
+    distinct value (500 k slices: 1 M json.dumps and a row tuple each took 12 s)."""
+    ts, te = slices["ts"].to_numpy(np.float64), slices["te"].to_numpy(np.float64)
+    track = slices["track"].to_numpy(np.int64)
+    columns = (
+        _json_texts(slices["name"]),
+        _json_texts(slices["cat"]),
+        np.where(track >= 0, track, _pid(-1)).tolist(),
+        slices["tid"].to_numpy(np.int64).tolist(),
+        ts.tolist(),
+        (te - ts).tolist(),
+        slices["args"].tolist(),
+    )
+    for name, cat, pid, tid, start, dur, args in zip(*columns, strict=True):
+        yield (
+            f'{{"ph":"X","name":{name},"cat":{cat},"pid":{pid},"tid":{tid},'
+            f'"ts":{start:.3f},"dur":{dur:.3f},"args":{args}}}'
+        )
+
+
+def _json_texts(column: pd.Series) -> list[str]:
+    """Each value of ``column`` as JSON text, made once per distinct value."""
+    codes, values = pd.factorize(column, use_na_sentinel=False)
+    texts = [json.dumps(v) for v in values.tolist()]
+    return [texts[c] for c in codes.tolist()]
 
 
 def from_store(store: Path, settings: Any) -> tuple[RunData, Timeline]:
