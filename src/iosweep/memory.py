@@ -10,9 +10,12 @@ end. Both are no-ops where the C library is not glibc (Arrow keeps its own pool 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
+import os
+from collections.abc import Iterator
 
 import pyarrow as pa
 
@@ -46,3 +49,25 @@ def release() -> None:
     libc = _libc()
     if libc is not None:
         libc.malloc_trim(0)
+
+
+@contextlib.contextmanager
+def huge_pages() -> Iterator[None]:
+    """Processes started within it have glibc's malloc ask for transparent huge pages for the
+    blocks it maps (``glibc.malloc.hugetlb=1``, a tunable read when a process starts; glibc
+    2.35 and later, others ignore it): :func:`map_large_arrays` maps every block of 1 MiB or
+    more, and the page faults were a quarter of the analysis's CPU time. A part of the
+    102.5 M run: 23.6 s, not 25.7 s, at the same peak."""
+    old = os.environ.get(TUNABLES)
+    if old is None or HUGE_PAGES.split("=")[0] not in old:
+        os.environ[TUNABLES] = f"{old}:{HUGE_PAGES}" if old else HUGE_PAGES
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(TUNABLES, None)
+        else:
+            os.environ[TUNABLES] = old
+
+
+TUNABLES, HUGE_PAGES = "GLIBC_TUNABLES", "glibc.malloc.hugetlb=1"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from iosweep import memory
 from iosweep.trace.dftracer import decode
 from iosweep.trace.ingest.find import LogEntry
 from iosweep.trace.ingest.parts import spill
@@ -111,7 +112,10 @@ def read_logs(
         else:
             # forkserver: a fork of a process running Arrow's threads could deadlock
             ctx = multiprocessing.get_context("forkserver")
-            with ProcessPoolExecutor(n, mp_context=ctx, initializer=reader_process) as pool:
+            with (
+                memory.huge_pages(),
+                ProcessPoolExecutor(n, mp_context=ctx, initializer=reader_process) as pool,
+            ):
                 n_e = len(entries)
                 results = []
                 for r in pool.map(read_one, entries, [isolate] * n_e, [spill_to] * n_e, keys):

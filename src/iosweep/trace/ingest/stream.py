@@ -25,6 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 from tqdm import tqdm
 
+from iosweep import memory
 from iosweep.trace.darshan.head import read_darshan_head
 from iosweep.trace.ingest.clock import in_rank_order, placed_parts, processes_of
 from iosweep.trace.ingest.find import LogEntry
@@ -82,9 +83,11 @@ def _bodies(
     ctx = multiprocessing.get_context("forkserver")
     n = len(by_rank)
     keys = [str(i) for i in range(n)]
-    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=reader_process)
+    with memory.huge_pages():  # (the readers are started by map, at once)
+        pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=reader_process)
+        read = pool.map(read_one, by_rank, [False] * n, [spill_to] * n, keys)
     try:
-        yield from pool.map(read_one, by_rank, [False] * n, [spill_to] * n, keys)
+        yield from read
     finally:  # the store's writing failed (a full disk): the logs not begun are not read
         pool.shutdown(wait=True, cancel_futures=True)
 
