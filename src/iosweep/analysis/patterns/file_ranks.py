@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from iosweep.analysis.data import OPS
 from iosweep.analysis.patterns.files import ranked_rows
 from iosweep.analysis.patterns.spatial import CATEGORIES
+from iosweep.analysis.patterns.volume import SUMMED_METRICS
 from iosweep.analysis.settings import AnalysisSettings
 from iosweep.trace.schema import SIZE_BINS
 
@@ -202,16 +203,8 @@ _RANKED_COLUMNS = [
     "actor",
     "file",
     "class",
-    "reads",
-    "writes",
-    "bytes_read",
-    "bytes_written",
-    "read_time",
-    "write_time",
-    "read_whole",
-    "write_whole",
-    "read_coverage_frac",
-    "pattern",
+    *SUMMED_METRICS,
+    *("read_whole", "write_whole", "read_coverage_frac", "pattern"),
     *_OPS_COLUMNS,
 ]
 
