@@ -499,7 +499,7 @@ def test_run_paths_code_in_the_order_of_first_use(tmp_path):
     # looked up in batches of parts (all at once; a part a batch; two): the same codes
     for max_bytes in (1 << 30, 1, 3 * 700 * 40):
         batched = tables.RunPaths()
-        tables.code_paths(parts, batched, max_bytes)
+        batched.add(parts, max_bytes)
         assert [batched.of(p).tolist() for p in parts] == expected
         assert batched.values == list(seen)
 

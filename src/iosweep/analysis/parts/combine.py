@@ -246,7 +246,7 @@ def combine(
     if meta.phases or phases:
         settings = replace(settings, phases={**settings.phases, **meta.phases, **(phases or {})})
     paths = tables.RunPaths()
-    tables.code_paths(parts, paths, int(budget.budget_bytes(settings.memory_gb) * PATHS_SHARE))
+    paths.add(parts, int(budget.budget_bytes(settings.memory_gb) * PATHS_SHARE))
     facts = [p.facts() for p in parts]
     chosen = sorted({r for f in facts for r in f.ranks})
     if not any(f.whole for f in facts) and chosen != sorted(r.rank for r in meta.ranks):
@@ -277,8 +277,11 @@ def combine(
     ops_pass = partial(
         _ops_pass, ps, set(t.files["class"].astype(str)), t.ranks["rank"].to_numpy(np.int64)
     )
-    side = ThreadPoolExecutor(1) if jobs > 1 else None
-    ops_found = side.submit(ops_pass) if side else None
+    ops_found = None
+    if jobs > 1:
+        side = ThreadPoolExecutor(1)
+        ops_found = side.submit(ops_pass)
+        side.shutdown(wait=False)  # its one thread ends with its one task
     steps = open_store(store).table("steps", ["epoch", "step", "start", "end"]).to_pandas()
     ps.windows = epoch_windows_of(steps)
     summary = ps.made  # each section typed as it is set
@@ -344,8 +347,6 @@ def combine(
     )
     summary["artefacts"] = sorted((a for f in facts for a in f.artefacts), key=lambda a: a["path"])
     sample, heat, info = ops_found.result() if ops_found else ops_pass()
-    if side:
-        side.shutdown()
     summary["ops_sample"] = asdict(info)
     timeline = None
     if settings.timeline["enabled"]:

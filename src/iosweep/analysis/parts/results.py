@@ -169,17 +169,12 @@ class PartResults:
             return self._held[name]
         return json.loads((self.folder / name).read_text())
 
-    def paths(self) -> np.ndarray:
-        """The part's paths (objects)."""
-        if self._held is not None:
-            return np.asarray(self._held[PATHS], dtype=object)
-        return np.asarray(pq.read_table(self.folder / PATHS)["path"].to_pylist(), dtype=object)
-
     def path_array(self) -> pa.Array:
-        """The part's paths, as Arrow strings."""
+        """The part's paths, as Arrow (large) strings."""
         if self._held is not None:
-            return pa.array(self._held[PATHS], pa.string())
-        return pq.read_table(self.folder / PATHS)["path"].combine_chunks().cast(pa.string())
+            return pa.array(self._held[PATHS], pa.large_string())
+        path = pq.read_table(self.folder / PATHS)["path"]
+        return path.combine_chunks().cast(pa.large_string())
 
     def frame(self, name: str, objects: bool = False) -> pd.DataFrame:
         """The frame ``name`` as put (its codes the part's); ``objects``: read from disk with
@@ -246,7 +241,7 @@ class PartResults:
         if f.bucket_rows:
             return np.asarray(f.bucket_rows, np.int64)
         codes = self.frame(name)["file"].to_numpy()
-        paths = self._held[PATHS] if self._held is not None else self.paths().tolist()
+        paths = self._held[PATHS] if self._held is not None else self.path_array().to_pylist()
         if not len(codes):
             return np.zeros(BUCKETS, np.int64)
         return np.bincount(buckets_of(paths)[codes], minlength=BUCKETS)

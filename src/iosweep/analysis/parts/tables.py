@@ -94,7 +94,7 @@ class RunPaths:
         for part in parts:
             if part.folder in self._of:
                 continue
-            mine = part.path_array().cast(pa.large_string())
+            mine = part.path_array()
             if batch and size + mine.nbytes > max_bytes:
                 self._look_up(batch)
                 batch, size = [], 0
@@ -154,12 +154,6 @@ def ranks_and_counts(parts: list[PartResults]) -> tuple[pd.DataFrame, dict[str, 
             counts[k] += int(getattr(f, k))
     ranks = pd.concat([out.frame(RANKS) for out in parts], ignore_index=True)
     return ranks.sort_values("rank", ignore_index=True), counts
-
-
-def code_paths(parts: list[PartResults], paths: RunPaths, max_bytes: int) -> None:
-    """The run's codes for every part's paths (in the parts' order), a batch of parts of at
-    most ``max_bytes`` of paths at a time."""
-    paths.add(parts, max_bytes)
 
 
 def passes(parts: list[PartResults], max_rows: int) -> list[tuple[int, int]]:

@@ -251,7 +251,9 @@ def epoch_sharing(pairs: pd.DataFrame, epochs: np.ndarray) -> EpochSharing:
     at = np.searchsorted(epochs, ef_u // nf)
     shared = readers > 1
     # between consecutive epochs: the files read by one rank in both, whose rank changed
-    both, moved = _reader_changes(epochs, ef_u, ef_inv, pairs["actor"].to_numpy(np.int64), nf)
+    both, moved = _reader_changes(
+        epochs, ef_u, ef_inv, pairs["actor"].to_numpy(np.int64), ~shared, nf
+    )
     return EpochSharing(
         epochs,
         np.bincount(at, minlength=len(epochs)),
@@ -264,17 +266,21 @@ def epoch_sharing(pairs: pd.DataFrame, epochs: np.ndarray) -> EpochSharing:
 
 
 def _reader_changes(
-    epochs: np.ndarray, ef_u: np.ndarray, ef_inv: np.ndarray, actor: np.ndarray, nf: int
+    epochs: np.ndarray,
+    ef_u: np.ndarray,
+    ef_inv: np.ndarray,
+    actor: np.ndarray,
+    one: np.ndarray,
+    nf: int,
 ) -> tuple[int, int]:
     """Of the files read by one rank in an epoch and by one rank in the next of ``epochs``:
     how many such (file, epoch), and how many of them changed rank. ``ef_u``: the sorted
-    (epoch, file) keys of the reads, ``ef_inv`` each read's key, ``actor`` its rank."""
+    (epoch, file) keys of the reads, ``ef_inv`` each read's key, ``actor`` its rank, ``one``
+    whether a key had one reader."""
     if not len(epochs):
         return 0, 0
-    readers = np.bincount(ef_inv, minlength=len(ef_u))
     reader = np.empty(len(ef_u), np.int64)
     reader[ef_inv] = actor  # (where one rank read it in the epoch, that rank)
-    one = readers == 1
     ef1, reader = ef_u[one], reader[one]
     epoch = ef1 // nf
     at = np.searchsorted(epochs, epoch)

@@ -163,7 +163,7 @@ def _rank_figures(files: pd.DataFrame, ranked: pd.DataFrame, actor_host: dict[in
             host[a] = host_code[h]
     host = host[actor] if len(actor) else actor
     bytes_read = ranked["bytes_read"].to_numpy(np.int64)
-    files["n_ranks"] = _distinct(at, actor, np.ones(len(at), bool), n)
+    files["n_ranks"] = _distinct_per_group(at, actor, np.ones(len(at), bool), n)
     files["n_readers"] = np.bincount(at[reads], minlength=n)
     files["n_writers"] = np.bincount(at[writes], minlength=n)
     files["whole_readers"] = np.bincount(at[reads & ranked["read_whole"].to_numpy()], minlength=n)
@@ -178,10 +178,10 @@ def _rank_figures(files: pd.DataFrame, ranked: pd.DataFrame, actor_host: dict[in
         np.bincount(at[ranked["coverage_source"].to_numpy() == "counters"], minlength=n) > 0
     )
     files["coverage_source"] = labels(("segments", "counters"), by_counters.astype(np.int64))
-    files["n_hosts"] = _distinct(at, host, host >= 0, n)
+    files["n_hosts"] = _distinct_per_group(at, host, host >= 0, n)
 
 
-def _distinct(at: np.ndarray, values: np.ndarray, keep: np.ndarray, n: int) -> np.ndarray:
+def _distinct_per_group(at: np.ndarray, values: np.ndarray, keep: np.ndarray, n: int) -> np.ndarray:
     """How many distinct ``values`` (non-negative) the rows ``keep`` of each group ``at``
     hold (``n`` groups)."""
     width = int(values.max(initial=0)) + 1
