@@ -340,7 +340,8 @@ def test_profile_slurm_lost_node(tmp_path):
 def test_profile_slurm_a_run_in_parts_spread_over_two_nodes(tmp_path, shared_data):
     """A run over analysis.memory_gb analysed in parts through `--profile slurm`: each part a
     SLURM job of its own asking the memory the plan counts for it, the parts on both nodes
-    (one CPU each: two jobs cannot share one), put together into the whole run's summary."""
+    (one CPU each: two jobs cannot share one), put together into the whole run's summary.
+    Its logs are read in two parts (ingest.parts), a job on each node, into the same store."""
     if reason := skip_reason(nodes=2):
         unavailable(reason)
     import pyarrow.parquet as pq
@@ -349,6 +350,7 @@ def test_profile_slurm_a_run_in_parts_spread_over_two_nodes(tmp_path, shared_dat
     from iosweep.analysis.parts.combine import PASS_ROW_BYTES, PER_PART_PATH, SIDE_SHARE
     from iosweep.analysis.parts.plan import plan
     from iosweep.trace.ingest import ingest
+    from iosweep.trace.schema import STORE_TABLES
 
     logs = shared_data / "horovod-pytorch-mnist" / "darshan-np4"
     store = tmp_path / "store"
@@ -359,13 +361,20 @@ def test_profile_slurm_a_run_in_parts_spread_over_two_nodes(tmp_path, shared_dat
     run = {"logs": [str(logs)], "params": {"framework": "pytorch", "nodes": 1, "ppn": 4}}
     config_path, results = _tiny_config(
         tmp_path,
-        {"analysis": {"memory_gb": memory_gb}, "ingest": {"enabled": True, "runs": {"np4": run}}},
+        {
+            "analysis": {"memory_gb": memory_gb},
+            # its logs read in two parts, a job each (issue 51)
+            "ingest": {"enabled": True, "parts": 2, "runs": {"np4": run}},
+        },
     )
     with slurm_cluster(
         nodes=2, cpus=1, state_dir=Path("/var/tmp/iosweep-t4"), shared=[tmp_path, REPO]
     ) as cluster:
         jobs = _submitted_jobs(_run_profile(cluster, config_path))
         done = _jobcomp(cluster)
+    read_jobs = [done[j] for j in jobs["ingest_part"]]
+    assert len(read_jobs) == 2 and {j["JobState"] for j in read_jobs} == {"COMPLETED"}
+    assert {j["NodeList"] for j in read_jobs} == {"simnode1", "simnode2"}
     part_jobs = [done[j] for j in jobs["analyze_part"]]
     assert len(part_jobs) == 4 and {j["JobState"] for j in part_jobs} == {"COMPLETED"}
     assert {j["NodeList"] for j in part_jobs} == {"simnode1", "simnode2"}
@@ -384,6 +393,9 @@ def test_profile_slurm_a_run_in_parts_spread_over_two_nodes(tmp_path, shared_dat
     assert -(-least // 2**20) <= _memory_mb(put_together) <= -(-most // 2**20)
     out = results / "runs" / "external~np4"
     summary = json.loads((out / "analysis" / "summary.json").read_text())
+    for name in STORE_TABLES:  # the store one job made of the same logs
+        made = pq.read_table(out / "store" / f"{name}.parquet")
+        assert made.equals(pq.read_table(store / f"{name}.parquet")), name
     whole = analyze_run(out / "store", tmp_path / "whole")
     for key in ("headline", "classes", "pipeline", "checkpoints", "sizes", "placement"):
         assert json.dumps(summary[key], sort_keys=True) == json.dumps(whole[key], sort_keys=True)

@@ -4,6 +4,7 @@ import json
 import subprocess
 
 import darshan
+import pyarrow.parquet as pq
 import pytest
 from conftest import REPO, snakemake
 from factories import one_rank_budget_gb
@@ -11,6 +12,7 @@ from factories import one_rank_budget_gb
 from iosweep.analysis import analyze_run
 from iosweep.analysis.parts.plan import plan
 from iosweep.trace.ingest import ingest
+from iosweep.trace.schema import STORE_TABLES
 
 pytestmark = pytest.mark.integration
 
@@ -109,7 +111,8 @@ def test_existing_logs_through_the_workflow(tmp_path, shared_data):
 def test_a_run_over_the_budget_is_analysed_in_parts_as_jobs(tmp_path, shared_data):
     """analysis.memory_gb below a run's need: the workflow cuts it into parts of whole ranks
     (checkpoint plan_analysis), analyses each as its own job (rule analyze_part) and puts
-    them together (rule analyze_run) into the summary the run analysed whole has."""
+    them together (rule analyze_run) into the summary the run analysed whole has. Its logs
+    are read in parts too (ingest.parts: rule ingest_part), into the store one job makes."""
     logs = shared_data / "horovod-pytorch-mnist" / "darshan-np4"
     store = tmp_path / "store"
     ingest([logs], store)
@@ -123,11 +126,20 @@ def test_a_run_over_the_budget_is_analysed_in_parts_as_jobs(tmp_path, shared_dat
         "ingest:\n"
         "  enabled: true\n"
         "  merged_log: true\n"
+        "  parts: 2\n"
         "  runs:\n"
         f"    pytorch-np4: {{logs: [{logs}], params: {{framework: pytorch, nodes: 1, ppn: 4}}}}\n"
     )
     snakemake("--cores", "2", "--configfile", str(cfg))
     run = results / "runs" / "external~pytorch-np4"
+    read = sorted(p.name for p in (results / "benchmarks" / "ingest").glob("*.tsv"))
+    assert read == [f"external~pytorch-np4{n}.tsv" for n in (".part-0000", ".part-0001", "")]
+    assert not (run / "ingest-parts" / "part-0000").exists()  # temp(): gone once put together
+    assert json.loads((run / "store" / "inputs.json").read_text())["parts"] == 2
+    for name in STORE_TABLES:  # the store one job made of the same logs
+        assert pq.read_table(run / "store" / f"{name}.parquet").equals(
+            pq.read_table(store / f"{name}.parquet")
+        ), name
     benchmarks = sorted(p.name for p in (results / "benchmarks" / "analyze").glob("*.tsv"))
     assert benchmarks == [f"external~pytorch-np4.{n}.tsv"
                           for n in ("part-0000", "part-0001", "part-0002", "part-0003", "plan")

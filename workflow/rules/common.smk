@@ -69,6 +69,35 @@ def store_files(run_dir):
     return files
 
 
+def ingest_logs(wildcards):
+    """Where the run's logs are: the training run's folder, or the configured log set."""
+    kind, _, name = wildcards.run_id.partition("~")
+    if kind == "external":
+        return config["ingest"]["runs"][name]["logs"]
+    return [RUN_DIR.format(run_id=wildcards.run_id)]
+
+
+def ingest_part_inputs(wildcards):
+    """What a part of the run's ingest waits for: a training run's manifest (written last)."""
+    if wildcards.run_id.startswith("external~"):
+        return {}
+    return {"manifest": f"{RESULTS}/runs/{wildcards.run_id}/manifest.json"}
+
+
+def ingest_part_dirs(wildcards):
+    """The folders of the run's ingest parts (config: ingest.parts); none where one job reads
+    the logs."""
+    count = config["ingest"]["parts"]
+    # (rule ingest_external names the run by its log set)
+    run_id = wildcards.get("run_id") or f"external~{wildcards.name}"
+    run_dir = RUN_DIR.format(run_id=run_id)
+    return (
+        [f"{run_dir}/ingest-parts/part-{k:04d}" for k in range(count)]
+        if count > 1
+        else []
+    )
+
+
 def analysis_inputs(wildcards):
     """The run's store, its analysis plan and, where the plan cuts it into parts, the
     parts' results (``part<index>``)."""

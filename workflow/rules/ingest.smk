@@ -1,6 +1,7 @@
 rule ingest_run:
     input:
         manifest=f"{RESULTS}/runs/{{run_id}}/manifest.json",
+        parts=ingest_part_dirs,
     output:
         **store_files(RUN_DIR),
     log:
@@ -17,6 +18,8 @@ rule ingest_run:
 
 # Darshan logs the workflow did not produce (config: ingest.runs).
 rule ingest_external:
+    input:
+        parts=ingest_part_dirs,
     output:
         **store_files(f"{RESULTS}/runs/external~{{name}}"),
     log:
@@ -50,3 +53,26 @@ rule merged_log:
         "../../envs/analysis.yaml"
     script:
         "../scripts/merge.py"
+
+
+# One part of a run's logs (config: ingest.parts > 1), read by a job of its own; the run's
+# ingest job puts the parts together (iosweep.trace.ingest.inparts).
+rule ingest_part:
+    input:
+        unpack(ingest_part_inputs),
+    output:
+        part=temp(directory(f"{RUN_DIR}/ingest-parts/part-{{part}}")),
+    log:
+        f"{RESULTS}/logs/ingest/{{run_id}}.part-{{part}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/ingest/{{run_id}}.part-{{part}}.tsv"
+    wildcard_constraints:
+        part=r"\d{4}",
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        logs=ingest_logs,
+        parts=config["ingest"]["parts"],
+        store=lambda wildcards: f"{RESULTS}/runs/{wildcards.run_id}/store",
+    script:
+        "../scripts/ingest_part.py"

@@ -64,6 +64,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="also write STORE/merged.darshan: the per-process Darshan logs as one N-rank job "
         "for Darshan's own tools (the same as `iosweep merge STORE` afterwards)",
     )
+    p.add_argument(
+        "--part",
+        metavar="K/N",
+        help="read only part K (from 1) of N of the logs, into the folder -o (not a store): one "
+        "job a part, on any node (e.g. one `srun` each); the parts share the logs by size, "
+        "found from the logs alone. Then --from-parts puts them together",
+    )
+    p.add_argument(
+        "--from-parts",
+        nargs="+",
+        type=Path,
+        metavar="PARTDIR",
+        help="write the store -o from the folders of all N parts (--part K/N) of these logs, "
+        "instead of reading the logs here: the same store. A log changed since its part read "
+        "it, or read by no part, is an error naming it",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="list every issue")
     p.add_argument(
         "--phase",
@@ -128,16 +144,60 @@ def _readers_line(inputs_json: Path, reused: bool) -> str:
         doc = json.loads(inputs_json.read_text())
     except (OSError, ValueError):
         return "  logs: -"
-    logs, n = doc.get("logs"), doc.get("read_processes")
+    logs, n, parts = doc.get("logs"), doc.get("read_processes"), doc.get("parts")
+    jobs = f" in {parts} parts" if parts else ""
     return (
-        f"  logs: {logs}, read {'earlier ' if reused else ''}by {n} process{'es' if n != 1 else ''}"
+        f"  logs: {logs}, read {'earlier ' if reused else ''}by {n} "
+        f"process{'es' if n != 1 else ''}{jobs}"
     )
+
+
+def parse_part(text: str) -> tuple[int, int]:
+    """``"2/8"`` -> (1, 8): the part's index from 0, and the count."""
+    k, sep, n = text.partition("/")
+    try:
+        index, count = int(k), int(n)
+    except ValueError:
+        index = count = 0
+    if not sep or count < 1 or not 1 <= index <= count:
+        raise ValueError(f"--part {text!r}: expected K/N with 1 <= K <= N, e.g. --part 1/4")
+    return index - 1, count
+
+
+def _run_part(args: argparse.Namespace) -> int:
+    """``--part K/N``: read one part of the logs into the folder ``-o``."""
+    from iosweep.trace.ingest.inparts import read_part
+
+    try:
+        index, count = parse_part(args.part)
+        part = read_part(
+            args.logdirs, args.out, index, count, isolate=args.isolate, workers=args.workers
+        )
+    except (FileNotFoundError, ValueError) as e:
+        print(f"iosweep ingest: {e}", file=sys.stderr)
+        return 2
+    errors = [i for r in part.logs for i in r.issues if i.severity == "error"]
+    size = sum(r.size for r in part.logs)
+    print(
+        f"iosweep ingest: part {index + 1} of {count}: {len(part.logs)} logs "
+        f"({size / 2**20:.1f} MiB) read by {part.readers} process"
+        f"{'es' if part.readers != 1 else ''} into {args.out}; {len(errors)} could not be read"
+    )
+    for i in errors[:50] if args.verbose or len(errors) <= 10 else errors[:10]:
+        print(f"    {i.severity} [{i.kind}] {i.source}: {i.message}")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
     from iosweep.trace.ingest import INPUTS_JSON, ingest_jobs
     from iosweep.trace.jobs import JOBS_JSON
 
+    if args.part:
+        if args.from_parts or args.merged_log:
+            why = "--part reads a part only: no --from-parts, --merged-log"
+            print(f"iosweep ingest: {why}", file=sys.stderr)
+            return 2
+        return _run_part(args)
     before = _stamp(args.out / INPUTS_JSON) or _stamp(args.out / JOBS_JSON)
     try:
         stores = ingest_jobs(
@@ -150,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
             reuse=not args.force,
             workers=args.workers,
             phases=parse_phases(args.phase) or None,
+            from_parts=args.from_parts,
         )
     except (FileNotFoundError, ValueError) as e:
         print(f"iosweep ingest: {e}", file=sys.stderr)

@@ -14,7 +14,7 @@ from typing import Any
 from iosweep import memory
 from iosweep.files import shown, write_json
 from iosweep.trace import dlio, jobs
-from iosweep.trace.ingest import parts, stream
+from iosweep.trace.ingest import inparts, parts, stream
 from iosweep.trace.ingest.attribute import (
     attribute_logs,
     duplicate_ranks,
@@ -31,6 +31,7 @@ from iosweep.trace.ingest.find import (
     find_rank_files,
     load_manifest,
 )
+from iosweep.trace.ingest.inparts import code_digest
 from iosweep.trace.ingest.merged import INPUTS_JSON, MERGED_DARSHAN
 from iosweep.trace.ingest.readlogs import read_logs, read_workers
 from iosweep.trace.schema import (
@@ -43,14 +44,6 @@ from iosweep.trace.schema import (
 from iosweep.trace.store import RUN_JSON, Parts, write_store
 
 
-def _code_digest() -> str:
-    """The trace stage's own source: a store built by other reader code is not reused."""
-    h = hashlib.sha256()
-    for f in sorted(Path(__file__).parents[1].rglob("*.py")):  # all of iosweep.trace
-        h.update(f.read_bytes())
-    return h.hexdigest()
-
-
 def inputs_fingerprint(files: list[Path], arguments: dict[str, Any]) -> dict[str, Any]:
     """What a store is built from: every input file's path, size and modification time, the
     ingest's arguments and the reader code; equal fingerprints give equal stores."""
@@ -58,7 +51,7 @@ def inputs_fingerprint(files: list[Path], arguments: dict[str, Any]) -> dict[str
     for f in sorted({p.resolve() for p in files}):
         st = f.stat()
         listed.append([str(f), st.st_size, st.st_mtime_ns])
-    doc = {"code": _code_digest(), "arguments": arguments, "files": listed}
+    doc = {"code": code_digest(), "arguments": arguments, "files": listed}
     key = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
     return {"fingerprint": key, **doc}
 
@@ -89,6 +82,7 @@ def ingest(
     reuse: bool = True,
     workers: int | None = None,
     phases: dict[str, list[dict[str, str]]] | None = None,
+    from_parts: list[Path] | None = None,
 ) -> RunMeta:
     """Build the trace store ``out`` from the logs under ``inputs``; return its metadata.
 
@@ -105,7 +99,9 @@ def ingest(
     arguments and reader code is returned as it is (``inputs.json`` records them).
     ``workers`` processes read the logs (default: :func:`read_workers`). ``phases`` declares
     which application events are compute, fetch, ... (kind -> rules, as the ``analysis.phases``
-    setting); the store keeps them for its analysis.
+    setting); the store keeps them for its analysis. ``from_parts``: the folders of every part
+    of the logs (:func:`iosweep.trace.ingest.inparts.read_part`, each read by a job of its
+    own), whose reads are taken instead of reading the logs here: the same store.
 
     Logs of several unrelated jobs (:mod:`iosweep.trace.jobs`) raise ValueError naming them:
     :func:`ingest_jobs` writes one store per job instead.
@@ -121,6 +117,7 @@ def ingest(
         workers=workers,
         split=False,
         phases=phases,
+        from_parts=from_parts,
     )
     return stores[0][1]
 
@@ -137,6 +134,7 @@ def ingest_jobs(
     workers: int | None = None,
     split: bool = True,
     phases: dict[str, list[dict[str, str]]] | None = None,
+    from_parts: list[Path] | None = None,
 ) -> list[tuple[Path, RunMeta]]:
     """Like :func:`ingest`, but logs of several jobs become one store per job.
 
@@ -159,6 +157,7 @@ def ingest_jobs(
             workers=workers,
             split=split,
             phases=phases,
+            from_parts=from_parts,
         )
     finally:  # the logs' tables spilled while it was written (parts.py), whatever happened
         parts.remove(out / parts.SPILL_DIR)
@@ -176,6 +175,7 @@ def _ingest_jobs(
     workers: int | None,
     split: bool,
     phases: dict[str, list[dict[str, str]]] | None,
+    from_parts: list[Path] | None = None,
 ) -> list[tuple[Path, RunMeta]]:
     issues: list[Issue] = []
     memory.map_large_arrays()
@@ -222,7 +222,9 @@ def _ingest_jobs(
     ranks, rank_source = collect_ranks(man, rank_files, issues)
     spill_to = parts.spill_dir(out, [e.path for e in entries])
     bodies: stream.Bodies | None = None
-    if (
+    if from_parts:
+        readers = inparts.take_parts(entries, from_parts, out / parts.SPILL_DIR, issues)
+    elif (
         spill_to is not None
         and stream.streamable(entries, isolate)
         and stream.read_heads(entries, issues)
@@ -232,6 +234,8 @@ def _ingest_jobs(
     else:
         readers = read_logs(entries, isolate, issues, workers, spill_to)
     entries = _without_copies(entries, issues)
+    # how the logs were read (the CLI says it); in parts: the parts' processes, all together
+    read_by = {"logs": len(entries), "read_processes": readers, "parts": len(from_parts or [])}
     read = [e for e in entries if e.log is not None]
     if len(dlio_dirs) == 1:
         rec, dlio_issues = dlio.read_dlio_output(dlio_dirs[0])
@@ -259,7 +263,7 @@ def _ingest_jobs(
             read,
             groups,
             issues,
-            {**fingerprint, "logs": len(entries), "read_processes": readers},
+            {**fingerprint, **read_by},
             manifests={d.name: dlio.read_dlio_output(d) for d in dlio_dirs},
             phases=phases,
             bodies=bodies,
@@ -279,7 +283,7 @@ def _ingest_jobs(
     )
     _declare_phases(out, meta, phases)
     # last: only a finished store is reused
-    write_json(out / INPUTS_JSON, {**fingerprint, "logs": len(entries), "read_processes": readers})
+    write_json(out / INPUTS_JSON, {**fingerprint, **read_by})
     return [(out, meta)]
 
 

@@ -99,6 +99,19 @@ def read_logs(
     """Read every discovered log, in ``read_workers`` processes (per-process logs are
     independent; the result is the same as one by one); returns how many processes read.
     ``spill_to``: each log's tables go to files there as it is read (``parts.spill_dir``)."""
+    n, found = read_each(entries, isolate, workers, spill_to)
+    for own in found:
+        issues.extend(own)
+    return n
+
+
+def read_each(
+    entries: list[LogEntry],
+    isolate: bool,
+    workers: int | None = None,
+    spill_to: Path | None = None,
+) -> tuple[int, list[list[Issue]]]:
+    """:func:`read_logs`, each log's issues apart (in the order of ``entries``)."""
     n = read_workers(entries, workers, spilled=spill_to is not None)
     keys = [str(i) for i in range(len(entries))]
     # progress with an ETA on a terminal; nothing where stderr is a file (Snakemake's log)
@@ -121,7 +134,6 @@ def read_logs(
                 for r in pool.map(read_one, entries, [isolate] * n_e, [spill_to] * n_e, keys):
                     results.append(r)
                     bar.update()
-    for e, (log, found) in zip(entries, results, strict=True):
+    for e, (log, _found) in zip(entries, results, strict=True):
         e.log = log
-        issues.extend(found)
-    return n
+    return n, [found for _log, found in results]
