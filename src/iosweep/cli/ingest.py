@@ -179,7 +179,7 @@ def _run_part(args: argparse.Namespace) -> int:
     errors = [i for r in part.logs for i in r.issues if i.severity == "error"]
     size = sum(r.size for r in part.logs)
     print(
-        f"iosweep ingest: part {index + 1} of {count}: {len(part.logs)} logs "
+        f"iosweep ingest: part {index + 1} of {count}: {len(part.logs)} log(s) "
         f"({size / 2**20:.1f} MiB) read by {part.readers} process"
         f"{'es' if part.readers != 1 else ''} into {args.out}; {len(errors)} could not be read"
     )

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,15 +142,13 @@ def write_store(
         files = [path / f"{name}.parquet" for name in joint.names]
         atomic_writes(files, functools.partial(_write_joint, joint), need=joint.need)
         memory.release()
+    written = set(joint.names if joint is not None else ())
+    parts = {n: t for n, t in tables.items() if isinstance(t, Parts) and n not in written}
+    _write_all_parts(path, parts)
     for name in STORE_TABLES:
-        if joint is not None and name in joint.names:
+        if name in written or name in parts:
             continue
         t = tables.get(name)
-        if isinstance(t, Parts):
-            write = functools.partial(_write_parts, name, t)
-            atomic_write(path / f"{name}.parquet", write, need=t.need)
-            memory.release()
-            continue
         if callable(t):
             t = t()
         t = empty_table(name) if t is None else by_rank(conform(t, name))
@@ -276,13 +276,36 @@ class _GroupWriter:
         self.held = []
 
 
-def _write_parts(name: str, parts: Parts, path: Path) -> None:
-    """The parts of table ``name`` into ``path``, in row groups of whole ranks."""
+def _write_parts(name: str, parts: Parts, flush: int, path: Path) -> None:
+    """The parts of table ``name`` into ``path``, in row groups of whole ranks, holding about
+    ``flush`` bytes before it writes."""
     with writer(path, STORE_TABLES[name]) as w:
-        groups = _GroupWriter(name, w)
+        groups = _GroupWriter(name, w, flush)
         for part in parts.make():
             groups.add(part)
         groups.finish()
+
+
+def _write_all_parts(path: Path, tables: dict[str, Parts]) -> None:
+    """Tables given as their parts into ``path``, side by side in threads (a core each, each
+    holding its share of GROUP_BYTES): Parquet's encoding and the spills' reading let go of
+    the GIL (the 10.2 M run's put-together from parts: 16.3 s one table after another)."""
+    threads = max(1, min(len(tables), len(os.sched_getaffinity(0))))
+
+    def write(name: str, t: Parts) -> None:
+        fill = functools.partial(_write_parts, name, t, GROUP_BYTES // threads)
+        atomic_write(path / f"{name}.parquet", fill, need=t.need)
+
+    if threads == 1:
+        for name, t in tables.items():
+            write(name, t)
+            memory.release()
+        return
+    with ThreadPoolExecutor(threads) as pool:
+        done = [pool.submit(write, name, t) for name, t in tables.items()]
+        for f in done:
+            f.result()
+    memory.release()
 
 
 def _write_joint(joint: JointParts, paths: list[Path]) -> None:

@@ -58,7 +58,7 @@ class ReadPart:
 
     index: int
     count: int
-    readers: int  # processes that read its logs
+    readers: int  # processes that read its logs (none: a part with no log)
     code: str  # code_digest() of the code that read them
     logs: list[ReadLog] = field(default_factory=list)
     version: int = PART_VERSION
@@ -112,7 +112,7 @@ def read_part(
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     stats = [_stat(e.path) for e in own]  # before reading: a log changed after is caught
-    readers, found = read_each(own, isolate, workers, spill_to=out) if own else (1, [])
+    readers, found = read_each(own, isolate, workers, spill_to=out) if own else (0, [])
     part = ReadPart(index, count, readers, code_digest())
     for e, (size, mtime), issues in zip(own, stats, found, strict=True):
         if e.log is not None:  # its spill files, by name in this folder (it may move)
