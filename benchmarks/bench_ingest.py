@@ -15,13 +15,17 @@ a fresh interpreter, one after another on the same logs:
    on every log (reading only: it makes no store);
 4. ``iosweep merge`` of the store: the merged Darshan log, on demand, against its own floor:
    every region read, inflated and deflated again as libdarshan-util's writer deflates
-   (zlib level 6).
+   (zlib level 6);
+5. with ``--parts N``: the logs read in N parts (``iosweep ingest --part K/N``, two readers
+   each, one after another: as N jobs of a node each would read them) and put together
+   (``--from-parts``); the store is compared with the one-job store (it must be equal), and
+   the time on N nodes is given as the slowest part plus the put-together.
 
 Printed: wall time and peak RSS (``VmHWM``) of each, and the ratios the targets are stated
 in: ingest on one core against the floor (a+b), and PyDarshan's read against ingest.
 
 Usage: python benchmarks/bench_ingest.py [--logs DIR | --files 1281000 --epochs 2]
-           [--keep DIR] [--no-pydarshan] [--no-merge]
+           [--keep DIR] [--no-pydarshan] [--no-merge] [--parts N]
 """
 
 from __future__ import annotations
@@ -144,6 +148,24 @@ def same_stores(a: Path, b: Path) -> list[str]:
     return differ
 
 
+def _in_parts(logs: Path, base: Path, count: int) -> list[tuple[str, dict]]:
+    """The logs ingested in ``count`` parts, each read by two processes one after another,
+    then put together into ``base/store-parts``: each step measured."""
+    rows = []
+    folders = [base / f"part-{k}" for k in range(1, count + 1)]
+    for k, folder in enumerate(folders, 1):
+        argv = ["ingest", str(logs), "--part", f"{k}/{count}", "-o", str(folder), "--workers", "2"]
+        rows.append((f"iosweep ingest --part {k}/{count} --workers 2", measured(IOSWEEP, *argv)))
+    store = base / "store-parts"
+    shutil.rmtree(store, ignore_errors=True)
+    argv = ["ingest", str(logs), "-o", str(store), "--force", "--from-parts", *map(str, folders)]
+    name = f"iosweep ingest --from-parts (the {count} parts put together)"
+    rows.append((name, measured(IOSWEEP, *argv)))
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--logs", type=Path, help="a run directory of Darshan logs (else generated)")
@@ -152,6 +174,7 @@ def main() -> int:
     ap.add_argument("--keep", type=Path, help="keep the generated logs and stores here")
     ap.add_argument("--no-pydarshan", action="store_true")
     ap.add_argument("--no-merge", action="store_true")
+    ap.add_argument("--parts", type=int, default=0, help="also ingest in N parts, put together")
     a = ap.parse_args()
     base = a.keep or Path(tempfile.mkdtemp(prefix="iosweep-bench-ingest-"))
     base.mkdir(parents=True, exist_ok=True)
@@ -194,6 +217,10 @@ def main() -> int:
             ("iosweep merge (the merged log)", merge),
             ("its floor: inflate + deflate", merge_floor),
         ]
+    if a.parts > 1:
+        in_parts = _in_parts(logs, base, a.parts)
+        rows += in_parts
+        differ += [f"in parts: {t}" for t in same_stores(stores[1], base / "store-parts")]
     print(f"\n{len(files)} Darshan logs, {size / 1e6:,.0f} MB, in {logs}")
     print("| step | wall s | peak RSS GiB | x floor |\n|---|---:|---:|---:|")
     for name, r in rows:
@@ -208,7 +235,16 @@ def main() -> int:
         print(f"PyDarshan read / iosweep ingest (1 worker): {py / one:.2f} (target >= 3)")
     if not a.no_merge:
         print(f"merge / its floor: {merge['wall_s'] / merge_floor['wall_s']:.2f}")
-    print("stores of 1 and 2 workers: " + ("equal" if not differ else f"DIFFER in {differ}"))
+    if a.parts > 1:
+        slowest = max(r["wall_s"] for n, r in in_parts if n.startswith("iosweep ingest --part"))
+        together = in_parts[-1][1]["wall_s"]
+        print(
+            f"in {a.parts} parts on {a.parts} nodes (the slowest part + the put-together, "
+            f"each measured above): {slowest + together:.1f} s against "
+            f"{rows[1][1]['wall_s']:.1f} s in one job of two workers"
+        )
+    which = "1 and 2 workers" + (f", {a.parts} parts" if a.parts > 1 else "")
+    print(f"stores of {which}: " + ("equal" if not differ else f"DIFFER in {differ}"))
     if not a.keep:
         shutil.rmtree(base, ignore_errors=True)
     return 1 if differ else 0

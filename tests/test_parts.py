@@ -25,7 +25,7 @@ from iosweep.analysis.parts import combine as combine_module
 from iosweep.analysis.parts import tables
 from iosweep.analysis.parts.combine import combine
 from iosweep.analysis.parts.plan import Part, plan, plan_jobs
-from iosweep.analysis.parts.results import PATHS, PartResults
+from iosweep.analysis.parts.results import BUCKETS, PATHS, PartResults, buckets_of
 from iosweep.analysis.parts.run import analyze_part, part_data
 from iosweep.analysis.patterns.file_ranks import ValueCounts
 from iosweep.analysis.patterns.spatial import classify_ops
@@ -502,6 +502,30 @@ def test_run_paths_code_in_the_order_of_first_use(tmp_path):
         batched.add(parts, max_bytes)
         assert [batched.of(p).tolist() for p in parts] == expected
         assert batched.values == list(seen)
+
+
+def test_a_frame_by_bucket_reads_the_rows_of_a_range_of_buckets(tmp_path):
+    # a part's frame put by bucket, in row groups of 7 rows: the rows of a range of buckets
+    # are read from the groups that hold them (groups whole inside it, and the groups it
+    # starts and ends in, cut): the rows a filter by hand keeps, in the same order
+    rng = np.random.default_rng(3)
+    paths = [f"/d/f{i}" for i in range(60)]
+    df = pd.DataFrame({"file": rng.integers(0, 60, 400).astype(np.int32),
+                       "v": np.arange(400, dtype=np.int64)})  # fmt: skip
+    out = PartResults(tmp_path / "part")
+    out.start()
+    out.put_paths(paths)
+    out.put("frame", df, paths, by_bucket=True, group_rows=7)
+    assert pq.ParquetFile(tmp_path / "part" / "frame").metadata.num_row_groups == 58
+    bucket = buckets_of(paths)[df["file"].to_numpy()]
+    order = np.argsort(bucket, kind="stable")
+    for lo, hi in [(0, BUCKETS), (0, 1), (5, 6000), (bucket.min(), bucket.min() + 1),
+                   (bucket.max(), BUCKETS), (int(np.median(bucket)), int(np.median(bucket)) + 3)]:  # fmt: skip
+        got = out.in_buckets("frame", (int(lo), int(hi)), every=False)
+        keep = order[(bucket[order] >= lo) & (bucket[order] < hi)]
+        want = df.iloc[keep].reset_index(drop=True)
+        pd.testing.assert_frame_equal(got.reset_index(drop=True), want, check_dtype=False)
+    assert out.in_buckets("frame", (BUCKETS, BUCKETS + 1), every=False).empty
 
 
 def test_a_plan_written_before_every_run_had_a_part_is_made_again(tmp_path):

@@ -17,6 +17,6 @@ part = read_part(
 )
 size = sum(r.size for r in part.logs)
 print(
-    f"part {part.index + 1} of {part.count}: {len(part.logs)} logs ({size / 2**20:.1f} MiB) "
-    f"read by {part.readers} processes"
+    f"part {part.index + 1} of {part.count}: {len(part.logs)} log(s) ({size / 2**20:.1f} MiB) "
+    f"read by {part.readers} process(es)"
 )

@@ -87,13 +87,15 @@ class PartResults:
     def __init__(self, folder: Path, held: bool = False) -> None:
         self.folder = Path(folder)
         self._held: dict[str, Any] | None = {} if held else None
+        # per frame put by bucket: its footer and each row group's lowest and highest bucket
+        self._buckets: dict[str, tuple[pq.FileMetaData, np.ndarray, np.ndarray] | None] = {}
 
     def __repr__(self) -> str:
         return f"PartResults({str(self.folder)!r}, held={self.held})"
 
     def __getstate__(self) -> dict[str, Any]:
         assert self._held is None, "a part held in memory stays in its process"
-        return self.__dict__
+        return {**self.__dict__, "_buckets": {}}
 
     @property
     def held(self) -> bool:
@@ -219,13 +221,43 @@ class PartResults:
             return None
         lo, hi = buckets
         if self._held is None:
-            where = [(BUCKET, ">=", lo), (BUCKET, "<", hi)]
-            return _as_frame(pq.read_table(self.folder / name, filters=where)).drop(columns=BUCKET)
+            return _as_frame(self._bucket_range(name, lo, hi)).drop(columns=BUCKET)
         if every:
             return self.take(name)
         df = self.frame(name)
         b = buckets_of(self._held[PATHS])[df["file"].to_numpy()]
         return df[(b >= lo) & (b < hi)]
+
+    def _bucket_range(self, name: str, lo: int, hi: int) -> pa.Table:
+        """The rows of frame ``name`` (on disk, put by bucket: its rows in bucket order) in
+        buckets [lo, hi): the row groups that hold them, cut where the range starts and ends
+        (a pass a part a frame: a filtered dataset read cost more than the rows read)."""
+        f = self.folder / name
+        if name not in self._buckets:
+            md = pq.read_metadata(f)
+            i = md.schema.to_arrow_schema().get_field_index(BUCKET)
+            stats = [md.row_group(g).column(i).statistics for g in range(md.num_row_groups)]
+            known = all(st is not None and st.has_min_max for st in stats)
+            self._buckets[name] = (
+                (md, np.array([st.min for st in stats]), np.array([st.max for st in stats]))
+                if known
+                else None
+            )
+        found = self._buckets[name]
+        if found is None:  # (no statistics: let Parquet filter)
+            return pq.read_table(f, filters=[(BUCKET, ">=", lo), (BUCKET, "<", hi)])
+        md, least, most = found
+        pf = pq.ParquetFile(f, metadata=md)
+        touched = (most >= lo) & (least < hi)
+        whole = np.flatnonzero(touched & (least >= lo) & (most < hi)).tolist()
+        pieces = [pf.read_row_groups(whole)] if whole else []
+        # the groups the range starts or ends in (its rows in bucket order: one at each end),
+        # a group at a time, their rows in range copied (a slice would hold the whole group)
+        for g in np.flatnonzero(touched & ((least < lo) | (most >= hi))).tolist():
+            t = pf.read_row_group(g)
+            b = t[BUCKET].to_numpy()
+            pieces.insert(0 if least[g] < lo else len(pieces), t.filter((b >= lo) & (b < hi)))
+        return pa.concat_tables(pieces) if pieces else pf.schema_arrow.empty_table()
 
     def of_files(self, name: str, mine: np.ndarray) -> pd.DataFrame:
         """The rows of frame ``name`` of the files ``mine`` (the part's codes)."""

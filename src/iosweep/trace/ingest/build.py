@@ -4,7 +4,6 @@ the inputs), reuse of an unchanged store (``inputs.json``), and the store's run 
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import shutil
@@ -452,20 +451,20 @@ def _build_store(
         tables: dict[str, Parts] = {}
     else:
         tables, placed = place_all(read, clock_zero, mpi_hosts)
-        processes = functools.partial(list, placed)
+        processes = placed.copy
     steps = manifest_steps(man, clock_zero, issues)
-    made: list[RunMeta] = []
+    written: RunMeta | None = None
 
     def meta() -> RunMeta:  # after the tables: reading them may have found more issues
-        made.append(
-            _run_meta(
-                man, inputs, run_id, params, tracer_name, clock_zero, ranks, processes(), issues
-            )
+        nonlocal written
+        written = _run_meta(
+            man, inputs, run_id, params, tracer_name, clock_zero, ranks, processes(), issues
         )
-        return made[0]
+        return written
 
     write_store(out, meta, {**tables, "steps": steps}, joint)
-    return made[0]
+    assert written is not None, "write_store writes run.json last"
+    return written
 
 
 def _run_meta(
