@@ -9,10 +9,12 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from iosweep.testing.stores import build_store, run_meta, table
-from iosweep.trace.schema import RankInfo, RunMeta
+from iosweep.trace.schema import STORE_TABLES, RankInfo, RunMeta
 from iosweep.trace.store import write_store
 
 SEGMENT_FIELDS = ("rank", "path", "op", "offset", "length", "start", "end", "pid", "host", "module")
@@ -170,3 +172,16 @@ def one_rank_budget_gb(store: Path) -> float:
         budget.need_of(store, select(open_store(store), [r], unranked=r == 0)).bytes for r in ranks
     )
     return (one + 1) / budget.GIB
+
+
+def store_frames(store: Path) -> dict[str, pd.DataFrame]:
+    """A store's tables as frames to compare, its dictionary columns as plain values (their
+    codes depend on the row group)."""
+    out = {}
+    for name in STORE_TABLES:
+        df = pq.read_table(store / f"{name}.parquet").to_pandas()
+        for c in df.columns:
+            if isinstance(df[c].dtype, pd.CategoricalDtype):
+                df[c] = df[c].astype(object)
+        out[name] = df
+    return out

@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
+from factories import store_frames
 
 from iosweep.cli import main as cli_main
 from iosweep.trace.ingest import ingest, inparts
@@ -24,19 +24,8 @@ RUNS = [
 ]
 
 
-def _tables(store: Path) -> dict[str, pd.DataFrame]:
-    out = {}
-    for name in STORE_TABLES:
-        df = pq.read_table(store / f"{name}.parquet").to_pandas()
-        for c in df.columns:  # a dictionary column's codes depend on its row group
-            if isinstance(df[c].dtype, pd.CategoricalDtype):
-                df[c] = df[c].astype(object)
-        out[name] = df
-    return out
-
-
 def _same_store(a: Path, b: Path) -> None:
-    ta, tb = _tables(a), _tables(b)
+    ta, tb = store_frames(a), store_frames(b)
     for name in STORE_TABLES:
         pd.testing.assert_frame_equal(ta[name], tb[name], obj=name)
     assert json.loads((a / "run.json").read_text()) == json.loads((b / "run.json").read_text())

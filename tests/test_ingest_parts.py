@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from factories import store_frames
 
 from iosweep.trace import store as trace_store
 from iosweep.trace.darshan import head
@@ -24,17 +24,6 @@ RUNS = [
     "horovod-tf2-mnist/dftracer-np4",  # DFTracer traces: application events too
     "darshan-logs/mpi_io_test_with_dxt",  # one MPI log of 32 ranks
 ]
-
-
-def _tables(store: Path) -> dict[str, pd.DataFrame]:
-    out = {}
-    for name in STORE_TABLES:
-        df = pq.read_table(store / f"{name}.parquet").to_pandas()
-        for c in df.columns:  # a dictionary column's codes depend on its row group
-            if isinstance(df[c].dtype, pd.CategoricalDtype):
-                df[c] = df[c].astype(object)
-        out[name] = df
-    return out
 
 
 @pytest.mark.parametrize("run", RUNS)
@@ -70,7 +59,7 @@ def test_spilled_logs_make_the_same_store(shared_data, tmp_path, monkeypatch, ru
         # every group: the run's every path would be written again and again)
         path = segments.read_row_group(g, ["path"])["path"].combine_chunks()
         assert len(path.dictionary) == len(set(path.to_pylist()) - {None})
-    a, b = _tables(tmp_path / "held"), _tables(out)
+    a, b = store_frames(tmp_path / "held"), store_frames(out)
     for name in STORE_TABLES:
         pd.testing.assert_frame_equal(a[name], b[name], obj=name)
     ja = json.loads((tmp_path / "held" / "run.json").read_text())
@@ -78,7 +67,7 @@ def test_spilled_logs_make_the_same_store(shared_data, tmp_path, monkeypatch, ru
     assert ja == jb and held.processes == meta.processes
 
 
-def test_a_failed_ingest_leaves_no_spilled_tables(shared_data, tmp_path, monkeypatch):
+def test_a_failed_ingest_leaves_no_spilledstore_frames(shared_data, tmp_path, monkeypatch):
     monkeypatch.setattr(parts, "SPILL_MIN_BYTES", 0)
 
     def no_room(*args, **kwargs):
@@ -111,7 +100,7 @@ def test_spilled_darshan_logs_are_read_by_a_pool_and_make_the_same_store(
         listed == cores
         and json.loads((tmp_path / "held" / "inputs.json").read_text())["read_processes"] == 1
     )
-    a, b = _tables(tmp_path / "held"), _tables(out)
+    a, b = store_frames(tmp_path / "held"), store_frames(out)
     for name in STORE_TABLES:
         pd.testing.assert_frame_equal(a[name], b[name], obj=name)
     assert held.processes == pooled.processes
@@ -145,7 +134,7 @@ def test_a_log_whose_records_fail_after_its_head_is_left_out_and_said(
     assert damaged.name not in {p.source for p in meta.processes}
     others = [p for p in whole.processes if p.source != damaged.name]
     assert meta.processes == others and len(others) == len(logs) - 1
-    a, b = _tables(tmp_path / "whole"), _tables(tmp_path / "streamed")
+    a, b = store_frames(tmp_path / "whole"), store_frames(tmp_path / "streamed")
     for name in ("segments", "counters"):
         assert not (b[name]["source"] == damaged.name).any()
         pd.testing.assert_frame_equal(
