@@ -183,8 +183,11 @@ def _run_part(args: argparse.Namespace) -> int:
         f"({size / 2**20:.1f} MiB) read by {part.readers} process"
         f"{'es' if part.readers != 1 else ''} into {args.out}; {len(errors)} could not be read"
     )
-    for i in errors[:50] if args.verbose or len(errors) <= 10 else errors[:10]:
+    shown = errors if args.verbose else errors[:10]
+    for i in shown:
         print(f"    {i.severity} [{i.kind}] {i.source}: {i.message}")
+    if len(errors) > len(shown):
+        print(f"    ... {len(errors) - len(shown)} more (-v lists them)")
     return 0
 
 

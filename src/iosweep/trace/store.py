@@ -308,17 +308,11 @@ def _write_all_parts(path: Path, tables: dict[str, Parts]) -> None:
     def write(name: str, t: Parts) -> None:
         fill = functools.partial(_write_parts, name, t, GROUP_BYTES // threads)
         atomic_write(path / f"{name}.parquet", fill, need=t.need)
+        memory.release()  # what the table held, before the next is made
 
-    if threads == 1:
-        for name, t in tables.items():
-            write(name, t)
-            memory.release()
-        return
     with ThreadPoolExecutor(threads) as pool:
-        done = [pool.submit(write, name, t) for name, t in tables.items()]
-        for f in done:
-            f.result()
-    memory.release()
+        for done in [pool.submit(write, name, t) for name, t in tables.items()]:
+            done.result()
 
 
 def _write_joint(joint: JointParts, paths: list[Path]) -> None:

@@ -29,6 +29,7 @@ from iosweep.trace.ingest.find import (
     discover,
     find_rank_files,
     load_manifest,
+    outside,
 )
 from iosweep.trace.ingest.inparts import code_digest
 from iosweep.trace.ingest.merged import INPUTS_JSON, MERGED_DARSHAN
@@ -197,8 +198,7 @@ def _ingest_jobs(
         dlio_dirs = []
 
     entries, unfinished = discover(inputs)
-    out_resolved = out.resolve()
-    entries = [e for e in entries if out_resolved not in e.path.resolve().parents]
+    entries = outside(entries, [out])
     rank_files = find_rank_files(inputs)
     used = [e.path for e in entries] + unfinished + rank_files + ([manifest] if manifest else [])
     used += [f for d in dlio_dirs for f in _dlio_files(d)]

@@ -110,6 +110,13 @@ def discover(inputs: list[Path]) -> tuple[list[LogEntry], list[Path]]:
     return list(logs.values()), unfinished
 
 
+def outside(entries: list[LogEntry], folders: list[Path]) -> list[LogEntry]:
+    """``entries`` less the logs under one of ``folders`` (a store's own merged log, a part's
+    folder: written by iosweep, not the run's)."""
+    gone = [Path(p).resolve() for p in folders]
+    return [e for e in entries if not any(g in e.path.resolve().parents for g in gone)]
+
+
 def load_manifest(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(Path(path).read_text())

@@ -8,7 +8,7 @@ readers a process per core), each log's tables spilled to its folder
 first, each to the part with the fewest bytes so far), so every part's job finds its share
 without any other. Putting them together takes each log's read from the part that read it
 and writes the store as a one-job ingest of spilled logs does (``clock.place_all``): the same
-store, table by table (tests/test_ingest_parts.py). The parts' files are linked, not moved,
+store, table by table (tests/test_ingest_in_parts.py). The parts' files are linked, not moved,
 into the store's own spill folder, so a put-together that fails can be run again.
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from iosweep.files import atomic_write
-from iosweep.trace.ingest.find import LogEntry, discover
+from iosweep.trace.ingest.find import LogEntry, discover, outside
 from iosweep.trace.ingest.readlogs import read_each
 from iosweep.trace.logs import ProcessLog
 from iosweep.trace.schema import Issue
@@ -84,12 +84,6 @@ def assign(entries: list[LogEntry], count: int) -> list[list[LogEntry]]:
     return [[e for e, k in zip(entries, owner, strict=True) if k == j] for j in range(count)]
 
 
-def _outside(entries: list[LogEntry], exclude: list[Path]) -> list[LogEntry]:
-    """``entries`` less the logs under one of ``exclude`` (a store's own merged log)."""
-    gone = [p.resolve() for p in exclude]
-    return [e for e in entries if not any(g in e.path.resolve().parents for g in gone)]
-
-
 def read_part(
     inputs: list[Path],
     out: Path,
@@ -107,7 +101,7 @@ def read_part(
         raise ValueError(f"part {index} of {count}: a part is numbered 0..{count - 1}")
     out = Path(out)
     entries, _unfinished = discover([Path(p) for p in inputs])
-    entries = _outside(entries, [out, *(exclude or [])])
+    entries = outside(entries, [out, *(exclude or [])])
     own = assign(entries, count)[index]
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
