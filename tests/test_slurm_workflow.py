@@ -105,6 +105,15 @@ def _manifests(results: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((results / "runs").rglob("manifest.json"))]
 
 
+def _runs(results: Path) -> list[Path]:
+    return sorted((results / "runs").rglob("manifest.json"))
+
+
+def _is_log(f: Path) -> bool:
+    """A log of the run that its ingest reads (not one in its store)."""
+    return f.name.endswith((".darshan", ".pfw", ".pfw.gz")) and "store" not in f.parts
+
+
 def _check_staged_on_each_node(m: dict, run_dir: Path) -> None:
     """One copy per node, into that node's own /tmp, and the ranks read their node's copy."""
     import pandas as pd
@@ -149,6 +158,14 @@ def test_profile_slurm_one_node(tmp_path):
         needs = sorted(budget.mem_mb(p.parent) for p in (results / "runs").rglob("store/run.json"))
         given = sorted(_memory_mb(_jobcomp(cluster)[j]) for j in jobs["analyze_run"])
         assert given == needs and len(needs) == 2, (given, needs)
+        # and each ingest job what its logs need (a few MiB of logs, held whole: the writer's
+        # 256 MiB and 16x the logs' bytes, docs/data-model.md "Memory"), summed by hand
+        logs = [
+            sum(f.stat().st_size for f in m.parent.rglob("*") if _is_log(f)) for m in _runs(results)
+        ]
+        needs = sorted(-(-((256 << 20) + 16 * n) // 2**20) for n in logs)
+        given = sorted(_memory_mb(_jobcomp(cluster)[j]) for j in jobs["ingest_run"])
+        assert given == needs, (given, needs)
     # the cluster is gone again: no daemon of it is left
     leftover = subprocess.run(["pgrep", "-af", "iosweep-t1"], capture_output=True, text=True).stdout
     assert "slurmd" not in leftover and "slurmctld" not in leftover

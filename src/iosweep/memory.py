@@ -1,4 +1,5 @@
-"""Keep the resident size of a long analysis near what it holds, not what it once held.
+"""Keep the resident size of a long analysis near what it holds, not what it once held; and
+the memory a step may take (the machine's, or its cgroup's, or a budget given by hand).
 
 glibc serves arrays below its mmap threshold from the heap, and raises that threshold each
 time a larger mapped block is freed (up to 32 MiB), so the analysis's many 10-30 MB numpy
@@ -16,8 +17,21 @@ import ctypes.util
 import functools
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pyarrow as pa
+
+from iosweep.cgroups import cgroup_dirs
+
+GIB = 1 << 30
+# Of the machine's memory, what a step (an ingest, an analysis) may take by default: the rest
+# is the system's.
+MACHINE_SHARE = 0.9
+
+
+class MemoryBudgetError(RuntimeError):
+    """A step (a run's analysis, its ingest) would need more memory than the budget allows."""
+
 
 M_MMAP_THRESHOLD = -3  # mallopt parameter (glibc malloc.h)
 MMAP_THRESHOLD = 1 << 20
@@ -71,3 +85,35 @@ def huge_pages() -> Iterator[None]:
 
 
 TUNABLES, HUGE_PAGES = "GLIBC_TUNABLES", "glibc.malloc.hugetlb=1"
+
+
+def cgroup_limit(
+    proc_cgroup: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")
+) -> int | None:
+    """The tightest memory limit on this process's cgroup or those above it (v2
+    ``memory.max``, v1 ``memory.limit_in_bytes``); None without one. A SLURM job's cgroup is
+    nested (``/slurm/uid_0/job_12/step_0``): the root's file alone says nothing of it."""
+    limits = []
+    for d, v2 in cgroup_dirs("memory", proc_cgroup, root):
+        try:
+            text = (d / ("memory.max" if v2 else "memory.limit_in_bytes")).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            limits.append(int(text))
+    return min(limits) if limits else None
+
+
+def machine_bytes() -> int:
+    """The memory this process may use: its cgroup's limit (a SLURM job's ``--mem``, a
+    container's) where there is one, else the machine's."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    limit = cgroup_limit()
+    return min(total, limit) if limit is not None else total
+
+
+def budget_bytes(memory_gb: float | None) -> int:
+    """The budget: ``memory_gb`` GiB, or by default a share of the machine's memory."""
+    if memory_gb is not None:
+        return int(memory_gb * GIB)
+    return int(machine_bytes() * MACHINE_SHARE)

@@ -21,6 +21,8 @@ from iosweep.trace.schema import STORE_TABLES  # noqa: E402
 from iosweep.analysis.budget import mem_mb as analysis_memory, to_mb  # noqa: E402
 from iosweep.analysis.parts.analyze import read_plan  # noqa: E402
 from iosweep.analysis.parts.combine import put_together_need  # noqa: E402
+from iosweep.trace.ingest.inparts import part_entries  # noqa: E402
+from iosweep.trace.ingest.need import estimate as ingest_estimate  # noqa: E402
 from iosweep.tune.points import tune_plan  # noqa: E402
 from iosweep.tune.ledger import next_workers  # noqa: E402
 
@@ -69,12 +71,16 @@ def store_files(run_dir):
     return files
 
 
-def ingest_logs(wildcards):
+def run_logs(run_id):
     """Where the run's logs are: the training run's folder, or the configured log set."""
-    kind, _, name = wildcards.run_id.partition("~")
+    kind, _, name = run_id.partition("~")
     if kind == "external":
         return config["ingest"]["runs"][name]["logs"]
-    return [RUN_DIR.format(run_id=wildcards.run_id)]
+    return [RUN_DIR.format(run_id=run_id)]
+
+
+def ingest_logs(wildcards):
+    return run_logs(wildcards.run_id)
 
 
 def ingest_part_inputs(wildcards):
@@ -96,6 +102,25 @@ def ingest_part_dirs(wildcards):
         if count > 1
         else []
     )
+
+
+def ingest_mem_mb(wildcards, input):
+    """What the run's ingest job needs (MB), counted from its logs' sizes before it starts
+    (iosweep.trace.ingest.need): a part's logs (config: ingest.parts), or, putting the parts
+    together, the writer alone; at most analysis.memory_gb (over it, the job says so and
+    stops). Until a training run's manifest exists, FileNotFoundError naming it, and
+    Snakemake asks again when it does."""
+    if hasattr(input, "manifest") and not Path(input.manifest).exists():
+        raise FileNotFoundError(errno.ENOENT, "the run's manifest", input.manifest)
+    run_id = wildcards.get("run_id") or f"external~{wildcards.name}"
+    store = f"{RESULTS}/runs/{run_id}/store"
+    part = wildcards.get("part")
+    index, count = (int(part), config["ingest"]["parts"]) if part else (0, 1)
+    entries = part_entries(
+        [Path(p) for p in run_logs(run_id)], index, count, [Path(store)]
+    )
+    writer_only = count == 1 and bool(ingest_part_dirs(wildcards))
+    return to_mb(ingest_estimate(entries, config["analysis"]["memory_gb"], writer_only))
 
 
 def analysis_inputs(wildcards):

@@ -12,6 +12,12 @@ rule ingest_run:
         run_id=r"framework~.+",
     conda:
         "../../envs/analysis.yaml"
+    resources:
+        # counted from the logs: the SLURM profile's default would be a guess
+        mem_mb=ingest_mem_mb,
+        mem_mb_per_cpu=ingest_mem_mb,
+    params:
+        memory_gb=config["analysis"]["memory_gb"],
     script:
         "../scripts/ingest.py"
 
@@ -28,6 +34,9 @@ rule ingest_external:
         f"{RESULTS}/benchmarks/ingest/external~{{name}}.tsv"
     conda:
         "../../envs/analysis.yaml"
+    resources:
+        mem_mb=ingest_mem_mb,
+        mem_mb_per_cpu=ingest_mem_mb,
     params:
         logs=lambda wildcards: config["ingest"]["runs"][wildcards.name]["logs"],
         manifest=lambda wildcards: config["ingest"]["runs"][wildcards.name].get(
@@ -36,6 +45,7 @@ rule ingest_external:
         labels=lambda wildcards: config["ingest"]["runs"][wildcards.name].get(
             "params", {}
         ),
+        memory_gb=config["analysis"]["memory_gb"],
     script:
         "../scripts/ingest.py"
 
@@ -70,9 +80,13 @@ rule ingest_part:
         part=r"\d{4}",
     conda:
         "../../envs/analysis.yaml"
+    resources:
+        mem_mb=ingest_mem_mb,
+        mem_mb_per_cpu=ingest_mem_mb,
     params:
         logs=ingest_logs,
         parts=config["ingest"]["parts"],
         store=lambda wildcards: f"{RESULTS}/runs/{wildcards.run_id}/store",
+        memory_gb=config["analysis"]["memory_gb"],
     script:
         "../scripts/ingest_part.py"

@@ -18,6 +18,7 @@ if hasattr(smk.input, "manifest"):  # Namedlist: `in` tests values, not names
         manifest=run_dir / "manifest.json",
         run_id=smk.wildcards.run_id,
         from_parts=parts,
+        memory_gb=smk.params.memory_gb,  # the run's budget, as its analysis'
     )
 else:
     manifest = Path(smk.params.manifest) if smk.params.manifest else None
@@ -28,4 +29,5 @@ else:
         run_id=f"external~{smk.wildcards.name}",
         params=dict(smk.params.labels),
         from_parts=parts,
+        memory_gb=smk.params.memory_gb,  # the run's budget, as its analysis'
     )

@@ -14,6 +14,7 @@ part = read_part(
     int(smk.wildcards.part),
     smk.params.parts,
     exclude=[Path(smk.params.store)],  # its merged log, where one was written
+    memory_gb=smk.params.memory_gb,  # the run's budget, as its analysis'
 )
 size = sum(r.size for r in part.logs)
 print(

@@ -27,20 +27,22 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from iosweep.analysis.subset import RankSubset
-from iosweep.cgroups import cgroup_dirs
 
-GIB = 1 << 30
+# (the machine's memory and the budget are the memory module's: the ingest keeps to it too)
+from iosweep.memory import (  # noqa: F401
+    GIB,
+    MACHINE_SHARE,
+    MemoryBudgetError,
+    budget_bytes,
+    cgroup_limit,
+    machine_bytes,
+)
+
 # Peak resident bytes of analyze_run, measured (see the module's docstring)
 PER_SEGMENT = 250
 PER_COUNTER_RECORD = 650
 PER_APP_EVENT = 250
 BASE = GIB // 2  # the interpreter, numpy, pandas, pyarrow and the analysis' own modules
-# Of the machine's memory, what the analysis may take by default: the rest is the system's.
-MACHINE_SHARE = 0.9
-
-
-class MemoryBudgetError(RuntimeError):
-    """The run's analysis would need more memory than the budget allows."""
 
 
 @dataclass(frozen=True)
@@ -85,14 +87,6 @@ def need_of(store: Path | str, subset: RankSubset | None = None) -> Need:
     )
 
 
-def machine_bytes() -> int:
-    """The memory this process may use: its cgroup's limit (a SLURM job's ``--mem``, a
-    container's) where there is one, else the machine's."""
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    limit = cgroup_limit()
-    return min(total, limit) if limit is not None else total
-
-
 def own_memory(field: str = "VmRSS") -> int:
     """This process's resident memory now (``VmRSS``) or at its peak (``VmHWM``), in bytes;
     0 where /proc does not say."""
@@ -132,30 +126,6 @@ def over_peak(step: str, peak: int, memory_gb: float | None, verb: str = "peaked
 def cpus() -> int:
     """The CPUs this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def cgroup_limit(
-    proc_cgroup: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")
-) -> int | None:
-    """The tightest memory limit on this process's cgroup or those above it (v2
-    ``memory.max``, v1 ``memory.limit_in_bytes``); None without one. A SLURM job's cgroup is
-    nested (``/slurm/uid_0/job_12/step_0``): the root's file alone says nothing of it."""
-    limits = []
-    for d, v2 in cgroup_dirs("memory", proc_cgroup, root):
-        try:
-            text = (d / ("memory.max" if v2 else "memory.limit_in_bytes")).read_text().strip()
-        except OSError:
-            continue
-        if text.isdigit():
-            limits.append(int(text))
-    return min(limits) if limits else None
-
-
-def budget_bytes(memory_gb: float | None) -> int:
-    """The budget: ``memory_gb`` GiB, or by default a share of the machine's memory."""
-    if memory_gb is not None:
-        return int(memory_gb * GIB)
-    return int(machine_bytes() * MACHINE_SHARE)
 
 
 def check(store: Path | str, memory_gb: float | None, subset: RankSubset | None = None) -> Need:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iosweep.analysis.settings import PHASE_HELP, parse_phases
+from iosweep.memory import MemoryBudgetError
 
 if TYPE_CHECKING:
     from iosweep.trace.schema import RunMeta
@@ -52,6 +53,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="processes that read the logs (default: one per core, at most 8, when there "
         "are several logs and over 32 MiB of them: DFTracer traces, and Darshan logs of "
         "over 256 MiB, whose tables the readers spill to files)",
+    )
+    p.add_argument(
+        "--memory-gb",
+        type=float,
+        metavar="G",
+        help="memory the ingest may take (analysis.memory_gb; default: 90%% of the machine's, "
+        "or of the cgroup's limit): fewer reader processes where the default count would not "
+        "fit; refused with the figures, before anything is written, where one would not",
     )
     p.add_argument(
         "--force",
@@ -171,9 +180,15 @@ def _run_part(args: argparse.Namespace) -> int:
     try:
         index, count = parse_part(args.part)
         part = read_part(
-            args.logdirs, args.out, index, count, isolate=args.isolate, workers=args.workers
+            args.logdirs,
+            args.out,
+            index,
+            count,
+            isolate=args.isolate,
+            workers=args.workers,
+            memory_gb=args.memory_gb,
         )
-    except (FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, ValueError, MemoryBudgetError) as e:
         print(f"iosweep ingest: {e}", file=sys.stderr)
         return 2
     errors = [i for r in part.logs for i in r.issues if i.severity == "error"]
@@ -214,8 +229,9 @@ def run(args: argparse.Namespace) -> int:
             workers=args.workers,
             phases=parse_phases(args.phase) or None,
             from_parts=args.from_parts,
+            memory_gb=args.memory_gb,
         )
-    except (FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, ValueError, MemoryBudgetError) as e:
         print(f"iosweep ingest: {e}", file=sys.stderr)
         return 2
     listing = args.out / (INPUTS_JSON if len(stores) == 1 else JOBS_JSON)

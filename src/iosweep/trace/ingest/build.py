@@ -13,7 +13,7 @@ from typing import Any
 from iosweep import memory
 from iosweep.files import shown, write_json
 from iosweep.trace import dlio, jobs
-from iosweep.trace.ingest import inparts, parts, stream
+from iosweep.trace.ingest import inparts, need, parts, stream
 from iosweep.trace.ingest.attribute import (
     attribute_logs,
     duplicate_ranks,
@@ -83,6 +83,7 @@ def ingest(
     workers: int | None = None,
     phases: dict[str, list[dict[str, str]]] | None = None,
     from_parts: list[Path] | None = None,
+    memory_gb: float | None = None,
 ) -> RunMeta:
     """Build the trace store ``out`` from the logs under ``inputs``; return its metadata.
 
@@ -102,6 +103,9 @@ def ingest(
     setting); the store keeps them for its analysis. ``from_parts``: the folders of every part
     of the logs (:func:`iosweep.trace.ingest.inparts.read_part`, each read by a job of its
     own), whose reads are taken instead of reading the logs here: the same store.
+    ``memory_gb``: the budget (default: 90% of the machine's memory, or the cgroup's limit):
+    fewer readers where the default count would not fit, MemoryBudgetError with the figures
+    where one would not (:mod:`iosweep.trace.ingest.need`), before anything is written.
 
     Logs of several unrelated jobs (:mod:`iosweep.trace.jobs`) raise ValueError naming them:
     :func:`ingest_jobs` writes one store per job instead.
@@ -118,6 +122,7 @@ def ingest(
         split=False,
         phases=phases,
         from_parts=from_parts,
+        memory_gb=memory_gb,
     )
     return stores[0][1]
 
@@ -135,6 +140,7 @@ def ingest_jobs(
     split: bool = True,
     phases: dict[str, list[dict[str, str]]] | None = None,
     from_parts: list[Path] | None = None,
+    memory_gb: float | None = None,
 ) -> list[tuple[Path, RunMeta]]:
     """Like :func:`ingest`, but logs of several jobs become one store per job.
 
@@ -158,6 +164,7 @@ def ingest_jobs(
             split=split,
             phases=phases,
             from_parts=from_parts,
+            memory_gb=memory_gb,
         )
     finally:  # the logs' tables spilled while it was written (parts.py), whatever happened
         parts.remove(out / parts.SPILL_DIR)
@@ -176,6 +183,7 @@ def _ingest_jobs(
     split: bool,
     phases: dict[str, list[dict[str, str]]] | None,
     from_parts: list[Path] | None = None,
+    memory_gb: float | None = None,
 ) -> list[tuple[Path, RunMeta]]:
     issues: list[Issue] = []
     memory.map_large_arrays()
@@ -208,6 +216,13 @@ def _ingest_jobs(
     fingerprint = inputs_fingerprint(used, arguments)
     if reuse and (stores := _reusable(out, fingerprint)) is not None:
         return stores
+    # within the memory budget, or refused with the figures before anything is lost
+    logs = [e.path for e in entries]
+    spill_to = parts.spill_dir(out, logs, force=need.spill_needed(logs, memory_gb))
+    if from_parts:  # the writer alone, taking a log's spilled tables at a time
+        need.fit_readers(entries, 1, True, True, memory_gb)
+    else:
+        workers = need.readers_within(entries, workers, spill_to is not None, memory_gb)
     _clear_outputs(out)
     for p in unfinished:
         issues.append(
@@ -219,7 +234,6 @@ def _ingest_jobs(
             )
         )
     ranks, rank_source = collect_ranks(man, rank_files, issues)
-    spill_to = parts.spill_dir(out, [e.path for e in entries])
     bodies: stream.Bodies | None = None
     if from_parts:
         readers = inparts.take_parts(entries, from_parts, out / parts.SPILL_DIR, issues)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from iosweep.files import atomic_write
+from iosweep.trace.ingest import need
 from iosweep.trace.ingest.find import LogEntry, discover, outside
 from iosweep.trace.ingest.readlogs import read_each
 from iosweep.trace.logs import ProcessLog
@@ -93,20 +94,20 @@ def read_part(
     exclude: list[Path] | None = None,
     isolate: bool = False,
     workers: int | None = None,
+    memory_gb: float | None = None,
 ) -> ReadPart:
     """Read part ``index`` (from 0) of ``count`` of the logs under ``inputs`` into the folder
     ``out`` (made afresh): its logs' tables spilled there and ``part.pkl``. Logs under ``out``
-    or ``exclude`` are not the run's."""
+    or ``exclude`` are not the run's. ``memory_gb``: the budget, as :func:`ingest`'s."""
     if not 0 <= index < count:
         raise ValueError(f"part {index} of {count}: a part is numbered 0..{count - 1}")
     out = Path(out)
-    entries, _unfinished = discover([Path(p) for p in inputs])
-    entries = outside(entries, [out, *(exclude or [])])
-    own = assign(entries, count)[index]
+    own = part_entries(inputs, index, count, [out, *(exclude or [])])
+    readers = need.readers_within(own, workers, True, memory_gb) if own else 0
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     stats = [_stat(e.path) for e in own]  # before reading: a log changed after is caught
-    readers, found = read_each(own, isolate, workers, spill_to=out) if own else (0, [])
+    readers, found = read_each(own, isolate, readers, spill_to=out) if own else (0, [])
     part = ReadPart(index, count, readers, code_digest())
     for e, (size, mtime), issues in zip(own, stats, found, strict=True):
         if e.log is not None:  # its spill files, by name in this folder (it may move)
@@ -114,6 +115,13 @@ def read_part(
         part.logs.append(ReadLog(str(e.path.resolve()), size, mtime, e.log, issues))
     atomic_write(out / PART_FILE, lambda f: f.write_bytes(pickle.dumps(part)))
     return part
+
+
+def part_entries(inputs: list[Path], index: int, count: int, exclude: list[Path]) -> list[LogEntry]:
+    """The logs under ``inputs`` (but those under ``exclude``) that part ``index`` of
+    ``count`` reads."""
+    entries, _unfinished = discover([Path(p) for p in inputs])
+    return assign(outside(entries, exclude), count)[index]
 
 
 def load_part(folder: Path) -> ReadPart:
