@@ -90,13 +90,16 @@ def ingest_part_inputs(wildcards):
     return {"manifest": f"{RESULTS}/runs/{wildcards.run_id}/manifest.json"}
 
 
+def ingest_run_id(wildcards):
+    """The run an ingest job reads (rule ingest_external names it by its log set)."""
+    return wildcards.get("run_id") or f"external~{wildcards.name}"
+
+
 def ingest_part_dirs(wildcards):
     """The folders of the run's ingest parts (config: ingest.parts); none where one job reads
     the logs."""
     count = config["ingest"]["parts"]
-    # (rule ingest_external names the run by its log set)
-    run_id = wildcards.get("run_id") or f"external~{wildcards.name}"
-    run_dir = RUN_DIR.format(run_id=run_id)
+    run_dir = RUN_DIR.format(run_id=ingest_run_id(wildcards))
     return (
         [f"{run_dir}/ingest-parts/part-{k:04d}" for k in range(count)]
         if count > 1
@@ -112,7 +115,7 @@ def ingest_mem_mb(wildcards, input):
     Snakemake asks again when it does."""
     if hasattr(input, "manifest") and not Path(input.manifest).exists():
         raise FileNotFoundError(errno.ENOENT, "the run's manifest", input.manifest)
-    run_id = wildcards.get("run_id") or f"external~{wildcards.name}"
+    run_id = ingest_run_id(wildcards)
     store = f"{RESULTS}/runs/{run_id}/store"
     part = wildcards.get("part")
     index, count = (int(part), config["ingest"]["parts"]) if part else (0, 1)

@@ -217,12 +217,12 @@ def _ingest_jobs(
     if reuse and (stores := _reusable(out, fingerprint)) is not None:
         return stores
     # within the memory budget, or refused with the figures before anything is lost
-    logs = [e.path for e in entries]
-    spill_to = parts.spill_dir(out, logs, force=need.spill_needed(logs, memory_gb))
+    spilled = need.spills([e.path for e in entries], memory_gb)
+    spill_to = out / parts.SPILL_DIR if spilled else None  # (ingest_jobs removes it)
     if from_parts:  # the writer alone, taking a log's spilled tables at a time
-        need.fit_readers(entries, 1, True, True, memory_gb)
+        need.fit_readers(entries, 1, requested=True, spilled=True, memory_gb=memory_gb)
     else:
-        workers = need.readers_within(entries, workers, spill_to is not None, memory_gb)
+        workers = need.readers_within(entries, workers, spilled, memory_gb)
     _clear_outputs(out)
     for p in unfinished:
         issues.append(

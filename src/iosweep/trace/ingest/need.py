@@ -11,7 +11,7 @@ SLURM). Who holds what, measured with ``benchmarks/bench_segments_scale.py --ing
   tables to files as it reads it): its modules and one log's tables, about ``LOG_FACTOR``
   times the log's bytes on disk. One reader is the writing process itself;
 - logs under ``parts.SPILL_MIN_BYTES`` in all are held whole until the store is written, unless
-  holding them would not fit the budget (:func:`spill_needed`).
+  holding them would not fit the budget (:func:`spills`).
 
 So the peak is bounded by the readers' count and the largest log, not by the number of logs,
 files or segments; a log's records are bounded by the tracer's own buffers (Darshan's module
@@ -74,11 +74,13 @@ def _sizes(entries: list[LogEntry]) -> list[int]:
     return [e.path.stat().st_size if e.path.exists() else 0 for e in entries]
 
 
-def spill_needed(logs: list[Path], memory_gb: float | None) -> bool:
-    """Whether logs that would be held whole (under ``parts.SPILL_MIN_BYTES``) must be spilled
-    instead, since holding their tables would not fit the budget."""
+def spills(logs: list[Path], memory_gb: float | None) -> bool:
+    """Whether the logs' tables are spilled to files as they are read (``parts``), not held
+    until the store is written: logs of ``parts.SPILL_MIN_BYTES`` or more in all, or fewer
+    whose tables held would not fit the budget."""
     size = sum(p.stat().st_size for p in logs if p.exists())
-    return WRITER_BASE + LOG_FACTOR * size > budget_bytes(memory_gb)
+    held = WRITER_BASE + LOG_FACTOR * size
+    return size >= parts.SPILL_MIN_BYTES or held > budget_bytes(memory_gb)
 
 
 def fit_readers(
@@ -138,10 +140,7 @@ def estimate(entries: list[LogEntry], memory_gb: float | None, writer_only: bool
     ``mem_mb``), counted before it starts with the readers it would choose; at most the budget
     (over it, the job itself refuses with the figures). ``writer_only``: the job puts parts
     together, reading no log."""
-    logs = [e.path for e in entries]
-    spilled = (
-        writer_only or parts.spill_dir(Path(), logs, spill_needed(logs, memory_gb)) is not None
-    )
+    spilled = writer_only or spills([e.path for e in entries], memory_gb)
     n = 1 if writer_only else read_workers(entries, None, spilled=spilled)
     budget = budget_bytes(memory_gb)
     return min(_fewer(entries, n, True, spilled, budget).bytes, budget)

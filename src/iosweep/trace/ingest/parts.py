@@ -28,14 +28,6 @@ SPILL_MIN_BYTES = 256 * 2**20
 SPILL_DIR = ".ingest-parts"  # in the store's directory while it is written
 
 
-def spill_dir(out: Path, logs: list[Path], force: bool = False) -> Path | None:
-    """The folder the logs' tables are spilled to while ``out`` is written (the caller removes
-    it), or None when they are held in memory (logs of under ``SPILL_MIN_BYTES`` in all,
-    unless ``force``: holding them would not fit the memory budget)."""
-    size = sum(p.stat().st_size for p in logs if p.exists())
-    return Path(out) / SPILL_DIR if force or size >= SPILL_MIN_BYTES else None
-
-
 def spill(log: ProcessLog, where: Path, key: str) -> None:
     """Move ``log``'s tables to IPC files named after ``key`` (unique among the run's logs)
     under ``where``; the log keeps their paths (``log.spilled``). A full disk raises

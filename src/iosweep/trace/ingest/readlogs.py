@@ -98,7 +98,7 @@ def read_logs(
 ) -> int:
     """Read every discovered log, in ``read_workers`` processes (per-process logs are
     independent; the result is the same as one by one); returns how many processes read.
-    ``spill_to``: each log's tables go to files there as it is read (``parts.spill_dir``)."""
+    ``spill_to``: each log's tables go to files there as it is read (``need.spills``)."""
     n, found = read_each(entries, isolate, workers, spill_to)
     for own in found:
         issues.extend(own)
