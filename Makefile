@@ -8,7 +8,12 @@ CORES ?= all
 # Expanded when `run` starts, once setup has made the venv.
 MEM_MB ?= $(shell $(VENV)/bin/python -c 'from iosweep.analysis.budget import budget_bytes; print(budget_bytes(None) >> 20)')
 SNAKEMAKE_ARGS ?=
-PYTEST_ARGS ?= --durations=15
+# make test: pytest-xdist's workers (TEST_WORKERS, default 2: this machine's and CI's cores) for
+# all but the `exclusive` tests (tools/test.sh); each test file is one unit of work (its module
+# fixtures are made once), the SLURM tests one unit between them, the longest first
+# (tests/conftest.py)
+TEST_WORKERS ?= 2
+PYTEST_ARGS ?= --durations=25
 
 .PHONY: setup setup-tf run test lint unit mutation slurm-cluster slurm-cluster-stop clean
 
@@ -38,14 +43,14 @@ lint:
 	$(VENV)/bin/python tools/check_private.py
 
 # Set up (with the TensorFlow stack, so TF points are tested too), lint, then every test
-# (unit, real Horovod/MPI jobs, SLURM, browser). IOSWEEP_STRICT=1: the environment is the one
-# setup made, so a missing fixture, package, stack or browser fails a test instead of skipping it.
-test: setup-tf
-	$(MAKE) --no-print-directory lint
-	IOSWEEP_STRICT=1 $(VENV)/bin/pytest $(PYTEST_ARGS)
+# (unit, real Horovod/MPI jobs, SLURM, browser), each phase timed against the budget
+# (tools/test.sh). IOSWEEP_STRICT=1: the environment is the one setup made, so a missing
+# fixture, package, stack or browser fails a test instead of skipping it.
+test:
+	PYTEST_ARGS="$(PYTEST_ARGS)" TEST_WORKERS=$(TEST_WORKERS) bash tools/test.sh
 
 unit: setup
-	$(VENV)/bin/pytest -m "not integration and not slurm and not browser" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile -m "not integration and not slurm and not browser" $(PYTEST_ARGS)
 
 # Mutation testing of the analysis, trace and config-validation code (not in CI: slow). A seeded
 # sample of SAMPLE mutants per package (default 100; SAMPLE=0: all ~24,000, hours), then the

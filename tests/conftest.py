@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import html.parser
+import json
 import os
+import time
 from pathlib import Path
 from typing import NoReturn
 
@@ -154,3 +156,118 @@ def html_lines(page: str) -> list[str]:
     text = _Text()
     text.feed(page)
     return text.lines
+
+
+# --- Scheduling under pytest-xdist (make test: -n 2 --dist loadfile) ---
+# xdist's own groups (--dist loadgroup) are lost under pytest 9.2, which no longer reads the test
+# id xdist rewrites; so the unit of work is the scheduler's scope below, from the test id alone.
+
+#: Test files by their measured share of the suite (docs/testing.md), longest first: xdist hands
+#: a worker the next unit when it is almost done, so the long units start first and the short
+#: ones fill the end (longest-processing-time-first). Files not named keep collection order.
+LONG_FIRST: tuple[str, ...] = (  # 2026-12-02, make test on 2 workers (docs/testing.md)
+    "slurm",
+    "tests/test_advice_sweep.py",
+    "tests/test_own_job.py",
+    "tests/test_imagenet_integration.py",
+    "tests/test_whole_job.py",
+    "tests/test_replay.py",
+    "tests/test_tune.py",
+    "tests/test_faults.py",
+    "tests/test_parts.py",
+    "tests/test_report.py",
+    "tests/test_own_traces.py",
+    "tests/test_workflow.py",
+    "tests/test_train_integration.py",
+    "tests/test_analysis.py",
+    "tests/test_merged_log.py",
+    "tests/test_pipeline_fixtures.py",
+    "tests/test_damaged_inputs.py",
+    "tests/test_mpi.py",
+    "tests/test_timeline.py",
+    "tests/test_rules.py",
+)
+
+#: The files whose tests start a SLURM cluster (its ports, network namespaces and node names are
+#: fixed): one unit between them, so never two clusters at once.
+SLURM_FILES = ("tests/test_slurm_cluster.py", "tests/test_slurm_workflow.py")
+
+
+def scope_of(nodeid: str) -> str:
+    """The unit xdist hands to one worker: a test file (its module fixtures, a training run
+    each, are made once), or all of SLURM_FILES together."""
+    path = nodeid.split("::")[0]
+    return "slurm" if path in SLURM_FILES else path
+
+
+def pytest_itemcollected(item) -> None:
+    """A SLURM test outside SLURM_FILES could start a cluster beside another: refused."""
+    if item.get_closest_marker("slurm") and scope_of(item.nodeid) != "slurm":
+        raise pytest.UsageError(f"{item.nodeid} is marked slurm but is not in conftest.SLURM_FILES")
+
+
+def _rank(nodeid: str) -> int:
+    scope = scope_of(nodeid)
+    return LONG_FIRST.index(scope) if scope in LONG_FIRST else len(LONG_FIRST)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The units ordered longest first (a stable sort: within a file the order is the file's).
+    Without xdist only the order changes. `exclusive` is a whole file's mark: make test runs
+    those files in a phase of their own, and a file split between the phases would make its
+    module fixtures (its training runs) twice."""
+    items.sort(key=lambda item: _rank(item.nodeid))
+    marked: dict[str, set[bool]] = {}
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        marked.setdefault(path, set()).add(item.get_closest_marker("exclusive") is not None)
+    if split := sorted(p for p, m in marked.items() if len(m) > 1):
+        raise pytest.UsageError(f"mark exclusive on the whole file (pytestmark): {split}")
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of xdist's: no error where it is not loaded
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile, with SLURM_FILES one unit and the units in collection order (the
+    order above), not reordered by their number of tests."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    config.option.loadscopereorder = False
+    return ByFile(config, log)
+
+
+_SUITE_START = time.time()
+
+
+def _training_runs(base: Path) -> tuple[int, float]:
+    """Real training runs this session started (each writes a manifest.json with its start
+    and end times) and their summed wall time; manifests copied from fixtures are older."""
+    count, seconds = 0, 0.0
+    for path in base.rglob("manifest.json"):
+        try:
+            m = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(m, dict) and (m.get("start_time") or 0) >= _SUITE_START and m.get("end_time"):
+            count += 1
+            seconds += m["end_time"] - m["start_time"]
+    return count, seconds
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """The suite's own wall time (and its training runs), against the budget of
+    docs/testing.md, at the end of every run, so that a suite growing past it shows."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller reports
+        return
+    wall = time.time() - _SUITE_START
+    runs, train = _training_runs(config._tmp_path_factory.getbasetemp())
+    terminalreporter.write_line(
+        f"iosweep suite: pytest wall time {wall:.0f} s ({wall / 60:.1f} min); "
+        f"{runs} training runs, {train:.0f} s of training in all (summed over runs); "
+        "budget for make test, setup included: 40 min on 2 cores (docs/testing.md)"
+    )

@@ -25,7 +25,8 @@ from PIL import Image
 
 from iosweep.run.program import resolve_python
 
-pytestmark = pytest.mark.integration
+# exclusive: its verdicts flip when a second core is busy (docs/testing.md)
+pytestmark = [pytest.mark.integration, pytest.mark.exclusive]
 JOBS = REPO / "tests" / "jobs"
 # (workload, loader cost, step cost) -> the verdict by construction
 INPUT, COMPUTE = dict(sample=20, step=5), dict(sample=0.2, step=150)

@@ -34,6 +34,10 @@ from iosweep.replay.measure import ReplayError
 from iosweep.replay.workload import write_replay
 from iosweep.trace.ingest import ingest
 
+# exclusive: its DLIO point's verdict flips to start-up when a second core is busy
+# (docs/testing.md)
+pytestmark = pytest.mark.exclusive
+
 H100 = "imagenet-style-resnet50-h100/darshan8"
 # docs/replay.md: DLIO's own bookkeeping between steps (outside its compute sleep and its
 # fetch, some 20 ms a step here) idles the emulated accelerator a few points of AU at these

