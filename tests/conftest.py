@@ -193,10 +193,14 @@ LONG_FIRST: tuple[str, ...] = (  # 2026-12-02, make test on 2 workers (docs/test
 SLURM_FILES = ("tests/test_slurm_cluster.py", "tests/test_slurm_workflow.py")
 
 
+def file_of(nodeid: str) -> str:
+    return nodeid.split("::")[0]
+
+
 def scope_of(nodeid: str) -> str:
     """The unit xdist hands to one worker: a test file (its module fixtures, a training run
     each, are made once), or all of SLURM_FILES together."""
-    path = nodeid.split("::")[0]
+    path = file_of(nodeid)
     return "slurm" if path in SLURM_FILES else path
 
 
@@ -219,8 +223,9 @@ def pytest_collection_modifyitems(config, items) -> None:
     items.sort(key=lambda item: _rank(item.nodeid))
     marked: dict[str, set[bool]] = {}
     for item in items:
-        path = item.nodeid.split("::")[0]
-        marked.setdefault(path, set()).add(item.get_closest_marker("exclusive") is not None)
+        marked.setdefault(file_of(item.nodeid), set()).add(
+            item.get_closest_marker("exclusive") is not None
+        )
     if split := sorted(p for p, m in marked.items() if len(m) > 1):
         raise pytest.UsageError(f"mark exclusive on the whole file (pytestmark): {split}")
 
