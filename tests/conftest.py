@@ -121,6 +121,19 @@ def missing_fixtures() -> list[str]:
     return [f for f in dict.fromkeys(FIXTURES) if not (data / f).is_dir()]
 
 
+#: Open MPI's ranks poll for messages without yielding unless it sees a node oversubscribed, and
+#: it counts only its own ranks: with the other test worker on the second core, a rank waiting
+#: in Horovod's allreduce spun on the core its peer needed, and a 2-rank TensorFlow run took 130 s
+#: instead of 68 s, compute-bound jobs came out host-CPU-bound (docs/testing.md). The tests share
+#: this machine by design, so their MPI jobs yield, as Open MPI's own jobs do when oversubscribed.
+MPI_YIELD = {"OMPI_MCA_mpi_yield_when_idle": "1"}
+
+
+def pytest_configure(config) -> None:
+    for key, value in MPI_YIELD.items():
+        os.environ.setdefault(key, value)
+
+
 def pytest_sessionstart(session) -> None:
     """Where the environment is ours, a missing fixture stops the run at once with the list,
     before minutes of other tests (each fixture test would also fail, naming its own)."""

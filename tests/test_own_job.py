@@ -25,8 +25,7 @@ from PIL import Image
 
 from iosweep.run.program import resolve_python
 
-# exclusive: its verdicts flip when a second core is busy (docs/testing.md)
-pytestmark = [pytest.mark.integration, pytest.mark.exclusive]
+pytestmark = pytest.mark.integration
 JOBS = REPO / "tests" / "jobs"
 # (workload, loader cost, step cost) -> the verdict by construction
 INPUT, COMPUTE = dict(sample=20, step=5), dict(sample=0.2, step=150)

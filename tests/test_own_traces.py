@@ -184,7 +184,7 @@ def test_a_trace_without_annotations_says_what_would_give_a_verdict(tmp_path):
 DLIO_ARGS = ["workload=default", "++workload.workflow.evaluation=False",
              "++workload.dataset.format=jpeg", "++workload.dataset.num_files_train=256",
              "++workload.dataset.num_subfolders_train=0", "++workload.dataset.record_length=4096",
-             "++workload.train.epochs=2", "++workload.train.computation_time=0.02",
+             "++workload.train.epochs=2", "++workload.train.computation_time=0.1",
              "++workload.reader.batch_size=8", "++workload.reader.read_threads=0"]  # fmt: skip
 
 

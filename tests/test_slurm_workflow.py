@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -133,42 +134,20 @@ def _check_staged_on_each_node(m: dict, run_dir: Path) -> None:
     assert not Path(st["dir"]).exists()
 
 
-def test_profile_slurm_one_node(tmp_path):
-    if reason := skip_reason(nodes=1):
-        unavailable(reason)
-    config_path, results = _tiny_config(tmp_path)
-    with slurm_cluster(
-        nodes=1, cpus=2, state_dir=Path("/var/tmp/iosweep-t1"), shared=[tmp_path, REPO]
-    ) as cluster:
-        output = _run_profile(cluster, config_path)
-        jobs = _submitted_jobs(output)
-        manifests = _manifests(results)
-        assert len(manifests) == 2
-        # every sweep point ran as a SLURM job of its own, its ranks started by srun inside it
-        _check_own_jobs(manifests, _jobcomp(cluster))
-        assert "train_pytorch" not in jobs  # its runner holds the job with salloc
-        for m in manifests:
-            assert m["status"] == "ok", (m["reason"], m["log_tail"])
-            assert m["launcher"] == "srun" and "--overlap" in m["command"]
-            assert len(m["ranks"]) == m["params"]["ppn"]
-        assert "report" in jobs
-        assert (results / "report" / "report.html").stat().st_size > 10_000
-        # each run's analysis job was given the memory its store needs (rule analyze_run's
-        # mem_mb, counted from the store after ingest), not the profile's default
-        needs = sorted(budget.mem_mb(p.parent) for p in (results / "runs").rglob("store/run.json"))
-        given = sorted(_memory_mb(_jobcomp(cluster)[j]) for j in jobs["analyze_run"])
-        assert given == needs and len(needs) == 2, (given, needs)
-        # and each ingest job what its logs need (a few MiB of logs, held whole: the writer's
-        # 256 MiB and 16x the logs' bytes, docs/data-model.md "Memory"), summed by hand
-        logs = [
-            sum(f.stat().st_size for f in m.parent.rglob("*") if _is_log(f)) for m in _runs(results)
-        ]
-        needs = sorted(-(-((256 << 20) + 16 * n) // 2**20) for n in logs)
-        given = sorted(_memory_mb(_jobcomp(cluster)[j]) for j in jobs["ingest_run"])
-        assert given == needs, (given, needs)
-    # the cluster is gone again: no daemon of it is left
-    leftover = subprocess.run(["pgrep", "-af", "iosweep-t1"], capture_output=True, text=True).stdout
-    assert "slurmd" not in leftover and "slurmctld" not in leftover
+def _check_memory_asked(results: Path, jobs: dict[str, list[str]], done: dict) -> None:
+    """Each run's analysis job was given the memory its store needs (rule analyze_run's mem_mb,
+    counted from the store after ingest), not the profile's default; and each ingest job what
+    its logs need (a few MiB of logs, held whole: the writer's 256 MiB and 16x the logs'
+    bytes, docs/data-model.md "Memory"), summed by hand."""
+    needs = sorted(budget.mem_mb(p.parent) for p in (results / "runs").rglob("store/run.json"))
+    given = sorted(_memory_mb(done[j]) for j in jobs["analyze_run"])
+    assert given == needs and len(needs) == len(_runs(results)), (given, needs)
+    logs = [
+        sum(f.stat().st_size for f in m.parent.rglob("*") if _is_log(f)) for m in _runs(results)
+    ]
+    needs = sorted(-(-((256 << 20) + 16 * n) // 2**20) for n in logs)
+    given = sorted(_memory_mb(done[j]) for j in jobs["ingest_run"])
+    assert given == needs, (given, needs)
 
 
 def test_a_tune_under_profile_slurm_runs_its_points_as_slurm_jobs(tmp_path):
@@ -199,9 +178,26 @@ def test_a_tune_under_profile_slurm_runs_its_points_as_slurm_jobs(tmp_path):
         assert all(m["status"] == "ok" and m["launcher"] == "srun" for m in manifests)
 
 
-def test_profile_slurm_two_emulated_nodes(tmp_path):
+@dataclass
+class SlurmSweep:
+    """One sweep through `snakemake --profile slurm` on a two-node cluster, and what SLURM and
+    Snakemake said of it: the rule -> job ids Snakemake submitted, SLURM's record of each job,
+    the cluster's daemons left after it stopped (none, if it stopped)."""
+
+    results: Path
+    jobs: dict[str, list[str]]
+    done: dict[str, dict[str, str]]
+    leftover: str
+
+
+@pytest.fixture(scope="module")
+def slurm_sweep(tmp_path_factory) -> SlurmSweep:
+    """The tiny sweep at 1 and 2 nodes x 1 and 2 ranks a node, a staged ImageNet-style point
+    and a torchrun job on both nodes, through the profile on two emulated nodes: made once, read
+    by the one-node and the two-node tests."""
     if reason := skip_reason(nodes=2):
         unavailable(reason)
+    tmp_path = tmp_path_factory.mktemp("slurm-sweep")
     # ... and a staged ImageNet-style point on both nodes: each stages into its private /tmp
     staged = {
         "workloads": ["imagenet"],
@@ -238,8 +234,40 @@ def test_profile_slurm_two_emulated_nodes(tmp_path):
     with slurm_cluster(
         nodes=2, cpus=2, state_dir=Path("/var/tmp/iosweep-t2"), shared=[tmp_path, REPO]
     ) as cluster:
-        _run_profile(cluster, config_path)
-        _check_own_jobs(_manifests(results), _jobcomp(cluster))
+        jobs = _submitted_jobs(_run_profile(cluster, config_path))
+        done = _jobcomp(cluster)
+    leftover = subprocess.run(["pgrep", "-af", "iosweep-t2"], capture_output=True, text=True).stdout
+    return SlurmSweep(results, jobs, done, leftover)
+
+
+def test_profile_slurm_one_node(slurm_sweep):
+    """Issue 6's checks, on the sweep's points of one node (and on all): each point a SLURM job
+    of its own, its ranks started by srun inside it, each job given the memory its step needs,
+    the report a job too, and no daemon left once the cluster stopped. (A one-node cluster of
+    its own is tests/test_slurm_cluster.py's.)"""
+    results, jobs, done = slurm_sweep.results, slurm_sweep.jobs, slurm_sweep.done
+    assert "slurmd" not in slurm_sweep.leftover and "slurmctld" not in slurm_sweep.leftover
+    _check_own_jobs(_manifests(results), done)
+    assert "train_pytorch" not in jobs  # its runner holds the job with salloc
+    one = [m for m in _manifests(results) if m["params"]["nodes"] == 1]
+    assert sorted(m["params"]["ppn"] for m in one) == [1, 2]
+    for m in one:
+        assert m["status"] == "ok", (m["reason"], m["log_tail"])
+        assert m["launcher"] == "srun" and "--overlap" in m["command"]
+        assert len(m["ranks"]) == m["params"]["ppn"]
+        hosts = {r["host"] for r in m["ranks"]}
+        assert len(hosts) == 1 and hosts <= {"simnode1", "simnode2"}, hosts
+    assert "report" in jobs
+    assert (results / "report" / "report.html").stat().st_size > 10_000
+    _check_memory_asked(results, jobs, done)
+
+
+def test_profile_slurm_two_emulated_nodes(slurm_sweep):
+    """The points of two nodes: each ran on as many distinct hosts as it asked nodes, its logs
+    tied to their ranks across the nodes, a staged point read each node's own copy, and the
+    torchrun job had an agent a node."""
+    results = slurm_sweep.results
+    _check_own_jobs(_manifests(results), slurm_sweep.done)
     assert len(_manifests(results)) == 6
     for m in _manifests(results):
         p = m["params"]

@@ -49,4 +49,7 @@ rc=$?
 # shellcheck disable=SC2086
 timed exclusive-tests .venv/bin/pytest -m exclusive $PYTEST_ARGS
 rc2=$?
+if ((rc2 == 5)); then  # pytest's "no tests collected": no file is marked exclusive now
+  rc2=0
+fi
 exit $((rc != 0 ? rc : rc2))
