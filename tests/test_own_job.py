@@ -5,7 +5,9 @@ One sweep holds three training scripts that are not iosweep's (tests/jobs/README
 (torchrun), Keras fit over tf.data (Horovod, mpirun). Each runs twice, with costs that fix
 the truth by construction: per batch, 8 samples x 20 ms of CPU in the loader against a 5 ms
 step, with no loader workers (input-bound by preprocessing: AU about 5/165), and 8 x 0.2 ms
-against a 150 ms step (compute-bound: AU about 150/152 plus reading). Beside them, a script
+against a 600 ms step on a quarter of the data (compute-bound: AU about 600/602 plus reading,
+which a busy second core made 25 ms a batch for the NPZ job, that opens a shard a sample: still
+under half the 10% the verdict allows). Beside them, a script
 with a syntax error, one that exits 3 on rank 1, and one that never iterates a data loader:
 each is named with its reason, and the others' points and report come out whole. Then the
 README's example config, as written.
@@ -27,8 +29,10 @@ from iosweep.run.program import resolve_python
 
 pytestmark = pytest.mark.integration
 JOBS = REPO / "tests" / "jobs"
-# (workload, loader cost, step cost) -> the verdict by construction
-INPUT, COMPUTE = dict(sample=20, step=5), dict(sample=0.2, step=150)
+# (workload, loader cost, step cost) -> the verdict by construction; the compute-bound jobs'
+# data a quarter of the input-bound ones', so that both train about as long
+INPUT, COMPUTE = dict(sample=20, step=5), dict(sample=0.2, step=600)
+SIZE = {"input": 4, "compute": 1}  # the data, in quarters
 
 BROKEN = {
     "syntax_error.py": "import torch\nfor x in range(3)\n    print(x)\n",
@@ -55,12 +59,13 @@ def _workloads(tmp: Path) -> dict:
              "{loader_workers} {epochs}")  # fmt: skip
     out = {}
     for case, cost in (("input", INPUT), ("compute", COMPUTE)):
+        q = SIZE[case]
         out[f"npz-{case}"] = {**c, "command": npz % cost,
-                              "prepare": "{python} make_npz.py --out {data} --shards 40 --per-shard 32"}  # fmt: skip
+                              "prepare": f"{{python}} make_npz.py --out {{data}} --shards {10 * q} --per-shard 32"}  # fmt: skip
         out[f"tars-{case}"] = {**c, "command": tars % cost, "launch": "torchrun",
-                               "prepare": "{python} make_tars.py {data} -n 16 -k 40"}  # fmt: skip
+                               "prepare": f"{{python}} make_tars.py {{data}} -n {4 * q} -k 40"}  # fmt: skip
         out[f"keras-{case}"] = {**c, "command": keras % cost, "framework": "tensorflow"}
-    out["keras-input"]["prepare"] = "{python} make_images.py {data} 640"
+    out["keras-input"]["prepare"] = f"{{python}} make_images.py {{data}} {160 * SIZE['input']}"
     out["keras-compute"]["data"] = str(tmp / "pngs")  # a dataset that exists: no prepare
     broken = {"workdir": str(tmp / "broken"), "framework": "pytorch"}
     out["syntax"] = {**broken, "command": "{python} syntax_error.py --epochs {epochs}"}
@@ -85,7 +90,7 @@ def sweep(tmp_path_factory) -> Path:
         if resolve_python(fw, None)[0] is None:
             unavailable(f"no Horovod {fw} stack (run tools/setup.sh --with-tensorflow)")
     tmp = tmp_path_factory.mktemp("own-job")
-    _pngs(tmp / "pngs", 640)
+    _pngs(tmp / "pngs", 160 * SIZE["compute"])
     (tmp / "broken").mkdir()
     np.save(tmp / "xs.npy", np.random.default_rng(1).standard_normal((256, 10), np.float32))
     for name, text in BROKEN.items():
