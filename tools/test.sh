@@ -4,8 +4,8 @@
 # 2 cores, setup included). The tests run in two phases:
 #   - parallel: all but those marked `exclusive`, on TEST_WORKERS pytest-xdist workers, a test
 #     file a unit (tests/conftest.py);
-#   - exclusive: the files whose verdicts rest on timings that a busy second core changes, one
-#     test at a time with the machine to themselves.
+#   - exclusive: the files that need the repository or the machine to themselves (no other
+#     test's Snakemake running in it), one test at a time.
 # Exit status: the first of setup and lint that failed, else the first failing test phase's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
