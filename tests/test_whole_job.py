@@ -3,11 +3,12 @@
 
 A thread prefetcher around a DataLoader: the loader is iterated in a producer thread, and the
 training loop in the main thread takes batches off a queue.Queue. Three costs fix the truth by
-construction (8 samples a batch): 20 ms a sample against a 5 ms step (input-bound: the main
-thread waits ~155 ms a batch); 13 ms a sample against a 150 ms step (the producer is busy
+construction (8 samples a batch): 60 ms a sample against a 5 ms step (input-bound: the main
+thread waits ~475 ms a batch); 42 ms a sample against a 480 ms step (the producer is busy
 ~70% of the time, yet the main thread hardly waits: compute-bound; the hooks used to time the
-producer's next() and call it input-bound); 0.2 ms against 150 ms (compute-bound, a producer
-mostly idle).
+producer's next() and call it input-bound); 0.2 ms against 480 ms (compute-bound, a producer
+mostly idle). Each trains about 23 s: with a second job holding a core, start-up took 14-15 s
+and training at a third of these costs 11-12 s, which made the verdict "start-up".
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ SAMPLES = 256  # 128 a rank: 16 batches of 8 an epoch, 3 epochs (training well p
 AU_TOLERANCE = 0.05  # the hooks' AU against the script's own, absolute
 
 PREFETCH = {  # case -> (ms a sample, ms a step, the verdict by construction)
-    "input": (20.0, 5.0, "input-bound-preprocessing"),
-    "busy-producer": (13.0, 150.0, "compute-bound"),
-    "compute": (0.2, 150.0, "compute-bound"),
+    "input": (60.0, 5.0, "input-bound-preprocessing"),
+    "busy-producer": (42.0, 480.0, "compute-bound"),
+    "compute": (0.2, 480.0, "compute-bound"),
 }
 
 
