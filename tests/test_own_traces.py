@@ -5,9 +5,9 @@
    DFTRACER_* variables, as its docs say; no iosweep in the process). Costs fix the truth by
    construction, per batch of 8: input-bound, 8 x 25 ms of CPU in ``__getitem__`` with no loader
    workers against a 12.5 ms forward (AU = 12.5 / 212.5 = 0.059: the loop's own overheads are
-   under a millisecond a batch alone, 6 ms a sample with a second job holding a core, so
-   |AU - 0.059| < 0.02 holds with twice that; at a fifth of these costs, under that load, AU
-   was 0.027); compute-bound, a 60 ms forward and
+   under a millisecond a batch alone; with a second job holding a core, AU 0.027 at a fifth
+   of these costs says about 6 ms more a sample, and |AU - 0.059| < 0.02 holds with twice
+   that); compute-bound, a 60 ms forward and
    nothing to decode (AU = 60 / (60 + the 2 to 3 ms a batch that reading 8 small files under
    the tracer, collating, backward and the optimizer step take) = 0.95 or so, > 0.9).
    The overlap figures are checked against dftracer-analyzer (``.venv-dfa``) on the same
