@@ -3,7 +3,9 @@
 # last line says where the time went against the suite's budget (docs/testing.md: 40 minutes on
 # 2 cores, setup included). The tests run in two phases:
 #   - parallel: all but those marked `exclusive`, on TEST_WORKERS pytest-xdist workers, a test
-#     file a unit (tests/conftest.py);
+#     file a unit (tests/conftest.py); beside them, in a pytest of its own, the tests marked
+#     `slurm`, which wait on the scheduler most of the time (alone they kept 0.8 of 2 cores busy:
+#     docs/testing.md), so that their wait overlaps the workers' instead of holding one;
 #   - exclusive: the files that need the repository or the machine to themselves (no other
 #     test's Snakemake running in it), one test at a time.
 # Exit status: the first of setup and lint that failed, else the first failing test phase's.
@@ -43,9 +45,40 @@ trap summary EXIT
 timed setup bash tools/setup.sh --with-tensorflow || exit $?
 timed lint make --no-print-directory lint || exit $?
 export IOSWEEP_STRICT=1
+beside_slurm() {  # the SLURM tests' own pytest; its output is printed when it ends
+  local t0 rc
+  t0=$(date +%s)
+  # shellcheck disable=SC2086
+  .venv/bin/pytest -m "slurm and not exclusive" --basetemp "$slurm_log.tmp" $PYTEST_ARGS >"$slurm_log" 2>&1
+  rc=$?
+  echo "$rc $(($(date +%s) - t0))" >"$slurm_log.rc"
+}
+slurm_log=$(mktemp)
+beside_slurm &
+slurm_pid=$!
 # shellcheck disable=SC2086
-timed parallel-tests .venv/bin/pytest -n "$TEST_WORKERS" --dist loadfile -m "not exclusive" $PYTEST_ARGS
+timed parallel-tests .venv/bin/pytest -n "$TEST_WORKERS" --dist loadfile -m "not exclusive and not slurm" $PYTEST_ARGS
 rc=$?
+t0=$(date +%s)
+wait "$slurm_pid"
+waited=$(($(date +%s) - t0))
+echo "--- the SLURM tests (run beside the parallel phase) ---"
+cat "$slurm_log"
+read -r rc_slurm slurm_s <"$slurm_log.rc"
+rm -f "$slurm_log" "$slurm_log.rc"
+if ((rc_slurm == 0)); then  # a failure's files stay for a look
+  rm -rf "$slurm_log.tmp"
+else
+  echo "the SLURM tests' files: $slurm_log.tmp"
+fi
+names+=("slurm-tests (beside, ${slurm_s} s in all; waited for after)")
+secs+=("$waited")
+if ((rc_slurm == 5)); then  # pytest's "no tests collected": PYTEST_ARGS chose none of them
+  rc_slurm=0
+fi
+if ((rc == 0 || rc == 5)); then
+  rc=$rc_slurm
+fi
 # shellcheck disable=SC2086
 timed exclusive-tests .venv/bin/pytest -m exclusive $PYTEST_ARGS
 rc2=$?
