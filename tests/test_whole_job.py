@@ -92,7 +92,14 @@ def test_a_thread_prefetcher_is_judged_by_what_the_training_thread_waited_for(tm
         f"--epochs {{epochs}} --sample-ms {sample_ms} --step-ms {step_ms}"))  # fmt: skip
     p = sm["pipeline"]
     assert p["available"], p["reason"]
-    assert p["verdict"]["kind"] == kind, (p["verdict"], p["totals"], [o["au"] for o in own])
+    v, host = p["verdict"], p["host"]
+    if kind != "compute-bound" and v["kind"] == "host-cpu-bound":
+        # the host's cores all busy (the SLURM tests beside both workers: measured once), the
+        # kernel's figures say so, and the trace alone still reads the case's verdict
+        assert v["trace_kind"] == kind, (v, p["totals"])
+        assert host["busy_share"] >= 0.9 and host["core_wait_share"] >= 0.25, host
+    else:
+        assert v["kind"] == kind, (v, p["totals"], [o["au"] for o in own])
     truth_au = float(np.mean([o["au"] for o in own]))
     assert p["totals"]["au"] == pytest.approx(truth_au, abs=AU_TOLERANCE), (p["totals"], own)
     # the main thread's hand-off is what was timed, named as such, the producer beside it
@@ -108,8 +115,10 @@ def test_a_thread_prefetcher_is_judged_by_what_the_training_thread_waited_for(tm
         wait = sum(s["wait_end"] - s["wait_start"] for s in steps)
         # the script reads its clock a few bytecodes outside the hooks' window: on a busy host
         # a switch to the spinning producer or a wait for a core can fall between (34 ms once
-        # in a run, measured), against seconds had the producer's next() been timed instead
-        assert wait == pytest.approx(sum(e["wait"] for e in o["epochs"]), rel=0.1, abs=0.1)
+        # in a run, measured; 2.8 ms a step over a run beside the SLURM tests), against 8 x
+        # 42-60 ms a step had the producer's next() been timed instead: 5 ms a step allowed
+        own_wait = sum(e["wait"] for e in o["epochs"])
+        assert wait == pytest.approx(own_wait, rel=0.1, abs=0.005 * len(steps))
 
 
 @pytest.fixture(scope="module")
