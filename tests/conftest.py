@@ -163,6 +163,18 @@ class _Text(html.parser.HTMLParser):
             self.lines.append(" ".join(data.split()))
 
 
+def assert_verdict_or_host_held(pipeline: dict, kind: str) -> None:
+    """The verdict ``kind``; or, for a job that is not compute-bound, "Held back by the host's
+    CPU" where the host's cores were all busy (the job's own ranks and threads, or the other
+    tests beside it): then the kernel's figures must say so and the trace alone read ``kind``."""
+    v, host = pipeline["verdict"], pipeline["host"]
+    if kind != "compute-bound" and v["kind"] == "host-cpu-bound":
+        assert v["trace_kind"] == kind, (v, pipeline["totals"])
+        assert host["busy_share"] >= 0.9 and host["core_wait_share"] >= 0.25, host
+    else:
+        assert v["kind"] == kind, (v, pipeline["totals"])
+
+
 def html_lines(page: str) -> list[str]:
     """The text a reader sees in an HTML page (not its styles or scripts), one line per
     text node, whitespace collapsed."""

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO, html_lines, snakemake, unavailable
+from conftest import REPO, assert_verdict_or_host_held, html_lines, snakemake, unavailable
 from PIL import Image
 
 from iosweep.run.program import resolve_python
@@ -137,11 +137,7 @@ def test_a_job_input_bound_by_construction_is_found_waiting_for_preprocessing(sw
     assert p["timing"]["source"] == "hooks" and p["timing"]["wait"] == "measured"
     # preprocessing, or, where the job's own ranks left no core free (2 ranks spinning, and
     # Horovod's background thread, on CI's 2 cores), the host's CPU: the kernel's figures say
-    v, host = p["verdict"], p["host"]
-    assert v["kind"] in ("input-bound-preprocessing", "host-cpu-bound"), v
-    if v["kind"] == "host-cpu-bound":
-        assert v["trace_kind"] == "input-bound-preprocessing", v
-        assert host["busy_share"] >= 0.9 and host["core_wait_share"] >= 0.25, host
+    assert_verdict_or_host_held(p, "input-bound-preprocessing")
     assert p["totals"]["au"] < 0.5, p["totals"]
     assert p["totals"]["epochs"] == 2 and p["totals"]["ranks"] == 2
     steps = [s for s in manifest["steps"] if s["step"] >= 0]

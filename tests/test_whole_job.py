@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, unavailable
+from conftest import REPO, assert_verdict_or_host_held, unavailable
 
 from iosweep.analysis import analyze_run
 from iosweep.analysis.summary.io import read_summary
@@ -92,14 +92,8 @@ def test_a_thread_prefetcher_is_judged_by_what_the_training_thread_waited_for(tm
         f"--epochs {{epochs}} --sample-ms {sample_ms} --step-ms {step_ms}"))  # fmt: skip
     p = sm["pipeline"]
     assert p["available"], p["reason"]
-    v, host = p["verdict"], p["host"]
-    if kind != "compute-bound" and v["kind"] == "host-cpu-bound":
-        # the host's cores all busy (the SLURM tests beside both workers: measured once), the
-        # kernel's figures say so, and the trace alone still reads the case's verdict
-        assert v["trace_kind"] == kind, (v, p["totals"])
-        assert host["busy_share"] >= 0.9 and host["core_wait_share"] >= 0.25, host
-    else:
-        assert v["kind"] == kind, (v, p["totals"], [o["au"] for o in own])
+    # host-cpu-bound seen once for the input case, the SLURM tests beside both workers
+    assert_verdict_or_host_held(p, kind)
     truth_au = float(np.mean([o["au"] for o in own]))
     assert p["totals"]["au"] == pytest.approx(truth_au, abs=AU_TOLERANCE), (p["totals"], own)
     # the main thread's hand-off is what was timed, named as such, the producer beside it
