@@ -45,27 +45,36 @@ trap summary EXIT
 timed setup bash tools/setup.sh --with-tensorflow || exit $?
 timed lint make --no-print-directory lint || exit $?
 export IOSWEEP_STRICT=1
-beside_slurm() {  # the SLURM tests' own pytest; its output is printed when it ends
+no_tests_ok() {  # no_tests_ok RC: pytest's 5, "no tests collected" (PYTEST_ARGS chose none), is 0
+  if (($1 == 5)); then return 0; fi
+  return "$1"
+}
+beside_slurm() {  # the SLURM tests' own pytest; its log is printed when it ends, its wall time kept
   local t0 rc
   t0=$(date +%s)
   # shellcheck disable=SC2086
   .venv/bin/pytest -m "slurm and not exclusive" --basetemp "$slurm_log.tmp" $PYTEST_ARGS >"$slurm_log" 2>&1
   rc=$?
-  echo "$rc $(($(date +%s) - t0))" >"$slurm_log.rc"
+  echo "$(($(date +%s) - t0))" >"$slurm_log.s"
+  return "$rc"
 }
 slurm_log=$(mktemp)
 beside_slurm &
 slurm_pid=$!
 # shellcheck disable=SC2086
 timed parallel-tests .venv/bin/pytest -n "$TEST_WORKERS" --dist loadfile -m "not exclusive and not slurm" $PYTEST_ARGS
+no_tests_ok $?
 rc=$?
 t0=$(date +%s)
 wait "$slurm_pid"
+no_tests_ok $?
+rc_slurm=$?
 waited=$(($(date +%s) - t0))
 echo "--- the SLURM tests (run beside the parallel phase) ---"
 cat "$slurm_log"
-read -r rc_slurm slurm_s <"$slurm_log.rc"
-rm -f "$slurm_log" "$slurm_log.rc"
+slurm_s="?"  # unknown if its pytest was killed before it could say
+read -r slurm_s <"$slurm_log.s"
+rm -f "$slurm_log" "$slurm_log.s"
 if ((rc_slurm == 0)); then  # a failure's files stay for a look
   rm -rf "$slurm_log.tmp"
 else
@@ -73,16 +82,9 @@ else
 fi
 names+=("slurm-tests (beside, ${slurm_s} s in all; waited for after)")
 secs+=("$waited")
-if ((rc_slurm == 5)); then  # pytest's "no tests collected": PYTEST_ARGS chose none of them
-  rc_slurm=0
-fi
-if ((rc == 0 || rc == 5)); then
-  rc=$rc_slurm
-fi
+if ((rc == 0)); then rc=$rc_slurm; fi
 # shellcheck disable=SC2086
 timed exclusive-tests .venv/bin/pytest -m exclusive $PYTEST_ARGS
+no_tests_ok $?
 rc2=$?
-if ((rc2 == 5)); then  # pytest's "no tests collected": no file is marked exclusive now
-  rc2=0
-fi
 exit $((rc != 0 ? rc : rc2))
