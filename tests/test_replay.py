@@ -133,3 +133,19 @@ def test_a_run_without_dataset_reads_cannot_be_replayed_and_says_why(tmp_path):
     store, summary = _analysed(shared_fixture("darshan-logs/mpi_io_test_with_dxt"), tmp_path)
     with pytest.raises(ReplayError, match="no reads of dataset files: nothing to replay"):
         write_replay(store, summary, tmp_path / "cfg" / "workload" / "m.yaml")
+
+
+def test_a_calibration_that_asks_a_negative_sleep_says_the_replay_waits_longer():
+    from iosweep.replay.dlio import calibration_shortfall
+    from iosweep.replay.measure import Measured, ReplayMeasures
+
+    # the figures of a replay under load (2026-12-03): the run's load of a sample 6.47 ms,
+    # DLIO's decode 1.55 ms, the calibration pass 6.36 ms slower than the run
+    m = ReplayMeasures("r", {"sample_time": Measured(6.47e-3, "gaps")}, [])
+    decode = Measured(1.55e-3, "timed")
+    said = calibration_shortfall(m, decode, Measured(-6.36e-3, "calibrated"))
+    assert said is not None and "longer than the run's (6.47 ms) by 1.44 ms" in said
+    assert "no sleep can shorten" in said
+    # a sleep of 0.92 ms, or of exactly nothing, is one DLIO can take: nothing to say
+    assert calibration_shortfall(m, decode, Measured(-4.0e-3, "calibrated")) is None
+    assert calibration_shortfall(m, decode, Measured(-4.92e-3, "calibrated")) is None

@@ -103,6 +103,9 @@ def test_the_replay_at_the_run_s_scale_has_its_au_and_its_verdict(replayed):
     for limit in rp["limits"]:
         assert f"#  - {limit}" in header and limit in text
     assert any("a sleep per step" in x for x in rp["limits"])
+    # a calibration that would need a negative sleep per sample says the replay waits longer
+    short = any("which no sleep can shorten" in x for x in rp["limits"])
+    assert short == (yaml.safe_load(workload.read_text())["reader"]["preprocess_time"] == 0)
     # and in the sweep section's table of replays, beside the run it replays
     cells = text[text.index("Replays") :].split("\n")
     row = cells[cells.index(real["run_id"]) :][:10]

@@ -123,6 +123,21 @@ def _preprocess(m: ReplayMeasures, decode: Measured, fix: Measured | None) -> tu
     return pre, why + (f"; {fix.value * 1e3:+.2f} ms: {fix.source}" if fix else "")
 
 
+def calibration_shortfall(m: ReplayMeasures, decode: Measured, fix: Measured) -> str | None:
+    """What the replay cannot follow when the calibrated sleep per sample would be negative:
+    DLIO's own load of a sample (its decode, profiler and loop) is longer than the run's whole
+    load, so its waits are longer than the run's; None where the sleep is not negative."""
+    run = float(m.figures["sample_time"].value)
+    short = -(run - float(decode.value) + float(fix.value))
+    if short <= 0:
+        return None
+    return (
+        f"DLIO's own load of a sample is longer than the run's ({run * 1e3:.2f} ms) by "
+        f"{short * 1e3:.2f} ms in the calibration pass, which no sleep can shorten "
+        f"(preprocess_time 0): the replay waits longer for its data than the run did"
+    )
+
+
 def _compute(m: ReplayMeasures, fix: Measured | None) -> tuple[float, str]:
     c = m.figures["computation_time"]
     value = max(0.0, float(c.value) + (fix.value if fix else 0.0))

@@ -112,5 +112,7 @@ def write_replay(
     if calibrate:
         log(f"calibrating: DLIO on {m.value('ranks')} rank(s), outputs in {calibrate}")
         fixes = dlio.calibrate(m, out.parent.parent, out.stem, calibrate, settings)
+        if short := dlio.calibration_shortfall(m, decode, fixes["sample_time"]):
+            m.limits.append(short)
         entries = _write(m, store, out, data, settings, decode, fixes)
     return Replay(out, m, entries)
