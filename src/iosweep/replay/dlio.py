@@ -113,9 +113,15 @@ def _round(v: Any) -> Any:
     return float(f"{v:.6g}") if isinstance(v, float) else v
 
 
+def _sleep_per_sample(m: ReplayMeasures, decode: Measured, fix: Measured | None) -> float:
+    """The sleep per sample that makes DLIO's load last the run's: negative where DLIO's own
+    load is already the longer (then the workload can only say 0)."""
+    return float(m.figures["sample_time"].value) - float(decode.value) + (fix.value if fix else 0.0)
+
+
 def _preprocess(m: ReplayMeasures, decode: Measured, fix: Measured | None) -> tuple[float, str]:
     sample = m.figures["sample_time"]
-    pre = max(0.0, float(sample.value) - float(decode.value) + (fix.value if fix else 0.0))
+    pre = max(0.0, _sleep_per_sample(m, decode, fix))
     why = (
         f"the run's load of one sample ({sample.value * 1e3:.2f} ms: {sample.source}) less "
         f"DLIO's own ({decode.value * 1e3:.2f} ms: {decode.source})"
@@ -128,7 +134,7 @@ def calibration_shortfall(m: ReplayMeasures, decode: Measured, fix: Measured) ->
     DLIO's own load of a sample (its decode, profiler and loop) is longer than the run's whole
     load, so its waits are longer than the run's; None where the sleep is not negative."""
     run = float(m.figures["sample_time"].value)
-    short = -(run - float(decode.value) + float(fix.value))
+    short = -_sleep_per_sample(m, decode, fix)
     if short <= 0:
         return None
     return (
