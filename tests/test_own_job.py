@@ -4,11 +4,11 @@ One sweep holds three training scripts that are not iosweep's (tests/jobs/README
 + a map-style Dataset over NPZ shards (mpirun), DDP + an IterableDataset over tar shards
 (torchrun), Keras fit over tf.data (Horovod, mpirun). Each runs twice, with costs that fix
 the truth by construction: per batch, 8 samples x 20 ms of CPU in the loader against a 5 ms
-step, with no loader workers (input-bound by preprocessing: AU about 5/165; the Keras job
-8 x 60 ms on half the images, AU about 5/485), and 8 x 0.2 ms against a 600 ms step on a
-quarter of the data, all of it for the tar job (compute-bound: AU about 600/602 plus reading,
-which a busy second core made 25 ms a batch for the NPZ job, that opens a shard a sample:
-still under half the 10% the verdict allows). Beside them, a script
+step, with no loader workers (input-bound by preprocessing: AU about 5/165; the Keras and tar
+jobs 8 x 60 ms, AU about 5/485), and 8 x 0.2 ms against a 600 ms step (compute-bound: AU about
+600/602 plus reading, which a busy second core made 25 ms a batch for the NPZ job, that opens
+a shard a sample: still under half the 10% the verdict allows); each job's data sized so its
+training lasts twice its start-up under load (NPZ_SHARDS and beside). Beside them, a script
 with a syntax error, one that exits 3 on rank 1, and one that never iterates a data loader:
 each is named with its reason, and the others' points and report come out whole. Then the
 README's example config, as written.
@@ -30,18 +30,19 @@ from iosweep.run.program import resolve_python
 
 pytestmark = pytest.mark.integration
 JOBS = REPO / "tests" / "jobs"
-# (workload, loader cost, step cost) -> the verdict by construction; the compute-bound jobs'
-# data a quarter of the input-bound ones', so that both train about as long
+# (workload, loader cost, step cost) -> the verdict by construction
 INPUT, COMPUTE = dict(sample=20, step=5), dict(sample=0.2, step=600)
 # Keras's step is slower than its 5 ms under load (TF's call, Horovod's allreduce waiting on
 # a starved peer): with a core busy its 20 ms job read AU 0.25-0.52, so it pays 3x a sample
-# (AU 0.068 so, with a busy loop on one core: docs/testing.md)
-KERAS_INPUT = dict(sample=60, step=5)
-SIZE = {"input": 4, "compute": 1}  # the data, in quarters
-# tar shards of 40 PNGs: the compute-bound job as many as the input-bound one (48 s of steps a
-# rank), twice the 22 s torchrun's start-up took in a loaded CI run, where its 12 s of steps on
-# a quarter were "Dominated by start-up" (5.8 s on this machine, 2 cores)
-TAR_SHARDS = {"input": 16, "compute": 16}
+# (AU 0.068 so, with a busy loop on one core: docs/testing.md); the tar job 3x as well, for
+# its training to outlast start-up (below)
+KERAS_INPUT = TAR_INPUT = dict(sample=60, step=5)
+# Each job's data, sized so that its training is at least twice its start-up with a busy loop
+# on one core (12-03: torchrun's 26 s, Keras's 22-26 s, mpirun's 16 s before the first step;
+# 6-8 s quiet); shorter, the run is rightly "Dominated by start-up" and judges nothing else.
+NPZ_SHARDS = {"input": 40, "compute": 15}  # of 32 samples: 26 s and 36 s of steps a rank
+TAR_SHARDS = {"input": 16, "compute": 16}  # of 40 PNGs: 38 s and 48 s
+KERAS_IMAGES = {"input": 400, "compute": 640}  # 24 s and 48 s
 
 BROKEN = {
     "syntax_error.py": "import torch\nfor x in range(3)\n    print(x)\n",
@@ -68,14 +69,13 @@ def _workloads(tmp: Path) -> dict:
              "{loader_workers} {epochs}")  # fmt: skip
     out = {}
     for case, cost in (("input", INPUT), ("compute", COMPUTE)):
-        q = SIZE[case]
-        keras_cost = KERAS_INPUT if case == "input" else cost
+        keras_cost, tar_cost = (KERAS_INPUT, TAR_INPUT) if case == "input" else (cost, cost)
         out[f"npz-{case}"] = {**c, "command": npz % cost,
-                              "prepare": f"{{python}} make_npz.py --out {{data}} --shards {10 * q} --per-shard 32"}  # fmt: skip
-        out[f"tars-{case}"] = {**c, "command": tars % cost, "launch": "torchrun",
+                              "prepare": f"{{python}} make_npz.py --out {{data}} --shards {NPZ_SHARDS[case]} --per-shard 32"}  # fmt: skip
+        out[f"tars-{case}"] = {**c, "command": tars % tar_cost, "launch": "torchrun",
                                "prepare": f"{{python}} make_tars.py {{data}} -n {TAR_SHARDS[case]} -k 40"}  # fmt: skip
         out[f"keras-{case}"] = {**c, "command": keras % keras_cost, "framework": "tensorflow"}
-    out["keras-input"]["prepare"] = f"{{python}} make_images.py {{data}} {80 * SIZE['input']}"
+    out["keras-input"]["prepare"] = f"{{python}} make_images.py {{data}} {KERAS_IMAGES['input']}"
     out["keras-compute"]["data"] = str(tmp / "pngs")  # a dataset that exists: no prepare
     broken = {"workdir": str(tmp / "broken"), "framework": "pytorch"}
     out["syntax"] = {**broken, "command": "{python} syntax_error.py --epochs {epochs}"}
@@ -100,7 +100,7 @@ def sweep(tmp_path_factory) -> Path:
         if resolve_python(fw, None)[0] is None:
             unavailable(f"no Horovod {fw} stack (run tools/setup.sh --with-tensorflow)")
     tmp = tmp_path_factory.mktemp("own-job")
-    _pngs(tmp / "pngs", 160 * SIZE["compute"])
+    _pngs(tmp / "pngs", KERAS_IMAGES["compute"])
     (tmp / "broken").mkdir()
     np.save(tmp / "xs.npy", np.random.default_rng(1).standard_normal((256, 10), np.float32))
     for name, text in BROKEN.items():
