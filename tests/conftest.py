@@ -5,6 +5,8 @@ from __future__ import annotations
 import html.parser
 import json
 import os
+import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import NoReturn
@@ -100,15 +102,31 @@ def pydarshan_records(log: Path, module: str = "POSIX") -> dict:
 REPO = Path(__file__).resolve().parents[1]
 
 
+def run_in_group(cmd: list, timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, capture_output=True, text=True)`` in a process group of its own,
+    killed whole when the timeout passes or the test is stopped: a hung child (a Dask worker,
+    a rank) left alive would hold a core through the tests after it."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True, **kwargs) as proc:  # fmt: skip
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException as e:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            if isinstance(e, subprocess.TimeoutExpired):
+                raise subprocess.TimeoutExpired(cmd, timeout, out, err) from None
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def snakemake(*args, cwd=REPO, check=True, timeout=1800):
     """The workflow's Snakemake on this repository; an AssertionError with its output tails
     when ``check`` and it fails."""
-    import subprocess
     import sys
 
     exe = Path(sys.executable).parent / "snakemake"
     cmd = [str(exe), "--snakefile", str(REPO / "Snakefile"), "--directory", str(REPO), *args]
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    proc = run_in_group(cmd, timeout, cwd=cwd)
     if check and proc.returncode != 0:
         raise AssertionError(
             f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"

@@ -25,14 +25,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, html_lines, unavailable
+from conftest import REPO, html_lines, run_in_group, unavailable
 
 pytestmark = pytest.mark.integration
 JOB = REPO / "tests" / "jobs" / "seed_annotated.py"
@@ -129,21 +128,11 @@ def _dfanalyzer(traces: Path, out: Path) -> dict:
             # process once hung a CI run for 900 s, and left alive it would load the rest.
             "cluster.processes=false", f"cluster.local_directory={out / 'dask'}"]  # fmt: skip
     env = {**os.environ, "USER": os.environ.get("USER") or "root"}  # its config reads $USER
-    with subprocess.Popen(
-        args,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        start_new_session=True,
-    ) as proc:
-        try:
-            log, _ = proc.communicate(timeout=300)  # 20-35 s on 2 busy cores
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            log, _ = proc.communicate()
-            pytest.fail(f"dfanalyzer ran past 300 s (30 s is usual); its output:\n{log[-3000:]}")
-    assert proc.returncode == 0, log[-6000:]
+    try:
+        p = run_in_group(args, 300, env=env)  # 20-35 s on 2 busy cores
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"dfanalyzer ran past 300 s (30 s is usual); its output:\n{e.stderr[-3000:]}")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     doc = json.loads((out / "dfanalyzer_output.json").read_text())
     return doc["views"]["proc_name"]["summary"]["layers"]
 
@@ -216,7 +205,7 @@ def _dlio(out: Path, data: Path, *extra: str, metadata: bool = True) -> None:
     cmd = ["mpirun", "-np", "2", "--allow-run-as-root", "--oversubscribe", str(exe), *DLIO_ARGS,
            f"++workload.dataset.data_folder={data}", f"hydra.run.dir={out}", *extra]  # fmt: skip
     env = {**os.environ, "DFTRACER_ENABLE": "1", "DFTRACER_INC_METADATA": str(int(metadata))}
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=out.parent, timeout=900)
+    p = run_in_group(cmd, 900, env=env, cwd=out.parent)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
 
 
