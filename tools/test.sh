@@ -8,13 +8,20 @@
 #     docs/testing.md), so that their wait overlaps the workers' instead of holding one;
 #   - exclusive: the files that need the repository or the machine to themselves (no other
 #     test's Snakemake running in it), one test at a time.
+# JUNIT_DIR=DIR: each test phase also writes DIR/PHASE.xml (pytest's JUnit XML), for
+# tools/test_durations.py (where the time went; one file for all phases would keep only the last).
 # Exit status: the first of setup and lint that failed, else the first failing test phase's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUDGET_S=2400
 PYTEST_ARGS="${PYTEST_ARGS:-}"
 TEST_WORKERS="${TEST_WORKERS:-2}"
+JUNIT_DIR="${JUNIT_DIR:-}"
 declare -a names=() secs=()
+
+junit() {  # junit PHASE: the phase's --junitxml option where JUNIT_DIR is set, else nothing
+  if [[ -n "$JUNIT_DIR" ]]; then echo "--junitxml=$JUNIT_DIR/$1.xml"; fi
+}
 
 timed() {  # timed NAME COMMAND...: run it, keep its wall time
   local name="$1" t0 rc
@@ -52,8 +59,8 @@ no_tests_ok() {  # no_tests_ok RC: pytest's 5, "no tests collected" (PYTEST_ARGS
 beside_slurm() {  # the SLURM tests' own pytest; its log is printed when it ends, its wall time kept
   local t0 rc
   t0=$(date +%s)
-  # shellcheck disable=SC2086
-  .venv/bin/pytest -m "slurm and not exclusive" --basetemp "$slurm_log.tmp" $PYTEST_ARGS >"$slurm_log" 2>&1
+  # shellcheck disable=SC2086,SC2046
+  .venv/bin/pytest -m "slurm and not exclusive" --basetemp "$slurm_log.tmp" $(junit slurm) $PYTEST_ARGS >"$slurm_log" 2>&1
   rc=$?
   echo "$(($(date +%s) - t0))" >"$slurm_log.s"
   return "$rc"
@@ -61,8 +68,9 @@ beside_slurm() {  # the SLURM tests' own pytest; its log is printed when it ends
 slurm_log=$(mktemp)
 beside_slurm &
 slurm_pid=$!
-# shellcheck disable=SC2086
-timed parallel-tests .venv/bin/pytest -n "$TEST_WORKERS" --dist loadfile -m "not exclusive and not slurm" $PYTEST_ARGS
+# shellcheck disable=SC2086,SC2046
+timed parallel-tests .venv/bin/pytest -n "$TEST_WORKERS" --dist loadfile -m "not exclusive and not slurm" \
+  $(junit parallel) $PYTEST_ARGS
 no_tests_ok $?
 rc=$?
 t0=$(date +%s)
@@ -83,8 +91,8 @@ fi
 names+=("slurm-tests (beside, ${slurm_s} s in all; waited for after)")
 secs+=("$waited")
 if ((rc == 0)); then rc=$rc_slurm; fi
-# shellcheck disable=SC2086
-timed exclusive-tests .venv/bin/pytest -m exclusive $PYTEST_ARGS
+# shellcheck disable=SC2086,SC2046
+timed exclusive-tests .venv/bin/pytest -m exclusive $(junit exclusive) $PYTEST_ARGS
 no_tests_ok $?
 rc2=$?
 exit $((rc != 0 ? rc : rc2))

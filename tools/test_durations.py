@@ -6,6 +6,7 @@ fixture (a training run) is counted in the first test that asks for it.
 
     .venv/bin/pytest -n 2 --dist loadfile --junitxml=/tmp/suite.xml
     python tools/test_durations.py /tmp/suite.xml [--slowest 10]
+    JUNIT_DIR=/tmp/junit make test; python tools/test_durations.py /tmp/junit/*.xml
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ def cases(xml: Path) -> list[tuple[str, str, float]]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("xml", type=Path)
+    ap.add_argument("xml", type=Path, nargs="+", help="one file, or one a phase (JUNIT_DIR)")
     ap.add_argument("--slowest", type=int, default=10)
     a = ap.parse_args(argv)
-    found = cases(a.xml)
+    found = [c for xml in a.xml for c in cases(xml)]
     total = sum(t for _, _, t in found)
     per_file: dict[str, list[float]] = defaultdict(list)
     for path, _, t in found:
