@@ -27,6 +27,7 @@ from mutmut.stats import status_by_exit_code
 
 ROOT = Path(__file__).resolve().parents[1]
 MUTANTS = ROOT / "mutants"
+LAST_SAMPLE = MUTANTS / "iosweep-sample.json"  # the last run's sample and seed, for --score
 MUTMUT = Path(sys.executable).with_name("mutmut")
 PACKAGES = ("analysis", "trace", "config")
 # mutmut's own reading of a mutant's exit code; detected = a test failed, timed out or crashed
@@ -67,6 +68,18 @@ def mutmut(*names: str) -> None:
     res = subprocess.run([str(MUTMUT), "run", *names], cwd=ROOT, env=env)
     if res.returncode:
         sys.exit(f"mutation: mutmut run failed (exit {res.returncode})")
+
+
+def chosen_sample(n: int | None, seed: int | None, last: bool) -> tuple[int, int]:
+    """The sample size and seed: as given, else (reading scores) the last run's, else $SAMPLE
+    and $SEED, else 100 and 1. Without the last run's, --score after `SAMPLE=200 SEED=4`
+    scored seed 1's 100 a package: other mutants, most of them never checked."""
+    before = json.loads(LAST_SAMPLE.read_text()) if last and LAST_SAMPLE.exists() else {}
+    if n is None:
+        n = int(before.get("sample", os.environ.get("SAMPLE", 100)))
+    if seed is None:
+        seed = int(before.get("seed", os.environ.get("SEED", 1)))
+    return n, seed
 
 
 def sample(mutants: dict[str, tuple[str, int | None]], n: int, seed: int) -> list[str]:
@@ -117,21 +130,26 @@ def main() -> None:
     ap.add_argument(
         "--sample",
         type=int,
-        default=int(os.environ.get("SAMPLE", 100)),
-        help="mutants per package (0: all); default 100 or $SAMPLE",
+        default=None,
+        help="mutants per package (0: all); default 100 or $SAMPLE (--score: the last run's)",
     )
-    ap.add_argument("--seed", type=int, default=int(os.environ.get("SEED", 1)))
+    ap.add_argument(
+        "--seed", type=int, default=None, help="default 1 or $SEED (--score: the last run's)"
+    )
     ap.add_argument("--score", action="store_true", help="print the scores of the last run")
     ap.add_argument("--survivors", action="store_true", help="list the sample's survivors")
     a = ap.parse_args()
     start = time.monotonic()
-    if not a.score and not a.survivors:
+    reading = a.score or a.survivors
+    a.sample, a.seed = chosen_sample(a.sample, a.seed, last=reading)
+    if not reading:
         prepare()
         if not any((MUTANTS / "src/iosweep").rglob("*.py.meta")):
             # makes every mutant and the tests' stats; checks a few (mutmut needs a match)
             mutmut("iosweep.config.x_check*__mutmut_1")
         names = sample(load(), a.sample, a.seed)
         print(f"mutation: {len(names)} mutants (sample {a.sample or 'all'}, seed {a.seed})")
+        LAST_SAMPLE.write_text(json.dumps({"sample": a.sample, "seed": a.seed}))
         mutmut(*names)
     mutants = load()
     names = sample(mutants, a.sample, a.seed)
