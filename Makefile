@@ -53,7 +53,7 @@ unit: setup
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile -m "not integration and not slurm and not browser" $(PYTEST_ARGS)
 
 # Mutation testing of the analysis, trace and config-validation code (not in CI: slow). A seeded
-# sample of SAMPLE mutants per package (default 100; SAMPLE=0: all ~24,000, hours), then the
+# sample of SAMPLE mutants per package (default 100; SAMPLE=0: all ~44,000, hours), then the
 # killed share per package with its 95% interval. docs/testing.md: how to read it.
 SAMPLE ?= 100
 SEED ?= 1

@@ -2,7 +2,7 @@
 
 mutmut ([tool.mutmut] in pyproject.toml) writes every mutant of those packages into
 mutants/ and runs, per mutant, the fast tests that reach the mutated function. All of them
-(about 24,000) take hours on a few cores, so by default this runs a seeded random sample of
+(about 44,000) take hours on a few cores, so by default this runs a seeded random sample of
 SAMPLE mutants per package (100) and prints each package's killed share with its 95% interval;
 SAMPLE=0 runs them all. mutmut keeps its results in mutants/: a second run with the same
 seed re-checks the same mutants (after new tests, say) and `--score` only prints.
