@@ -5,7 +5,8 @@ mutants/ and runs, per mutant, the fast tests that reach the mutated function. A
 (about 44,000) take hours on a few cores, so by default this runs a seeded random sample of
 SAMPLE mutants per package (100) and prints each package's killed share with its 95% interval;
 SAMPLE=0 runs them all. mutmut keeps its results in mutants/: a second run with the same
-seed re-checks the same mutants (after new tests, say) and `--score` only prints.
+seed re-checks the same mutants (after new tests, say), `--resume` checks only those of the
+last run's sample not checked yet, and `--score` only prints.
 
 Usage: python tools/mutation.py [--sample N] [--seed S] [--score] [--survivors]
 """
@@ -138,19 +139,29 @@ def main() -> None:
     )
     ap.add_argument("--score", action="store_true", help="print the scores of the last run")
     ap.add_argument("--survivors", action="store_true", help="list the sample's survivors")
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="check only the sample's mutants not checked yet: an interrupted run goes on "
+        "(mutmut checks every mutant it is named again); sample and seed: the last run's",
+    )
     a = ap.parse_args()
     start = time.monotonic()
     reading = a.score or a.survivors
-    a.sample, a.seed = chosen_sample(a.sample, a.seed, last=reading)
+    a.sample, a.seed = chosen_sample(a.sample, a.seed, last=reading or a.resume)
     if not reading:
         prepare()
         if not any((MUTANTS / "src/iosweep").rglob("*.py.meta")):
             # makes every mutant and the tests' stats; checks a few (mutmut needs a match)
             mutmut("iosweep.config.x_check*__mutmut_1")
-        names = sample(load(), a.sample, a.seed)
+        known = load()
+        names = sample(known, a.sample, a.seed)
+        if a.resume:
+            names = [n for n in names if known[n][1] is None]
         print(f"mutation: {len(names)} mutants (sample {a.sample or 'all'}, seed {a.seed})")
         LAST_SAMPLE.write_text(json.dumps({"sample": a.sample, "seed": a.seed}))
-        mutmut(*names)
+        if names:  # mutmut named none checks every mutant
+            mutmut(*names)
     mutants = load()
     names = sample(mutants, a.sample, a.seed)
     if a.survivors:
