@@ -8,7 +8,7 @@ SAMPLE=0 runs them all. mutmut keeps its results in mutants/: a second run with 
 seed re-checks the same mutants (after new tests, say), `--resume` checks only those of the
 last run's sample not checked yet, and `--score` only prints.
 
-Usage: python tools/mutation.py [--sample N] [--seed S] [--score] [--survivors]
+Usage: python tools/mutation.py [--sample N] [--seed S] [--score] [--survivors] [--resume]
 """
 
 from __future__ import annotations
