@@ -86,6 +86,8 @@ FIXTURES = (
             "none8shm",
         )
     ),
+    "traces-from-elsewhere/dftracer-stormer-polaris",
+    "traces-from-elsewhere/dftracer-dlio-unet3d-v100-hdf5",
 )
 
 

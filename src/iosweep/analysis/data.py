@@ -208,6 +208,8 @@ class RunData:
     # how the steps were timed where they come from the trace's own annotations
     # (pipeline.phases.use_annotated_steps; None: step records, or no steps)
     timing: dict[str, Any] | None = None
+    # the evaluation loops' steps found there (phases.EVAL_COLUMNS; empty: none known)
+    eval_steps: pd.DataFrame = field(default_factory=pd.DataFrame)
     cache: dict = field(default_factory=dict, repr=False)  # sorts and unions several steps reuse
 
     @property

@@ -74,6 +74,7 @@ class AnalysisSettings:
     input_wait_share: float = field(default_factory=_default("input_wait_share"))
     startup_share: float = field(default_factory=_default("startup_share"))
     wait_grades: list[float] = field(default_factory=_default("wait_grades"))
+    phase_start_share: float = field(default_factory=_default("phase_start_share"))
     min_steady_share: float = field(default_factory=_default("min_steady_share"))
     min_steady_steps: int = field(default_factory=_default("min_steady_steps"))
     lever_min_gain: float = field(default_factory=_default("lever_min_gain"))
@@ -118,9 +119,10 @@ class AnalysisSettings:
         return [*names, OTHER]
 
 
-PHASE_KINDS = ("compute", "fetch", "epoch", "app_io")
+PHASE_KINDS = ("compute", "fetch", "epoch", "evaluation", "checkpoint", "app_io")
 PHASE_HELP = (
-    "which application events are KIND (compute, fetch, epoch, app_io), by category and/or "
+    "which application events are KIND (compute, fetch, epoch, evaluation, checkpoint, "
+    "app_io), by category and/or "
     "name (Python regexes, searched); repeat for several rules; the rules given for a kind "
     "replace its defaults (analysis.phases in the config). E.g. --phase "
     "compute:cat=computation --phase fetch:name='\\.iter$' --phase "

@@ -264,7 +264,13 @@ def _print_store(path: Path, meta: RunMeta, logs_line: str, reused: bool, verbos
     from iosweep.trace.store import open_store
 
     store = open_store(path)
-    roles = Counter(p.role for p in meta.processes)
+    # one process may leave several traces (DFTracer 1.x: an app file and a POSIX file)
+    procs = {
+        (p.rank, p.host, p.pid, p.role) if p.pid >= 0 else (p.rank, p.source, k): p.role
+        for k, p in enumerate(meta.processes)
+    }
+    roles = Counter(procs.values())
+    files = len({p.source for p in meta.processes})
     ranks = sorted({p.rank for p in meta.processes if p.role == "rank" and p.rank >= 0})
     how = sorted({p.attributed_by for p in meta.processes if p.role == "rank"} - {""})
     hosts = sorted({p.host for p in meta.processes if p.host})
@@ -276,8 +282,9 @@ def _print_store(path: Path, meta: RunMeta, logs_line: str, reused: bool, verbos
         + (", INCOMPLETE" if meta.incomplete else "")
         + ")",
         logs_line,
-        f"  processes: {len(meta.processes)} ("
+        f"  processes: {len(procs)} ("
         + ", ".join(f"{n} {r}" for r, n in sorted(roles.items()))
+        + (f"; in {files} traces" if files > len(procs) else "")
         + f"), tracer {meta.tracer or '-'}",
         f"  ranks: {_ranks_text(ranks)} (from {', '.join(how) or '-'}); "
         f"hosts: {', '.join(hosts) or 'unknown'}",

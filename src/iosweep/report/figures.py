@@ -34,6 +34,12 @@ SIZES_CAPTION = (
     "reads at end of file (hatched) are counted apart, not as a size. Right: cumulative fraction of "
     "requests up to each size, per file class and direction."
 )
+ACCOUNT_CAPTION = (
+    "Where each second of a rank's time went, from the run's start to its last step: each "
+    "second in exactly one slice, named by the evidence that covers it (the steps, the waits "
+    "for each batch, evaluation and checkpoint regions); what nothing covers is unexplained, "
+    "not filled with a guess."
+)
 OVERLAP_CAPTION = (
     "Each rank's I/O time, split into I/O that ran while the rank computed (hidden), I/O inside "
     "the epochs with no compute running (exposed: the rank waits for data) and I/O outside the "

@@ -18,6 +18,8 @@ _TONE = {
     "compute-bound": "good",
     "input-bound-storage": "bad",
     "input-bound-preprocessing": "bad",
+    "input-bound-phase-start": "bad",
+    "unexplained": "warn",
     "host-cpu-bound": "bad",
 }
 # insights that say the figures miss something (shown as warnings, whatever their severity)
@@ -26,6 +28,27 @@ _COMPLETENESS = ("truncated_trace", "io_without_metadata", "no_io_recorded", "tr
 
 def _pct(v: float | None) -> str:
     return f"{v:.0%}" if isinstance(v, int | float) else "n/a"
+
+
+ACCOUNT_WORDS = {
+    "compute": "compute",
+    "wait_steady": "waiting in steady state",
+    "wait_phase_start": "waiting for each epoch's first batch",
+    "evaluation": "evaluation",
+    "checkpoint": "checkpoints",
+    "startup": "start-up",
+    "unexplained": "unexplained",
+}
+
+
+def account_line(acc) -> str:
+    """ "time a rank (379 s): compute 64%, waiting for each epoch's first batch 14%, ..."."""
+    parts = [
+        f"{ACCOUNT_WORDS[x.kind]} {_pct(x.share)}"
+        for x in sorted(acc.slices, key=lambda x: -x.seconds)
+        if x.seconds > 0
+    ]
+    return f"time a rank ({acc.window_per_rank:.3g} s): " + ", ".join(parts)
 
 
 def _warnings(sm: RunSummary) -> list[str]:
@@ -119,9 +142,11 @@ def run_text(
             ws = r["wait_shares"]
             lines.append(
                 f"  waits {t.wait_per_rank:.3g} s of {t.epoch_time_per_rank:.3g} s per rank for "
-                f"data; in the wait: reads {_pct(ws['reads'])}, metadata {_pct(ws['metadata'])}, "
+                f"data in steady state (each epoch's first batch left out); in the wait: reads {_pct(ws['reads'])}, metadata {_pct(ws['metadata'])}, "
                 f"neither (decode, collate, ...) {_pct(ws['other'])}"
             )
+        if p.account.available:
+            lines.append("  " + account_line(p.account))
         if r["top_lever"]:
             said = {"measured": " (as this sweep measured)", "predicted": " (predicted)"}
             lines.append(f"  first lever{said.get(r['top_lever_source'], '')}: {r['top_lever']}")

@@ -26,7 +26,7 @@ from iosweep.analysis.summary import (
 )
 from iosweep.units import rate_text
 
-NOT_WAITING = {"compute-bound", "loop-bound"}  # the loop does not wait for its data
+NOT_WAITING = {"compute-bound", "loop-bound", "unexplained"}  # the loop does not wait for its data
 UNJUDGED = {"startup", "too-short", "undecided"}
 
 

@@ -26,9 +26,12 @@ import pandas as pd
 
 from iosweep.analysis import intervals
 from iosweep.analysis.data import RunData, events_matching
+from iosweep.analysis.settings import PHASE_KINDS
 from iosweep.trace.schema import Issue
 
 STEP_COLUMNS = ["actor", "epoch", "step", "start", "end", "wait_start", "wait_end", "samples"]
+# an evaluation loop's steps (analysis.phases.evaluation): not training, no epoch of their own
+EVAL_COLUMNS = ["actor", "start", "end", "wait_start", "wait_end"]
 
 
 @dataclass
@@ -39,6 +42,7 @@ class FromEvents:
     steps: pd.DataFrame
     timing: dict[str, Any]
     issues: list[dict[str, str]] = field(default_factory=list)
+    evaluation: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=EVAL_COLUMNS))
 
 
 def _kind(rd: RunData, kind: str) -> np.ndarray:
@@ -151,14 +155,29 @@ def _epochs(steps: list[dict[str, Any]], windows: list[tuple[float, float]]) -> 
     return out
 
 
+def _evaluation_steps(steps: list[dict[str, Any]], cs, is_eval) -> np.ndarray:
+    """Which steps are evaluation's: an evaluation event among the compute events inside
+    them (Stormer's eval steps also hold the model's own ``computation/forward``)."""
+    out = np.zeros(len(steps), bool)
+    if not is_eval.any():
+        return out
+    for k, st in enumerate(steps):
+        a, b = np.searchsorted(cs, st["start"], "left"), np.searchsorted(cs, st["end"], "right")
+        out[k] = bool(is_eval[a:b].any())
+    return out
+
+
 def _rank_steps(
-    rd: RunData, actor: int, masks: dict[str, np.ndarray], used: set[str]
+    rd: RunData, actor: int, masks: dict[str, np.ndarray], used: set[str], evals: list
 ) -> list[dict[str, Any]]:
-    """The rank's steps and epochs (step -1); the fetch events it timed them by go to ``used``."""
+    """The rank's training steps and epochs (step -1); its evaluation steps go to ``evals``,
+    the fetch events it timed them by to ``used``."""
     ev = rd.app_events
     pid = _loop_pid(ev, masks["compute"], masks["fetch"], actor)
     here = (ev["actor"].to_numpy() == actor) & (ev["pid"].to_numpy() == pid)
-    c = ev[here & masks["compute"]].sort_values("start")
+    order = np.argsort(ev["start"].to_numpy()[here & masks["compute"]], kind="stable")
+    c = ev[here & masks["compute"]].iloc[order]
+    is_eval = masks["evaluation"][here & masks["compute"]][order]
     cs, ce = c["start"].to_numpy(np.float64), c["end"].to_numpy(np.float64)
     f = _training_fetches(ev[here & masks["fetch"]].sort_values("start"), cs)
     kinds = (c["cat"].astype(str) + "/" + c["name"].astype(str)).to_numpy()
@@ -174,6 +193,13 @@ def _rank_steps(
         )
     else:
         steps = _compute_steps(cs, ce)
+    evaluation = _evaluation_steps(steps, cs, is_eval)
+    evals += [
+        {"actor": actor, **{k: st[k] for k in EVAL_COLUMNS[1:]}}
+        for st, e in zip(steps, evaluation, strict=True)
+        if e
+    ]
+    steps = [st for st, e in zip(steps, evaluation, strict=True) if not e]
     ep = ev[(ev["actor"].to_numpy() == actor) & masks["epoch"]].sort_values("start")
     windows = list(zip(ep["start"], ep["end"], strict=True))
     rows = [
@@ -273,33 +299,42 @@ def steps_from_events(rd: RunData) -> FromEvents | None:
     """Steps from the app events (None when no event is compute or fetch)."""
     if rd.app_events.empty:
         return None
-    masks = {k: _kind(rd, k) for k in ("compute", "fetch", "epoch", "app_io")}
+    masks = {k: _kind(rd, k) for k in PHASE_KINDS}
     issues = _unmatched(rd, masks)
     actors = sorted({int(a) for a in rd.app_events["actor"][masks["compute"] | masks["fetch"]]})
     if not actors:
         return FromEvents(pd.DataFrame(columns=STEP_COLUMNS), {}, issues) if issues else None
     used: set[str] = set()
-    rows = [r for a in actors for r in _rank_steps(rd, a, masks, used)]
+    evals: list[dict[str, Any]] = []
+    rows = [r for a in actors for r in _rank_steps(rd, a, masks, used, evals)]
     steps = pd.DataFrame(rows)
     steps = steps.drop(columns=[c for c in ("iter_step",) if c in steps])
     steps["samples"] = np.nan
     has_fetch = bool(used)
     ev = rd.app_events
-    timing = {
+    method = (
+        f"the trace's own annotations: fetch events ({', '.join(sorted(used)[:3])}) are "
+        "the waits, the compute events inside each step its compute"
+        if has_fetch
+        else "the trace's own annotations: compute events are the steps, the gaps between "
+        "them the waits"
+    )
+    if evals:
+        method += (
+            f"; {len(evals)} steps whose compute events are evaluation's "
+            "(analysis.phases.evaluation) are evaluation, not training"
+        )
+    timing: dict[str, Any] = {
         "source": "events",
         "wait": "measured" if has_fetch else "",
-        "method": (
-            f"the trace's own annotations: fetch events ({', '.join(sorted(used)[:3])}) are "
-            "the waits, the compute events inside each step its compute"
-            if has_fetch
-            else "the trace's own annotations: compute events are the steps, the gaps between "
-            "them the waits"
-        ),
+        "method": method,
         "loop": ", ".join(_named(ev, masks["compute"])),
         "batches_timed": int((steps["step"] >= 0).sum()),
     }
     issues += _crossing(rd, masks)
-    return FromEvents(steps[STEP_COLUMNS], timing, issues)
+    return FromEvents(
+        steps[STEP_COLUMNS], timing, issues, pd.DataFrame(evals, columns=EVAL_COLUMNS)
+    )
 
 
 def use_annotated_steps(rd: RunData) -> None:
@@ -315,3 +350,4 @@ def use_annotated_steps(rd: RunData) -> None:
     if len(found.steps):
         rd.steps = found.steps
         rd.timing = found.timing
+        rd.eval_steps = found.evaluation

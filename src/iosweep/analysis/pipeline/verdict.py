@@ -14,7 +14,9 @@ VERDICTS = {
     "undecided": "Not decided: the data wait is only estimated",
     "input-bound-storage": "Input-bound by storage",
     "input-bound-preprocessing": "Input-bound by preprocessing",
+    "input-bound-phase-start": "Input-bound at each epoch's start",
     "loop-bound": "Held back by the loop itself, not by its data",
+    "unexplained": "Not waiting for its data in steady state",
     "host-cpu-bound": "Held back by the host's CPU",
     "startup": "Dominated by start-up",
     "too-short": "Too short to judge",
@@ -44,7 +46,31 @@ def _too_short(tot: dict[str, Any], s) -> bool:
     return steps < s.min_steady_steps or (epoch > 0 and steady < s.min_steady_share * epoch)
 
 
-def _kind(tot: dict[str, Any], s, wait_is_lower_bound: bool, wait_share: float | None) -> str:
+def _phase_start_bound(acc: dict[str, Any], s) -> bool:
+    """The time account: the loop's wait over every batch is graded, most of it for each
+    epoch's or evaluation loop's first batch."""
+    share, start = acc.get("loop_wait_share"), acc.get("phase_start_share_of_wait")
+    # one epoch's first wait is the run's start-up, paid once: not a start that repeats
+    again = (acc.get("phases_per_rank") or 0) >= 2
+    return again and bool(grade(share, s)) and start is not None and start >= s.phase_start_share
+
+
+def _seconds(acc: dict[str, Any], kind: str) -> float:
+    return next((x["seconds"] for x in acc.get("slices") or [] if x["kind"] == kind), 0.0)
+
+
+def _unexplained(acc: dict[str, Any]) -> bool:
+    """More of the loop's time unexplained than its evidence puts in its own work
+    (evaluation, checkpoints): "held back by the loop" would be a guess."""
+    if not acc.get("available"):
+        return False
+    own = _seconds(acc, "evaluation") + _seconds(acc, "checkpoint")
+    return _seconds(acc, "unexplained") > own
+
+
+def _kind(
+    tot: dict[str, Any], s, wait_is_lower_bound: bool, wait_share: float | None, acc: dict
+) -> str:
     au = tot["au"]
     if tot["startup"] > s.startup_share * tot["run_time"] and tot["startup"] > tot["training_time"]:
         return "startup"
@@ -52,6 +78,8 @@ def _kind(tot: dict[str, Any], s, wait_is_lower_bound: bool, wait_share: float |
         return "startup"  # a single step per epoch: nothing but warm-up to judge
     if _too_short(tot, s):
         return "too-short"
+    if not wait_is_lower_bound and _phase_start_bound(acc, s):
+        return "input-bound-phase-start"
     if au >= s.au_threshold:
         return "compute-bound"
     idle = tot.get("idle_per_rank")
@@ -60,7 +88,7 @@ def _kind(tot: dict[str, Any], s, wait_is_lower_bound: bool, wait_share: float |
     if not wait_is_lower_bound and (
         small or (idle and tot["wait_per_rank"] < s.input_wait_share * idle)
     ):
-        return "loop-bound"
+        return "unexplained" if _unexplained(acc) else "loop-bound"
     storage = (tot["read_in_wait_share"] or 0.0) + (tot["meta_in_wait_share"] or 0.0)
     return "input-bound-storage" if storage >= s.storage_wait_share else "input-bound-preprocessing"
 
@@ -82,10 +110,20 @@ def verdict(
     wait_share = tot.get("wait_share")
     if wait_share is None and steady is None and epoch > 0:
         wait_share = wait / epoch  # totals without a steady state: of the whole epoch
-    kind = _kind(tot, s, wait_is_lower_bound, wait_share)
+    acc = context.get("account") or {}
+    kind = _kind(tot, s, wait_is_lower_bound, wait_share, acc)
     g = grade(wait_share, s) if kind.startswith("input-bound") else ""
     title = VERDICTS[kind]
-    if g:
+    if kind == "input-bound-phase-start":
+        g = grade(acc["loop_wait_share"], s)
+        title += (
+            f" ({GRADES[g]}: {_pct(acc['loop_wait_share'])} of the loop waiting for data, "
+            f"{_pct(acc['phase_start_share_of_wait'])} of it for each epoch's or evaluation's "
+            "first batch)"
+        )
+    elif kind == "unexplained":
+        title += f": {_where_unexplained(acc)}"
+    elif g:
         title += f" ({GRADES[g]}: {_pct(wait_share)} of the step time waiting)"
     return {
         "kind": kind,
@@ -109,6 +147,12 @@ def verdict(
             "no_read_share_of_wait": tot["no_read_share"],
             "startup_s": tot["startup"],
             "training_s": tot["training_time"],
+            "loop_wait_share": acc.get("loop_wait_share"),
+            "phase_start_share_of_wait": acc.get("phase_start_share_of_wait"),
+            "phase_start_threshold": s.phase_start_share,
+            "unexplained_per_rank_s": _seconds(acc, "unexplained")
+            if acc.get("available")
+            else None,
         },
         "levers": _levers(kind, tot, context, s),
     }
@@ -116,6 +160,32 @@ def verdict(
 
 def _pct(v: float | None) -> str:
     return "?" if v is None else f"{v:.0%}"
+
+
+def _where_unexplained(acc: dict[str, Any]) -> str:
+    """ "34.6 s a rank unexplained, 33.5 s of it before the first batch of epoch 2"."""
+    total = _seconds(acc, "unexplained")
+    places = acc.get("unexplained_at") or []
+    out = f"{total:.1f} s a rank unexplained"
+    if places:
+        top = places[0]
+        out += (
+            f", {top['seconds']:.1f} s of it {top['where']}"
+            if len(places) > 1
+            else (f", {top['where']}")
+        )
+    return out
+
+
+def _phase_start_text(acc: dict[str, Any], tot: dict[str, Any]) -> str:
+    first, steady = _seconds(acc, "wait_phase_start"), _seconds(acc, "wait_steady")
+    return (
+        f"the ranks wait {acc['wait_per_rank']:.1f} s of their {acc['loop_per_rank']:.1f} s loop "
+        f"for data ({_pct(acc['loop_wait_share'])}), {first:.1f} s of it for the first batch "
+        "after each epoch's or evaluation loop's start (the loader's workers started again, its "
+        f"pipeline filled) and {steady:.1f} s in steady state, where they compute "
+        f"{_pct(tot['au'])} of the time (MLPerf-Storage-style AU)"
+    )
 
 
 def _short_text(tot: dict[str, Any], s) -> str:
@@ -151,12 +221,21 @@ def _verdict_text(kind: str, tot: dict[str, Any], ctx: dict[str, Any], storage: 
         )
     if kind == "too-short":
         return _short_text(tot, s)
+    acc = ctx.get("account") or {}
+    if kind == "input-bound-phase-start":
+        return _phase_start_text(acc, tot)
     base = (
         f"the ranks compute {_pct(au)} of their epoch time (MLPerf-Storage-style AU) and wait "
         f"{wait:.1f} s of {epoch:.1f} s for data"
     )
     if kind == "compute-bound":
         return base + "; the input pipeline keeps up"
+    if kind == "unexplained":
+        return base + (
+            f", and no timed or traced region names {_where_unexplained(acc)}: not the data "
+            "wait, and nothing shows it is the loop's own work (evaluation, checkpoints, "
+            "logging); trace the loop's thread (DFTracer annotations, a stack sampler) to say"
+        )
     if kind == "loop-bound":
         idle = tot["idle_per_rank"]
         share = tot.get("wait_share")
@@ -188,6 +267,9 @@ def _verdict_text(kind: str, tot: dict[str, Any], ctx: dict[str, Any], storage: 
 
 
 WORKERS = "loader_workers"
+# the share of the reads' time in the wait made by the loop's own process above which the
+# reads are synchronous in the training process: overlap comes before faster storage
+SYNCHRONOUS_READS = 0.9
 
 
 def _levers(kind: str, tot: dict[str, Any], ctx: dict[str, Any], s) -> list[dict[str, str]]:
@@ -205,6 +287,16 @@ def _levers(kind: str, tot: dict[str, Any], ctx: dict[str, Any], s) -> list[dict
         ]
     if kind == "compute-bound":
         return []
+    if kind == "input-bound-phase-start":
+        return _phase_start_levers(ctx, tot, s)
+    if kind == "unexplained":
+        places = (ctx.get("account") or {}).get("unexplained_at") or [{"where": "there"}]
+        return [
+            lever(
+                f"find what the loop does {places[0]['where']}: annotate it (DFTracer's dft_fn "
+                "regions) or sample the training thread's stack (py-spy record --threads)"
+            )
+        ]
     if kind == "loop-bound":
         return [
             lever(
@@ -234,6 +326,19 @@ def _levers(kind: str, tot: dict[str, Any], ctx: dict[str, Any], s) -> list[dict
             lever("store samples pre-decoded or pre-resized"),
         ]
     out = []
+    own = tot.get("own_read_in_wait_share")
+    synchronous = own is not None and own >= SYNCHRONOUS_READS
+    if synchronous:
+        out.append(
+            lever(
+                f"overlap the reads with the steps: {_pct(own)} of the reads' time in the wait is "
+                "the training process's own (synchronous reads); loader workers (DataLoader "
+                "num_workers > 0, DLIO reader.read_threads > 0) or a prefetching thread keep "
+                "reads in flight while it computes",
+                WORKERS,
+                "more",
+            )
+        )
     if not staged:
         out.append(
             lever(
@@ -246,11 +351,31 @@ def _levers(kind: str, tot: dict[str, Any], ctx: dict[str, Any], s) -> list[dict
         )
     if small_reads:
         out.append(lever("larger reads (a bigger read buffer, whole-file reads)"))
-    out.append(
-        lever(
-            "more loader workers or deeper prefetch, to keep more reads in flight", WORKERS, "more"
+    if not synchronous:
+        out.append(
+            lever(
+                "more loader workers or deeper prefetch, to keep more reads in flight",
+                WORKERS,
+                "more",
+            )
         )
-    )
+    return out
+
+
+def _phase_start_levers(ctx: dict[str, Any], tot: dict[str, Any], s) -> list[dict[str, str]]:
+    out = [
+        lever(
+            "keep the loader alive across epochs and evaluations: DataLoader(persistent_workers="
+            "True) for the training and the evaluation loader, a tf.data pipeline iterated across "
+            "epochs rather than rebuilt"
+        ),
+        lever(
+            "prefetch across the boundary: the next epoch's first batches prepared while the last "
+            "steps compute (prefetch_factor with persistent workers, tf.data prefetch)"
+        ),
+    ]
+    if _seconds(ctx.get("account") or {}, "evaluation") > 0:
+        out.append(lever("evaluate less often, or on a loader whose workers stay alive"))
     return out
 
 

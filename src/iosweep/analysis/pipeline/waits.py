@@ -30,7 +30,7 @@ import pandas as pd
 from iosweep.analysis import intervals
 from iosweep.analysis.data import READ, RunData, category_matches
 from iosweep.analysis.patterns.metadata import KINDS
-from iosweep.analysis.pipeline import unoverlapped
+from iosweep.analysis.pipeline import account, unoverlapped
 from iosweep.analysis.pipeline.dlio import dlio_beside
 from iosweep.analysis.pipeline.epochs import steps_frame
 from iosweep.analysis.pipeline.host import blind_storage, host_bound, host_summary
@@ -57,6 +57,7 @@ COLUMNS = [
     "au",
     "samples_per_s",
     "read_in_wait",
+    "own_read_in_wait",
     "meta_in_wait",
     "meta_time",
     "other_in_wait",
@@ -122,6 +123,22 @@ def _read_spans(rd: RunData) -> dict[int, tuple]:
     return _merged(ops.actor[o], ops.start[o], ops.end[o])
 
 
+def _own_read_spans(rd: RunData) -> dict[int, tuple]:
+    """Per rank: its reads made by the training loop's own process (none in its loader
+    workers): where these fill the wait, the reads are synchronous in the loop."""
+    ops = rd.ops
+    if ops.pid is None:
+        return {}
+    loop = np.full(int(ops.actor.max(initial=-1)) + 2, -2, np.int64)
+    for rank, (pid, _) in account.loop_threads(rd).items():
+        if 0 <= rank < len(loop) - 1:
+            loop[rank] = pid
+    o = rd.actor_time_order()
+    o = o[(ops.op[o] == READ) & (ops.actor[o] >= 0)]
+    o = o[ops.pid[o] == loop[ops.actor[o]]]
+    return _merged(ops.actor[o], ops.start[o], ops.end[o])
+
+
 def _meta_spans(rd: RunData) -> dict[int, tuple]:
     """Per rank: the union of its metadata calls traced as events (DFTracer), if any."""
     ev = rd.app_events
@@ -179,6 +196,7 @@ def _reads_per_rank_epoch(
 def rank_epoch_table(rd: RunData, op_epoch: np.ndarray) -> pd.DataFrame:
     """One row per (rank, epoch): the columns of :data:`COLUMNS`."""
     reads = _read_spans(rd)
+    own = _own_read_spans(rd)
     metas = _meta_spans(rd)
     batch = rd.meta.params.get("batch_size")
     counts, volume, busy, n_ep = _reads_per_rank_epoch(rd, op_epoch)
@@ -218,6 +236,7 @@ def rank_epoch_table(rd: RunData, op_epoch: np.ndarray) -> pd.DataFrame:
                 "au": float(comp[1:].sum()) / rest if len(st) > 1 and rest > 0 else np.nan,
                 "samples_per_s": samples / (re_.end - re_.start) if re_.end > re_.start else np.nan,
                 "read_in_wait": read_w,
+                "own_read_in_wait": _measure(own.get(re_.rank), re_.wait_lo, re_.wait_hi),
                 "meta_in_wait": meta,
                 "meta_time": meta_events if re_.rank in metas else meta_ctr,
                 "other_in_wait": max(waited - read_w - meta, 0.0),
@@ -313,6 +332,10 @@ def totals(t: pd.DataFrame, run_start: float, run_end: float) -> dict[str, Any]:
         "training_time": training,
         "run_time": max(run_end - run_start, 0.0),
         "read_in_wait_share": _share(t["read_in_wait"].sum(), waited),
+        # of the reads' time in the wait: made by the loop's own process (synchronous reads)
+        "own_read_in_wait_share": _share(t["own_read_in_wait"].sum(), t["read_in_wait"].sum())
+        if "own_read_in_wait" in t
+        else None,
         "meta_in_wait_share": _share(t["meta_in_wait"].sum(), waited),
         "other_in_wait_share": _share(t["other_in_wait"].sum(), waited),
         "no_read_share": _share((t["wait"] - t["read_in_wait"]).sum(), waited),
@@ -428,12 +451,21 @@ def pipeline_context(
 
 
 def pipeline_summary(
-    t: pd.DataFrame, facts: PipelineFacts, context: dict[str, Any], s: AnalysisSettings
+    t: pd.DataFrame,
+    facts: PipelineFacts,
+    context: dict[str, Any],
+    s: AnalysisSettings,
+    account_rows: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """The pipeline's summary from the (rank, epoch) rows of every rank (:data:`COLUMNS`)."""
+    """The pipeline's summary from the (rank, epoch) rows of every rank (:data:`COLUMNS`)
+    and their time account (:data:`account.COLUMNS`)."""
     if not facts.has_steps:
         return {"available": False, "reason": facts.no_steps_reason, "timing": facts.timing}
     tot = totals(t, facts.run_start, facts.run_end)
+    acc = account.summary(
+        account_rows if account_rows is not None else pd.DataFrame(columns=account.COLUMNS)
+    )
+    context = {**context, "account": acc}
     timing = facts.timing
     source = (
         "estimated" if timing.get("wait") == "estimated" else "timed" if facts.timed else "gaps"
@@ -451,6 +483,7 @@ def pipeline_summary(
         "wait_source": source,
         "timing": timing,
         "totals": tot,
+        "account": acc,
         "epochs": _epochs(t),
         "verdict": v,
         "coverage": _coverage(facts.io_span, t),
@@ -475,10 +508,12 @@ def _coverage(io_span: tuple[float, float] | None, t: pd.DataFrame) -> str:
 
 
 ROWS, FACTS = "pipeline.parquet", "pipeline.json"  # a part's (rank, epoch) rows, its facts
+ACCOUNT = "account.parquet"  # a part's time account rows (account.COLUMNS)
 
 
 def _of_part(part: PartIn, out: PartOut) -> None:
     out.put(ROWS, rank_epoch_table(part.rd, part.op_epoch))
+    out.put(ACCOUNT, account.account_rows(part.rd, rank_epochs(part.rd)))
     out.put_json(FACTS, asdict(pipeline_facts(part.rd)))
     unoverlapped.put_part(part, out)
 
@@ -511,10 +546,13 @@ def _of_run(parts: PartsIn) -> dict[str, Any]:
     dataset = files.loc[files["class"] == "dataset", "size"]
     median = float(np.median(dataset)) if len(dataset) else None
     context = pipeline_context(parts.meta.params, median, parts.made["sizes"])
-    summary = pipeline_summary(t, _run_facts(parts), context, parts.settings)
+    frames = parts.frames(ACCOUNT)
+    rows = pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
+    summary = pipeline_summary(t, _run_facts(parts), context, parts.settings, rows)
     summary["unoverlapped"] = unoverlapped.of_parts(parts)
     summary["dlio"] = dlio_beside(parts.meta, t, summary)
     parts.table("pipeline", t)
+    parts.table("account", rows.sort_values(["rank", "kind", "where"], ignore_index=True))
     return summary
 
 

@@ -57,6 +57,8 @@ class PipelineTotals(Model):
     training_time: float
     run_time: float
     read_in_wait_share: float | None  # of the wait: reads in flight
+    # of the reads' time in the wait: those of the training loop's own process
+    own_read_in_wait_share: float | None = None
     meta_in_wait_share: float | None  # metadata calls (not reads)
     other_in_wait_share: float | None  # neither: decode, augment, collate, copy
     no_read_share: float | None  # no read in flight at all
@@ -101,7 +103,9 @@ class Verdict(Model):
         "compute-bound",
         "input-bound-storage",
         "input-bound-preprocessing",
+        "input-bound-phase-start",
         "loop-bound",
+        "unexplained",
         "host-cpu-bound",
         "startup",
         "too-short",
@@ -232,6 +236,52 @@ class RateModel(Model):
     assumptions: list[str] = Field(default_factory=list)
 
 
+class AccountSlice(Model):
+    """One slice of a rank's time: seconds a rank (the mean over ranks), its share of the
+    window, and the evidence that names it."""
+
+    kind: Literal[
+        "checkpoint",
+        "evaluation",
+        "wait_phase_start",
+        "wait_steady",
+        "compute",
+        "startup",
+        "unexplained",
+    ]
+    seconds: float
+    share: float | None
+    evidence: str
+
+
+class AccountPlace(Model):
+    where: str  # "before the first batch of epoch 2", "between steps of epoch 1", ...
+    seconds: float  # a rank, the mean over ranks
+
+
+class RankAccount(Model):
+    rank: int
+    window: float  # the run's start to the rank's last step
+    seconds: dict[str, float]  # kind -> seconds
+
+
+class TimeAccount(Model):
+    """Each second of a rank's window in exactly one slice (iosweep.analysis.pipeline.account):
+    what no evidence names is unexplained, with where it lies."""
+
+    available: bool
+    reason: str = ""
+    window_per_rank: float | None = None
+    slices: list[AccountSlice] = Field(default_factory=list)
+    unexplained_at: list[AccountPlace] = Field(default_factory=list)
+    per_rank: list[RankAccount] = Field(default_factory=list)
+    wait_per_rank: float | None = None  # data wait, every batch (phase starts included)
+    loop_per_rank: float | None = None  # the window less start-up
+    loop_wait_share: float | None = None  # wait_per_rank / loop_per_rank
+    phase_start_share_of_wait: float | None = None
+    phases_per_rank: float | None = None  # epochs and evaluation loops a rank (the mean)
+
+
 class Pipeline(Model):
     """Is training waiting for its data (iosweep.analysis.pipeline.waits)."""
 
@@ -243,6 +293,7 @@ class Pipeline(Model):
     )
     timing: Timing = Field(default_factory=Timing)
     totals: PipelineTotals | None = None
+    account: TimeAccount = Field(default_factory=lambda: TimeAccount(available=False))
     epochs: list[PipelineEpoch] = Field(default_factory=list)
     verdict: Verdict | None = None
     coverage: str = ""  # a warning when the steps do not fall within the trace

@@ -12,7 +12,7 @@ host names); ``figure_texts`` lists what was drawn, so tests can check it.
 
 from iosweep.report.plots.base import figure_texts, new_figure, render_png, size_bin
 from iosweep.report.plots.ops import OpsSample, ops_sample, spatial_figure, temporal_figure
-from iosweep.report.plots.run import nodes_figure, overlap_figure, sizes_figure
+from iosweep.report.plots.run import account_figure, nodes_figure, overlap_figure, sizes_figure
 from iosweep.report.plots.sweep import (
     drawable,
     frameworks_figure,
@@ -23,6 +23,7 @@ from iosweep.report.plots.sweep import (
 
 __all__ = [
     "OpsSample",
+    "account_figure",
     "drawable",
     "figure_texts",
     "frameworks_figure",

@@ -1,4 +1,5 @@
-"""A run's summary figures: request sizes, nodes, I/O against compute (from its tables)."""
+"""A run's summary figures: its time account, request sizes, nodes, I/O against compute
+(from its summary and tables)."""
 
 from __future__ import annotations
 
@@ -167,5 +168,53 @@ def overlap_figure(ov: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
     ax.set_ylabel("rank")
     ax.set_xlabel("I/O time (s)")
     ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=8, frameon=False)
+    fig.suptitle(anon(title), fontsize=11)
+    return fig
+
+
+# the time account's slices, in the order a bar draws them, with their colours and words
+ACCOUNT_SLICES = (
+    ("startup", "#bdbdbd", "start-up"),
+    ("compute", "#1a9850", "compute"),
+    ("wait_phase_start", "#fc8d59", "data wait at an epoch's start"),
+    ("wait_steady", "#d73027", "data wait, steady state"),
+    ("evaluation", "#91bfdb", "evaluation"),
+    ("checkpoint", "#4575b4", "checkpoint"),
+    ("unexplained", "#ffffbf", "unexplained"),
+)
+
+
+@with_rc
+def account_figure(per_rank: list, title: str, anon: Anon) -> Figure | None:
+    """One stacked bar per rank: each second of its window in exactly one slice (the time
+    account, as HTA's temporal breakdown draws a rank's time)."""
+    if not per_rank:
+        return None
+    ranks = [a.rank for a in per_rank]
+    fig = new_figure(10, min(max(2.6, 1.4 + 0.35 * len(ranks)), 9))
+    ax = fig.subplots()
+    y = np.arange(len(ranks))
+    left = np.zeros(len(ranks))
+    for kind, color, label in ACCOUNT_SLICES:
+        vals = np.array([a.seconds.get(kind, 0.0) for a in per_rank])
+        if vals.sum() <= 0:
+            continue
+        ax.barh(
+            y,
+            vals,
+            left=left,
+            color=color,
+            label=label,
+            height=0.6,
+            edgecolor="#737373",
+            linewidth=0.3,
+        )
+        left = left + vals
+    if len(ranks) <= 32:
+        ax.set_yticks(y, [str(r) for r in ranks])
+    ax.invert_yaxis()
+    ax.set_ylabel("rank")
+    ax.set_xlabel("seconds from the run's start to the rank's last step")
+    ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=4, fontsize=8, frameon=False)
     fig.suptitle(anon(title), fontsize=11)
     return fig

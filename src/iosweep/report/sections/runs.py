@@ -11,6 +11,7 @@ from iosweep.analysis.summary import RunSummary
 from iosweep.report import fmt, plots
 from iosweep.report.data import RunView
 from iosweep.report.figures import (
+    ACCOUNT_CAPTION,
     NODES_RUN_CAPTION,
     OVERLAP_CAPTION,
     SIZES_CAPTION,
@@ -279,6 +280,15 @@ def _figures(ctx: Context, r: RunView) -> tuple[list, list[str]]:
         if fig is not None:
             figures.append(ctx.figs.add(fig, f"{base}/{name}.png", title, caption, ctx.anon))
 
+    if sm.pipeline.account.available:
+        add(
+            plots.account_figure(
+                sm.pipeline.account.per_rank, f"Time account: {r.label}", ctx.anon
+            ),
+            "account",
+            "Time account",
+            ACCOUNT_CAPTION,
+        )
     if s is not None and s.shown:
         note = s.note()
         suffix = " " + note if note else ""

@@ -75,7 +75,9 @@ def _verdicts_said(runs: list[RunView]) -> str:
         v = r.summary.pipeline.verdict
         if v is not None:  # by kind and grade: each run's own share of the wait is its own
             graded = v.grade and v.kind.startswith("input-bound")
-            kinds[v.title.split(" (")[0] + (f" ({v.grade}ly)" if graded else "")].append(r)
+            # (the title less its figures: "Input-bound by storage", "Not waiting ...")
+            head = v.title.split(" (")[0].split(": ")[0]
+            kinds[head + (f" ({v.grade}ly)" if graded else "")].append(r)
     parts = []
     for title, rs in sorted(kinds.items(), key=lambda kv: -len(kv[1])):
         workers = sorted(

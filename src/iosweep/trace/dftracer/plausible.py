@@ -31,38 +31,69 @@ def _all_distinct(pid: np.ndarray, ids: np.ndarray) -> bool:
     return int(np.bincount(which * span + (ids - lo)).max()) <= 1
 
 
-def without_repeats(path: Path, norm: pa.Table) -> tuple[pa.Table, Issue | None]:
-    """``norm`` less the events that repeat the (pid, id) of an earlier one: DFTracer numbers
-    each event it logs once, so a repeat is the same event written again (a damaged or
-    concatenated file), read once; an issue counts them."""
+def _column(norm: pa.Table, name: str) -> np.ndarray:
+    return pc.fill_null(norm.column(name), -1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def without_repeats(path: Path, norm: pa.Table) -> tuple[pa.Table, list[Issue]]:
+    """``norm`` less the events that are copies of an earlier one, and what repeats.
+
+    DFTracer numbers each event it logs once per process; an event that repeats an earlier
+    one's (pid, id) and is its copy (the same thread, start and duration: a damaged or
+    concatenated file) is read once, an error that counts them. DFTracer 1.x's forked loader
+    workers keep their parent's pid and id counter (Stormer's traces: 1,933 events a rank
+    share an id with another thread's), so a repeat from another thread or at another time
+    is an event of its own: kept, a warning that says so."""
     ids = norm.column("id")
     if ids.null_count == len(ids):
-        return norm, None
-    pid = pc.fill_null(norm.column("pid"), -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        return norm, []
+    pid = _column(norm, "pid")
     has = pc.is_valid(ids).to_numpy(zero_copy_only=False)
     idv = pc.fill_null(ids, 0).to_numpy(zero_copy_only=False).astype(np.int64)
     rows = np.flatnonzero(has)
     p, i = pid[rows], idv[rows]
     if _all_distinct(p, i):
-        return norm, None  # the usual trace: no sort needed
-    pairs = np.stack([p, i], axis=1)
-    _, first = np.unique(pairs, axis=0, return_index=True)
+        return norm, []  # the usual trace: no sort needed
+    _, first = np.unique(np.stack([p, i], axis=1), axis=0, return_index=True)
     repeat = np.ones(len(rows), bool)
     repeat[first] = False
     if not repeat.any():
-        return norm, None
+        return norm, []
+    whole = np.stack([p, i] + [_column(norm, c)[rows] for c in ("tid", "ts", "dur")], axis=1)
+    _, first_whole = np.unique(whole, axis=0, return_index=True)
+    copy = np.ones(len(rows), bool)
+    copy[first_whole] = False
+    line = norm.column("line").to_numpy()
+    issues = []
+    if copy.any():
+        k = rows[copy][0]
+        issues.append(
+            Issue(
+                str(path),
+                "corrupt",
+                f"{int(copy.sum()):,} events repeat the id of an event already read (the first at "
+                f"line {int(line[k])}, id {int(idv[k])}), each a copy of it (the same thread, "
+                "start and duration): DFTracer logs each event once, so each is read once",
+                "error",
+            )
+        )
+    own = repeat & ~copy
+    if own.any():
+        k = rows[own][0]
+        issues.append(
+            Issue(
+                str(path),
+                "reused-ids",
+                f"{int(own.sum()):,} events share the id of an earlier event of their pid (the "
+                f"first at line {int(line[k])}, id {int(idv[k])}) but not its thread, start or "
+                "duration: DFTracer 1.x's forked loader workers keep their parent's pid and event "
+                "count, so each is an event of its own, read as it is",
+                "warning",
+            )
+        )
     drop = np.zeros(len(norm), bool)
-    drop[rows[repeat]] = True
-    line = int(norm.column("line").to_numpy()[rows[repeat][0]])
-    issue = Issue(
-        str(path),
-        "corrupt",
-        f"{int(repeat.sum()):,} events repeat the id of an event already read (the first at "
-        f"line {line}, id {int(idv[rows[repeat][0]])}): DFTracer logs each event once, so each "
-        "is read once",
-        "error",
-    )
-    return norm.filter(pa.array(~drop)), issue
+    drop[rows[copy]] = True
+    return (norm.filter(pa.array(~drop)) if copy.any() else norm), issues
 
 
 @dataclass

@@ -23,6 +23,7 @@ Decoding (gunzip, lines, bulk JSON parse) is in :mod:`.decode`, the position mod
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,21 +137,41 @@ def _dict_array(codes: np.ndarray, values: list[str | None] | pa.Array) -> pa.Di
     return pa.DictionaryArray.from_arrays(indices, dictionary)
 
 
-def _unhashed(norm: pa.Table) -> pa.Table:
-    """pydftracer 1.0.x (DLIO 2.0.0's tracer) names a call's file (``fname``) and host
-    (``hostname``) in its args instead of hashing them, and writes as ``pid`` the id DLIO
-    gives it (its rank) for every process of the rank: the path and host stand in for their
-    hashes (and are their own metadata records, :func:`_metadata`), and the thread id stands
-    in for the process (each of DLIO's forked loader workers has one thread, whose id is its
-    pid)."""
+def _unhashed(path: Path, norm: pa.Table) -> pa.Table:
+    """DFTracer 1.x names a call's file (``fname``) and host (``hostname``) in its args
+    instead of hashing them: the path and host stand in for their hashes (and are their own
+    metadata records, :func:`_metadata`). Under DLIO 2.0.0 (pydftracer 1.0.x) it also writes
+    as ``pid`` the rank DLIO gives it (``trace-R-of-N.pfw``, pid R) for every process of the
+    rank: there the thread id stands in for the process (each of DLIO's forked loader workers
+    has one thread, whose id is its pid). Elsewhere (Stormer's traces: pid 1064335 in both
+    the app file and the POSIX file of one rank) the pid is the process's own, and the
+    loader workers it forked keep it: swapping would split one rank's files apart."""
     cols = {n: norm.column(n) for n in norm.column_names}
-    named_files = cols["a_fname"].null_count < len(norm)
-    if not named_files or cols["a_fhash"].null_count < len(norm):
+    named = {
+        hashed: cols[name].null_count < len(norm) and cols[hashed].null_count == len(norm)
+        for hashed, name in (("a_fhash", "a_fname"), ("a_hhash", "a_hostname"))
+    }
+    if not any(named.values()):
         return norm  # DFTracer's own format: hashes and real pids
-    for hashed, named in (("a_fhash", "a_fname"), ("a_hhash", "a_hostname")):
-        cols[hashed] = pc.coalesce(cols[hashed], cols[named])
-    cols["pid"] = pc.coalesce(cols["tid"], cols["pid"])
+    # (an app-annotation file of 1.x names its host but no file)
+    for hashed, name in (("a_fhash", "a_fname"), ("a_hhash", "a_hostname")):
+        if named[hashed]:
+            cols[hashed] = pc.coalesce(cols[hashed], cols[name])
+    if named["a_fhash"] and _pid_is_dlio_rank(path, cols["pid"]):
+        cols["pid"] = pc.coalesce(cols["tid"], cols["pid"])
     return pa.table(cols, schema=norm.schema)
+
+
+_DLIO_NAME = re.compile(r"^trace-(\d+)-of-\d+\.pfw")
+
+
+def _pid_is_dlio_rank(path: Path, pid: pa.ChunkedArray) -> bool:
+    """Whether every event's pid is the rank in DLIO's name of the trace."""
+    m = _DLIO_NAME.match(path.name)
+    if m is None:
+        return False
+    known = pc.unique(pc.drop_null(pid)).to_pylist()
+    return known == [int(m.group(1))]
 
 
 def _reparse(lines: Lines, wanted: np.ndarray) -> list[dict]:
@@ -221,8 +242,8 @@ def _build(
     warnings: list[Issue],
 ) -> ProcessLog:
     issues, lost = _damage(path, norm, lines, bad, problems)
-    norm = _unhashed(norm)
-    norm, repeated = without_repeats(path, norm)
+    norm = _unhashed(path, norm)
+    norm, repeats = without_repeats(path, norm)
     ev = _events(path, norm, lines, warnings)
     meta = _metadata(ev)
     start_rows, end_rows, start_args, end_args = _tracer_events(ev)
@@ -237,8 +258,9 @@ def _build(
     proc = _process(ev, meta, start_rows, start_args)
     lost |= _loss(ev, issues, problems, lost, start_rows, end_rows, end_args)
     span = run_span(ev.src, t_first, t_last, meta.scale, meta.time_metric)
-    issues += [i for i in (repeated, negative.issue, span) if i is not None]
-    lost |= repeated is not None or negative.issue is not None
+    issues += [*repeats, *(i for i in (negative.issue, span) if i is not None)]
+    copies = any(i.kind == "corrupt" for i in repeats)
+    lost |= copies or negative.issue is not None
     io = _io_calls(ev)
     io["path_at"] = meta.files.found(io["fh_vals"])  # where each file hash's path is
     tables = _tables(path, ev, meta, io, rel_start, rel_end)

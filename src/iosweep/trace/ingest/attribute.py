@@ -141,7 +141,8 @@ def _number_processes(pending: list[LogEntry]) -> list[Issue]:
                 return p
         return None
 
-    roots = [e for e in pending if parent_log(e) is None]
+    same = _same_process(pending)
+    roots = [e for e in pending if parent_log(e) is None and id(e) not in same]
     roots.sort(key=lambda e: (e.plog.start, e.plog.pid, str(e.path)))
     # the run layout's traces/rank-R/ directories name ranks even without rank files: the
     # first process started there is the rank, later unrelated ones are its children
@@ -154,6 +155,11 @@ def _number_processes(pending: list[LogEntry]) -> list[Issue]:
     base = max((e.rank for e in in_dirs), default=-1) + 1
     for i, e in enumerate(roots):
         e.rank, e.role, e.attributed_by = base + i, "rank", "numbered"
+    for e in pending:
+        if id(e) in same and same[id(e)].attributed_by:
+            first = same[id(e)]
+            e.rank, e.role, e.attributed_by = first.rank, first.role, "same-process"
+            e.host = e.host or first.host
     for e in pending:
         if e.attributed_by:
             continue
@@ -177,6 +183,28 @@ def _number_processes(pending: list[LogEntry]) -> list[Issue]:
             )
         )
     return issues
+
+
+def _same_process(pending: list[LogEntry]) -> dict[int, LogEntry]:
+    """DFTracer traces that are one process's: the same host and pid, overlapping in time
+    (DFTracer 1.x writes an app-annotation file and a POSIX file per process, Stormer's
+    test-trace-dist-0 and -1). id(entry) -> the process's first trace (by start)."""
+    by_key: dict[tuple, list[LogEntry]] = {}
+    for e in pending:
+        if e.plog.tracer == "dftracer" and e.plog.pid is not None and e.plog.pid >= 0:
+            by_key.setdefault((e.plog.host, e.plog.pid), []).append(e)
+    out: dict[int, LogEntry] = {}
+    for group in by_key.values():
+        group.sort(key=lambda e: (e.plog.start, str(e.path)))
+        for e in group[1:]:
+            first = next((o for o in group if o is not e and _overlap(o, e)), None)
+            if first is not None and id(first) not in out:
+                out[id(e)] = first
+    return out
+
+
+def _overlap(a: LogEntry, b: LogEntry) -> bool:
+    return a.plog.start <= b.plog.end and b.plog.start <= a.plog.end
 
 
 def mpi_hosts_of(log: ProcessLog) -> dict[int, str]:
@@ -290,7 +318,9 @@ def missing_rank_issues(
 
 def duplicate_ranks(read: list[LogEntry]) -> list[Issue]:
     """A warning for each rank that several (non-MPI) logs claim."""
-    dup = Counter(e.rank for e in read if e.role == "rank" and not e.plog.mpi)
+    claims = [e for e in read if e.role == "rank" and not e.plog.mpi]
+    same = _same_process(claims)  # (two DFTracer traces of one process are not two claims)
+    dup = Counter(e.rank for e in claims if id(e) not in same)
     return [
         Issue(
             f"rank {r}",

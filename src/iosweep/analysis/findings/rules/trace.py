@@ -40,7 +40,7 @@ def input_bound(c: Context) -> list[Outcome]:
     au = {"au": (n["au"], "share"), "au_threshold": (n["au_threshold"], "share")}
     if kind == "compute-bound":
         return [passed("input_bound", title, v["text"][0].upper() + v["text"][1:], au)]
-    loop = kind == "loop-bound"
+    loop = kind in ("loop-bound", "unexplained")
     if not (loop or kind.startswith(("input-bound", "host-cpu-bound"))):
         return [not_checked("input_bound", title, f"{v['title']}: {v['text']}", au)]
     numbers = {
