@@ -156,7 +156,9 @@ def status_sections(
     for c in checks:
         why = f": {c['why']}" if c["why"] else ""
         issues.append(asdict(Issue("trace", "trace-incomplete", c["message"] + why, "warning")))
-    if checks and state == "complete":
+    # a figure measured another way keeps the run complete for its question; the check stays
+    missing = [c for c in checks if not c.get("measured_by")]
+    if missing and state == "complete":
         state, incomplete = "partial", True
     return {
         "schema": SCHEMA,

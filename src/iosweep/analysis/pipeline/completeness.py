@@ -91,8 +91,9 @@ def _blind_check(pipeline: dict[str, Any]) -> dict | None:
     """Reads the tracer could not see, found by the kernel's account of the ranks' processes
     (:mod:`.host`): memory-mapped data, or read calls well past the traced bytes."""
     host = pipeline.get("host") or {}
-    traced = int((pipeline.get("totals") or {}).get("bytes_read_in_epochs") or 0)
-    how = blind_reads(host, traced)
+    totals = pipeline.get("totals") or {}
+    traced = int(totals.get("bytes_read_in_epochs") or 0)
+    how = blind_reads(host, traced, totals.get("data_opens_in_epochs"))
     if not how:
         return None
     figures = [f"{human_bytes(host['rchar'])} through read calls"] if host.get("rchar") else []
@@ -124,6 +125,7 @@ def _checkpoint_check(checkpoints: dict[str, Any]) -> dict | None:
         f"disk, but the trace holds {human_bytes(traced)} of checkpoint writes: the tracer missed the "
         "checkpoint writes (DFTracer does not see torch.save's); checkpoint times and sizes come from "
         "the files' opens and the files on disk",
+        "measured_by": "the checkpoint files on disk (sizes) and their traced opens (times)",
     }
 
 

@@ -65,6 +65,7 @@ COLUMNS = [
     "reads",
     "bytes_read",
     "read_time",
+    "data_files_opened",
 ]
 
 _META_NAMES = re.compile(
@@ -170,6 +171,37 @@ def _union(a: tuple | None, b: tuple | None) -> tuple | None:
     return lo, hi
 
 
+def _data_opens(rd: RunData) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Per rank: the times its processes opened a dataset file (traced opens), and each
+    file's first open (counter records): where a rank opened no dataset file in an epoch,
+    read-call bytes the kernel counted then were not the dataset's (sockets, pipes)."""
+    if "dataset" not in rd.class_names:
+        return {}, {}
+    data = rd.class_names.index("dataset")
+    out: list[dict[int, np.ndarray]] = [{}, {}]
+    ev = rd.app_events
+    if not ev.empty:
+        m = category_matches(ev["cat"], "^(POSIX|STDIO)$")
+        m &= category_matches(ev["name"], KINDS["opens"].pattern)
+        f = ev["file"].to_numpy()
+        m &= (f >= 0) & (rd.file_class[np.maximum(f, 0)] == data) & (ev["actor"].to_numpy() >= 0)
+        for a, g in ev[m].groupby("actor"):
+            out[0][int(a)] = np.sort(g["start"].to_numpy(np.float64))
+    c = rd.counters
+    if not c.empty and "open_start" in c:
+        f = c["file"].to_numpy()
+        m = (f >= 0) & (rd.file_class[np.maximum(f, 0)] == data) & (c["actor"].to_numpy() >= 0)
+        for a, g in c[m].groupby("actor"):
+            out[1][int(a)] = np.sort(g["open_start"].dropna().to_numpy(np.float64))
+    return out[0], out[1]
+
+
+def _opened_in(times: np.ndarray | None, lo: float, hi: float) -> int:
+    if times is None:
+        return 0
+    return int(np.searchsorted(times, hi, "right") - np.searchsorted(times, lo, "left"))
+
+
 def _counter_meta(rd: RunData, re_: RankEpoch) -> float:
     """Darshan's metadata time of the files the rank's processes opened in the epoch."""
     c = rd.counters
@@ -198,6 +230,7 @@ def rank_epoch_table(rd: RunData, op_epoch: np.ndarray) -> pd.DataFrame:
     reads = _read_spans(rd)
     own = _own_read_spans(rd)
     metas = _meta_spans(rd)
+    traced_opens, first_opens = _data_opens(rd)
     batch = rd.meta.params.get("batch_size")
     counts, volume, busy, n_ep = _reads_per_rank_epoch(rd, op_epoch)
     rows = []
@@ -244,6 +277,8 @@ def rank_epoch_table(rd: RunData, op_epoch: np.ndarray) -> pd.DataFrame:
                 "reads": int(counts[k]) if k < len(counts) else 0,
                 "bytes_read": int(volume[k]) if k < len(volume) else 0,
                 "read_time": float(busy[k]) if k < len(busy) else 0.0,
+                "data_files_opened": _opened_in(traced_opens.get(re_.rank), re_.start, re_.end)
+                + _opened_in(first_opens.get(re_.rank), re_.start, re_.end),
             }
         )
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -340,6 +375,11 @@ def totals(t: pd.DataFrame, run_start: float, run_end: float) -> dict[str, Any]:
         "other_in_wait_share": _share(t["other_in_wait"].sum(), waited),
         "no_read_share": _share((t["wait"] - t["read_in_wait"]).sum(), waited),
         "bytes_read_in_epochs": int(t["bytes_read"].sum()),
+        # dataset files opened in the epochs (traced opens, counters' first opens); None:
+        # an older table
+        "data_opens_in_epochs": int(t["data_files_opened"].sum())
+        if "data_files_opened" in t
+        else None,
         "read_bandwidth_per_rank": _nan_none(t["bytes_read"].sum() / t["epoch_time"].sum())
         if t["epoch_time"].sum() > 0
         else None,
@@ -473,7 +513,8 @@ def pipeline_summary(
     v = verdict(tot, context, s, wait_is_lower_bound=source == "estimated")
     host = host_summary(facts.procs, facts.clock_zero, t)
     # storage read outside the trace first: a wait it explains is not the host CPU's
-    v = host_bound(blind_storage(v, host, tot["bytes_read_in_epochs"]), host, context)
+    blind = blind_storage(v, host, tot["bytes_read_in_epochs"], tot["data_opens_in_epochs"])
+    v = host_bound(blind, host, context)
     if source == "estimated":
         v = estimated(v, timing["method"])
     return {

@@ -63,6 +63,7 @@ class PipelineTotals(Model):
     other_in_wait_share: float | None  # neither: decode, augment, collate, copy
     no_read_share: float | None  # no read in flight at all
     bytes_read_in_epochs: int
+    data_opens_in_epochs: int | None = None  # dataset files opened in the epochs
     read_bandwidth_per_rank: float | None  # bytes read per second of epoch, per rank
 
 

@@ -402,6 +402,9 @@ class CompletenessCheck(Model):
     seen: int
     message: str
     why: str = ""
+    # how the figures the trace missed were measured instead, where they were: the run stays
+    # complete for its question (checkpoint sizes from the files on disk)
+    measured_by: str = ""
 
 
 class TimeStats(Model):
