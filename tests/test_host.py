@@ -97,6 +97,21 @@ def test_host_cpu_bound_where_no_core_was_free_and_threads_waited_for_one(
     if expected == "host-cpu-bound":
         assert "1 rank(s) x (1 + 4 loader workers) share 2 cores" in v["levers"][0]["text"]
         assert f"their threads waited for a core {runq / (0.9 + runq):.0%}" in v["text"]
+        # the title answers whether the loop waits for its data first; the host is its cause
+        assert v["title"] == (
+            "input-bound-preprocessing, on a host with no core to spare"
+            if kind == "input-bound-preprocessing"
+            else "Held back by the host's CPU"
+        )
+
+
+def test_a_host_held_job_without_loader_workers_is_offered_them_first():
+    h = host_summary({"0": _record(host_busy_per_s=1.82, runq=0.5)}, CLOCK, _epochs({0: [(1, 9)]}))
+    v = host_bound(_verdict("input-bound-preprocessing"), h, {"loader_workers": 0})
+    assert v["kind"] == "host-cpu-bound" and v["trace_kind"] == "input-bound-preprocessing"
+    assert v["levers"][0]["text"].startswith("loader workers (DataLoader num_workers > 0")
+    assert (v["levers"][0]["param"], v["levers"][0]["direction"]) == ("loader_workers", "more")
+    assert v["levers"][1]["text"].startswith("fewer processes per core: 1 rank(s) share 2 cores")
 
 
 def test_a_wait_with_storage_reads_outside_the_trace_is_storages():

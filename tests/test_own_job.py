@@ -161,8 +161,10 @@ def test_a_job_compute_bound_by_construction_is_found_compute_bound(sweep, job):
 def test_the_report_leads_with_each_jobs_verdict_and_says_how_it_was_timed(sweep):
     text = _report_text(sweep)
     for job, fw in (("npz", "pytorch"), ("tars", "pytorch"), ("keras", "tensorflow")):
-        title = {"input-bound-preprocessing": "Input-bound by preprocessing",
-                 "host-cpu-bound": "Held back by the host's CPU"}[_run(sweep, f"{job}-input")[1]["pipeline"]["verdict"]["kind"]]  # fmt: skip
+        # (on a host with no core to spare: "Input-bound by preprocessing (...), on a host ...")
+        v = _run(sweep, f"{job}-input")[1]["pipeline"]["verdict"]
+        assert "input-bound-preprocessing" in (v["kind"], v["trace_kind"]), v
+        title = "Input-bound by preprocessing"
         assert f"{fw} · {job}-input: {title}" in text
         assert f"{fw} · {job}-compute: Compute-bound" in text
     assert (

@@ -241,10 +241,27 @@ def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> 
         v["text"].split(";")[0].split(", but")[0]
         + f"; {figures}: the ranks and their workers want more CPU than the host gives"
     )
+    trace_kind = v.get("trace_kind") or v["kind"]
+    # the title answers the user's question first: a job whose loop waits for its data says
+    # so; the host's cores are the cause, and shape the levers
+    waits = trace_kind == "input-bound-preprocessing"
+    if waits and w == 0:
+        levers.insert(
+            0,
+            lever(
+                "loader workers (DataLoader num_workers > 0, tf.data num_parallel_calls) so "
+                "batches are prepared while the step computes; on a host with no core to spare "
+                "the gain is what a sweep of loader_workers measures",
+                "loader_workers",
+                "more",
+            ),
+        )
     return v | {
-        "trace_kind": v.get("trace_kind") or v["kind"],
+        "trace_kind": trace_kind,
         "kind": "host-cpu-bound",
-        "title": "Held back by the host's CPU",
+        "title": f"{v['title']}, on a host with no core to spare"
+        if waits
+        else "Held back by the host's CPU",
         "text": text,
         "levers": levers,
         "numbers": numbers,
