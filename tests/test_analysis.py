@@ -1981,6 +1981,15 @@ def test_a_run_mostly_in_its_first_wait_and_step_is_too_short_to_judge():
     assert verdict(tot | {"steady_time_per_rank": 4.33 / 4}, {}, s)["kind"] != "too-short"
     assert verdict(_steady(steady_steps_per_rank=4.0), {}, s)["kind"] == "too-short"
     assert verdict(_steady(steady_steps_per_rank=5.0), {}, s)["kind"] != "too-short"
+    # with the time account, it says where the time went, never "waits 0 s"
+    slices = [{"kind": k, "seconds": x} for k, x in
+              (("wait_phase_start", 86.0), ("compute", 5.0), ("startup", 2.0), ("unexplained", 0.0))]  # fmt: skip
+    acc = {"available": True, "window_per_rank": 93.0, "slices": slices}
+    said = verdict(tot, {"account": acc}, s)["text"]
+    assert said.endswith(
+        "; where the time went, a rank: 86.0 s waiting for each epoch's first batch, 5.0 s "
+        "computing, 2.0 s in start-up of 93.0 s"
+    )
 
 
 def test_wait_grades_out_of_order_are_a_settings_error():

@@ -177,6 +177,27 @@ def _where_unexplained(acc: dict[str, Any]) -> str:
     return out
 
 
+ACCOUNT_WORDS = {
+    "compute": "computing",
+    "wait_steady": "waiting for data in steady state",
+    "wait_phase_start": "waiting for each epoch's first batch",
+    "evaluation": "in evaluation",
+    "checkpoint": "in checkpoints",
+    "startup": "in start-up",
+    "unexplained": "unexplained",
+}
+
+
+def _went_to(acc: dict[str, Any]) -> str:
+    """Where a rank's time went, by the account ("; where the time went, a rank: 86.0 s of
+    93.0 s waiting for each epoch's first batch, ..."): '' without one."""
+    if not acc.get("available") or not acc.get("window_per_rank"):
+        return ""
+    top = sorted((x for x in acc["slices"] if x["seconds"] > 0), key=lambda x: -x["seconds"])
+    said = [f"{x['seconds']:.1f} s {ACCOUNT_WORDS[x['kind']]}" for x in top[:3]]
+    return f"; where the time went, a rank: {', '.join(said)} of {acc['window_per_rank']:.1f} s"
+
+
 def _phase_start_text(acc: dict[str, Any], tot: dict[str, Any]) -> str:
     first, steady = _seconds(acc, "wait_phase_start"), _seconds(acc, "wait_steady")
     return (
@@ -219,9 +240,9 @@ def _verdict_text(kind: str, tot: dict[str, Any], ctx: dict[str, Any], storage: 
             f"{tot['startup']:.1f} s passed before the first step, against {tot['training_time']:.1f} s "
             f"of training in {tot['epochs']} epoch(s): the run is too short to judge its input pipeline"
         )
-    if kind == "too-short":
-        return _short_text(tot, s)
     acc = ctx.get("account") or {}
+    if kind == "too-short":
+        return _short_text(tot, s) + _went_to(acc)
     if kind == "input-bound-phase-start":
         return _phase_start_text(acc, tot)
     base = (
