@@ -577,6 +577,28 @@ def test_missed_dataset_reads_boundary(seen, blind):
     }  # fmt: skip
 
 
+def test_a_training_trace_without_any_dataset_read_cannot_tell():
+    # a Darshan log of a training job whose loader workers were not traced (darshan-hpc/
+    # darshan issue 872): steps, no sample count, not one dataset file read: "cannot tell",
+    # never complete
+    from types import SimpleNamespace
+
+    from iosweep.analysis.pipeline.completeness import _dataset_check
+
+    meta = SimpleNamespace(manifest={}, params={})
+    pipeline = {"available": True, "totals": {"epochs": 2, "samples": None,
+                                              "steady_steps_per_rank": 48.0}}  # fmt: skip
+    got = _dataset_check(meta, 0, 0, pipeline)
+    assert got["kind"] == "dataset-reads" and got["seen"] == 0 and got["expected"] is None
+    assert got["message"].startswith(
+        "the trace holds no read of a dataset file, while the ranks trained 48 steps each"
+    )
+    assert got["message"].endswith("whether training waited for storage cannot be told here")
+    # a dataset file read, or no training steps: nothing to say
+    assert _dataset_check(meta, 10, 1, pipeline) is None
+    assert _dataset_check(meta, 0, 0, {"available": False, "totals": {}}) is None
+
+
 # ----------------------------------------------------------------------------------------
 # Bad input: incomplete, empty, unattributed
 

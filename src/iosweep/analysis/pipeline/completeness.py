@@ -84,6 +84,19 @@ def _dataset_check(
             "message": f"the tracer saw no dataset reads at all, while the run consumed "
             f"{int(samples):,} samples",
         }
+    steps = tot.get("steady_steps_per_rank")
+    if seen == 0 and files_seen == 0 and pipeline.get("available") and steps:
+        # a training job whose trace holds no read of a dataset file: it cannot tell
+        return {
+            "kind": "dataset-reads",
+            "expected": None,
+            "seen": 0,
+            "message": f"the trace holds no read of a dataset file, while the ranks trained "
+            f"{steps:,.0f} steps each: whatever read the data was not seen (forked loader "
+            "workers a non-MPI Darshan does not trace, darshan-hpc/darshan issue 872; a reader "
+            "the tracer does not intercept), or its files are not recognised as the dataset "
+            "(analysis.file_classes); whether training waited for storage cannot be told here",
+        }
     return None
 
 
