@@ -2073,3 +2073,46 @@ def test_the_busiest_files_are_those_a_sort_of_every_file_gives():
             f.loc[rng.random(n) < 0.5, "b"] = np.nan
         whole = f.sort_values(["b", "path"], ascending=[False, True]).head(5)
         assert busiest(f, "b", 5).equals(whole), f
+
+
+def _account(phase_start: float, steady: float, loop: float, phases: float = 5.0) -> dict:
+    wait = phase_start + steady
+    slices = [{"kind": "wait_phase_start", "seconds": phase_start},
+              {"kind": "wait_steady", "seconds": steady}]  # fmt: skip
+    return {"available": True, "window_per_rank": loop, "slices": slices, "wait_per_rank": wait,
+            "loop_per_rank": loop, "loop_wait_share": wait / loop,
+            "phase_start_share_of_wait": phase_start / wait, "phases_per_rank": phases}  # fmt: skip
+
+
+def test_waits_at_each_epochs_start_are_their_own_verdict_under_a_steady_compute_bound():
+    from iosweep.analysis.pipeline.verdict import verdict
+
+    s = AnalysisSettings()
+    # Stormer-like: steady AU 0.89, 16% of the loop waiting, 95% of it at each phase's start
+    tot = _steady(au=0.89, wait_per_rank=3.0, wait_share=3.0 / 50, idle_per_rank=5.5)
+    v = verdict(tot, {"account": _account(53.6, 3.0, 347.6)}, s)
+    assert v["kind"] == "input-bound-phase-start" and v["grade"] == "moderate"
+    assert v["title"] == (
+        "Input-bound at each epoch's start (moderately: 16% of the loop waiting for data, "
+        "95% of it for each epoch's or evaluation's first batch)"
+    )
+    assert "persistent_workers=True" in v["levers"][0]["text"]
+    # one epoch: its first wait is the run's start-up, paid once
+    assert verdict(tot, {"account": _account(53.6, 3.0, 347.6, 1.0)}, s)["kind"] != (
+        "input-bound-phase-start"
+    )
+    # most of the wait in steady state: the steady reading stands
+    assert verdict(tot, {"account": _account(10.0, 46.0, 347.6)}, s)["kind"] != (
+        "input-bound-phase-start"
+    )
+    # a steady state that keeps up stays compute-bound, and says what each start costs
+    v = verdict(tot | {"au": 0.95}, {"account": _account(53.6, 3.0, 347.6)}, s)
+    assert v["kind"] == "compute-bound"
+    assert v["title"] == (
+        "Compute-bound in steady state, but 16% of its loop waits for each epoch's or "
+        "evaluation's first batch"
+    )
+    assert "persistent_workers=True" in v["levers"][0]["text"]
+    # under the first grade (5%): plain compute-bound
+    v = verdict(tot | {"au": 0.95}, {"account": _account(10.0, 1.0, 347.6)}, s)
+    assert (v["kind"], v["title"], v["levers"]) == ("compute-bound", "Compute-bound", [])

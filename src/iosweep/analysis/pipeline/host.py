@@ -185,11 +185,18 @@ def busiest_node(host: dict[str, Any]) -> dict[str, Any]:
 
 def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
     """Where the host had no core to spare during training and the job's threads waited for
-    one: a verdict of preprocessing or of the loop becomes host-CPU-bound (more loader
-    workers cannot help; the loop is not slow by itself, it waits for a core); a
+    one: a verdict of preprocessing, of each epoch's start, of the loop or of time nothing
+    else explains becomes host-CPU-bound (more loader workers cannot help; the loop is not
+    slow by itself, it waits for a core; a verdict of waiting keeps its words); a
     compute-bound run stays so (its data keep up) and says its compute is slowed by sharing
     cores. Storage and start-up verdicts stand (their cause is elsewhere)."""
-    kinds = ("compute-bound", "input-bound-preprocessing", "loop-bound")
+    kinds = (
+        "compute-bound",
+        "input-bound-preprocessing",
+        "input-bound-phase-start",
+        "loop-bound",
+        "unexplained",
+    )
     if v["kind"] not in kinds or not host.get("available"):
         return v
     busy, short = host.get("busy_share"), host.get("core_wait_share")
@@ -244,8 +251,8 @@ def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> 
     trace_kind = v.get("trace_kind") or v["kind"]
     # the title answers the user's question first: a job whose loop waits for its data says
     # so; the host's cores are the cause, and shape the levers
-    waits = trace_kind == "input-bound-preprocessing"
-    if waits and w == 0:
+    waits = trace_kind in ("input-bound-preprocessing", "input-bound-phase-start")
+    if trace_kind == "input-bound-preprocessing" and w == 0:
         levers.insert(
             0,
             lever(

@@ -78,10 +78,10 @@ def _kind(
         return "startup"  # a single step per epoch: nothing but warm-up to judge
     if _too_short(tot, s):
         return "too-short"
+    if au >= s.au_threshold:
+        return "compute-bound"  # (its waits at each epoch's start, if graded, are said)
     if not wait_is_lower_bound and _phase_start_bound(acc, s):
         return "input-bound-phase-start"
-    if au >= s.au_threshold:
-        return "compute-bound"
     idle = tot.get("idle_per_rank")
     small = not grade(wait_share, s) and wait_share is not None
     # the time not computing is mostly not spent waiting, or the wait is a sliver of the step
@@ -123,6 +123,12 @@ def verdict(
         )
     elif kind == "unexplained":
         title += f": {_where_unexplained(acc)}"
+    elif kind == "compute-bound" and _phase_start_bound(acc, s):
+        # the steady state keeps up; each epoch's start does not: said, with its levers
+        title += (
+            f" in steady state, but {_pct(acc['loop_wait_share'])} of its loop waits for "
+            "each epoch's or evaluation's first batch"
+        )
     elif g:
         title += f" ({GRADES[g]}: {_pct(wait_share)} of the step time waiting)"
     return {
@@ -154,7 +160,9 @@ def verdict(
             if acc.get("available")
             else None,
         },
-        "levers": _levers(kind, tot, context, s),
+        "levers": _phase_start_levers(context, tot, s)
+        if kind == "compute-bound" and _phase_start_bound(acc, s)
+        else _levers(kind, tot, context, s),
     }
 
 
