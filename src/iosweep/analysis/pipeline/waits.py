@@ -179,18 +179,24 @@ def _data_opens(rd: RunData) -> tuple[dict[int, np.ndarray], dict[int, np.ndarra
         return {}, {}
     data = rd.class_names.index("dataset")
     out: list[dict[int, np.ndarray]] = [{}, {}]
+
+    def is_data(f: np.ndarray) -> np.ndarray:
+        # (a path code outside the run's paths, or none: not a dataset file)
+        known = (f >= 0) & (f < len(rd.file_class))
+        return known & (rd.file_class[np.where(known, f, 0)] == data) if known.any() else known
+
     ev = rd.app_events
     if not ev.empty:
         m = category_matches(ev["cat"], "^(POSIX|STDIO)$")
         m &= category_matches(ev["name"], KINDS["opens"].pattern)
         f = ev["file"].to_numpy()
-        m &= (f >= 0) & (rd.file_class[np.maximum(f, 0)] == data) & (ev["actor"].to_numpy() >= 0)
+        m &= is_data(f) & (ev["actor"].to_numpy() >= 0)
         for a, g in ev[m].groupby("actor"):
             out[0][int(a)] = np.sort(g["start"].to_numpy(np.float64))
     c = rd.counters
     if not c.empty and "open_start" in c:
         f = c["file"].to_numpy()
-        m = (f >= 0) & (rd.file_class[np.maximum(f, 0)] == data) & (c["actor"].to_numpy() >= 0)
+        m = is_data(f) & (c["actor"].to_numpy() >= 0)
         for a, g in c[m].groupby("actor"):
             out[1][int(a)] = np.sort(g["open_start"].dropna().to_numpy(np.float64))
     return out[0], out[1]
