@@ -30,16 +30,9 @@ import pandas as pd
 
 from iosweep.analysis import intervals
 from iosweep.analysis.data import WRITE, RunData, events_matching
+from iosweep.analysis.summary.pipeline import ACCOUNT_KINDS
 
-KINDS = (
-    "checkpoint",
-    "evaluation",
-    "wait_phase_start",
-    "wait_steady",
-    "compute",
-    "startup",
-    "unexplained",
-)
+KINDS = ACCOUNT_KINDS
 COLUMNS = ["rank", "kind", "where", "seconds", "phases"]  # phases: the rank's epochs and
 # evaluation loops
 EVIDENCE = {

@@ -140,15 +140,21 @@ def _own_read_spans(rd: RunData) -> dict[int, tuple]:
     return _merged(ops.actor[o], ops.start[o], ops.end[o])
 
 
+def _file_calls(ev: pd.DataFrame, names: str, search: bool = False) -> np.ndarray:
+    """Which traced events are POSIX or STDIO calls named by ``names``, in a rank's
+    processes. Decided per distinct category and name, then per row by code: millions of
+    events."""
+    m = category_matches(ev["cat"], "^(POSIX|STDIO)$")
+    m &= category_matches(ev["name"], names, search=search)
+    return m & (ev["actor"].to_numpy() >= 0)
+
+
 def _meta_spans(rd: RunData) -> dict[int, tuple]:
     """Per rank: the union of its metadata calls traced as events (DFTracer), if any."""
     ev = rd.app_events
     if ev.empty:
         return {}
-    # decided per distinct category and name, then per row by code: millions of events
-    m = category_matches(ev["cat"], "^(POSIX|STDIO)$")
-    m &= category_matches(ev["name"], _META_NAMES.pattern, search=True)
-    e = ev[m & (ev["actor"].to_numpy() >= 0)]
+    e = ev[_file_calls(ev, _META_NAMES.pattern, search=True)]
     if e.empty:
         return {}
     return _merged(
@@ -187,10 +193,7 @@ def _data_opens(rd: RunData) -> tuple[dict[int, np.ndarray], dict[int, np.ndarra
 
     ev = rd.app_events
     if not ev.empty:
-        m = category_matches(ev["cat"], "^(POSIX|STDIO)$")
-        m &= category_matches(ev["name"], KINDS["opens"].pattern)
-        f = ev["file"].to_numpy()
-        m &= is_data(f) & (ev["actor"].to_numpy() >= 0)
+        m = _file_calls(ev, KINDS["opens"].pattern) & is_data(ev["file"].to_numpy())
         for a, g in ev[m].groupby("actor"):
             out[0][int(a)] = np.sort(g["start"].to_numpy(np.float64))
     c = rd.counters

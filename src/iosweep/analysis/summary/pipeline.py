@@ -3,7 +3,7 @@ and its levers, the rate model's predictions (iosweep.analysis.pipeline)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, model_validator
 
@@ -237,19 +237,24 @@ class RateModel(Model):
     assumptions: list[str] = Field(default_factory=list)
 
 
+# a rank's time in the order the account claims it (a second goes to the first that holds it)
+AccountKind = Literal[
+    "checkpoint",
+    "evaluation",
+    "wait_phase_start",
+    "wait_steady",
+    "compute",
+    "startup",
+    "unexplained",
+]
+ACCOUNT_KINDS: tuple[str, ...] = get_args(AccountKind)
+
+
 class AccountSlice(Model):
     """One slice of a rank's time: seconds a rank (the mean over ranks), its share of the
     window, and the evidence that names it."""
 
-    kind: Literal[
-        "checkpoint",
-        "evaluation",
-        "wait_phase_start",
-        "wait_steady",
-        "compute",
-        "startup",
-        "unexplained",
-    ]
+    kind: AccountKind
     seconds: float
     share: float | None
     evidence: str

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -150,25 +152,38 @@ def overlap_figure(ov: pd.DataFrame, title: str, anon: Anon) -> Figure | None:
         return None
     inside = inside.reindex(ranks).fillna(0)
     outside = outside.reindex(ranks).fillna(0)
-    fig = new_figure(10, min(max(2.6, 1.4 + 0.35 * len(ranks)), 9))
-    ax = fig.subplots()
-    y = np.arange(len(ranks))
-    left = np.zeros(len(ranks))
     parts = (
         (inside["overlapped_io_time"].to_numpy(), "#91bfdb", "overlapped with compute"),
         (inside["exposed_io_time"].to_numpy(), "#d73027", "exposed (in epochs, no compute)"),
         (outside.to_numpy(), "#bdbdbd", "outside epochs"),
     )
+    return rank_bars(ranks, parts, "I/O time (s)", anon(title), ncol=3)
+
+
+def rank_bars(
+    ranks: list, parts: Iterable[tuple[np.ndarray, str, str]], xlabel: str, title: str, ncol: int
+) -> Figure:
+    """One horizontal bar per rank stacked from ``parts`` (values, colour, label), the
+    first rank on top; a part that is zero on every rank is left out of the bar and legend.
+    The thin edges keep a slice of a few pixels visible."""
+    fig = new_figure(10, min(max(2.6, 1.4 + 0.35 * len(ranks)), 9))
+    ax = fig.subplots()
+    y = np.arange(len(ranks))
+    left = np.zeros(len(ranks))
     for vals, color, label in parts:
-        ax.barh(y, vals, left=left, color=color, label=label, height=0.6)
+        if vals.sum() <= 0:
+            continue
+        ax.barh(
+            y, vals, left=left, color=color, label=label, height=0.6, edgecolor="#737373", lw=0.3
+        )
         left = left + vals
     if len(ranks) <= 32:
         ax.set_yticks(y, [str(r) for r in ranks])
     ax.invert_yaxis()
     ax.set_ylabel("rank")
-    ax.set_xlabel("I/O time (s)")
-    ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=8, frameon=False)
-    fig.suptitle(anon(title), fontsize=11)
+    ax.set_xlabel(xlabel)
+    ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=ncol, fontsize=8, frameon=False)
+    fig.suptitle(title, fontsize=11)
     return fig
 
 
@@ -191,30 +206,9 @@ def account_figure(per_rank: list, title: str, anon: Anon) -> Figure | None:
     if not per_rank:
         return None
     ranks = [a.rank for a in per_rank]
-    fig = new_figure(10, min(max(2.6, 1.4 + 0.35 * len(ranks)), 9))
-    ax = fig.subplots()
-    y = np.arange(len(ranks))
-    left = np.zeros(len(ranks))
-    for kind, color, label in ACCOUNT_SLICES:
-        vals = np.array([a.seconds.get(kind, 0.0) for a in per_rank])
-        if vals.sum() <= 0:
-            continue
-        ax.barh(
-            y,
-            vals,
-            left=left,
-            color=color,
-            label=label,
-            height=0.6,
-            edgecolor="#737373",
-            linewidth=0.3,
-        )
-        left = left + vals
-    if len(ranks) <= 32:
-        ax.set_yticks(y, [str(r) for r in ranks])
-    ax.invert_yaxis()
-    ax.set_ylabel("rank")
-    ax.set_xlabel("seconds from the run's start to the rank's last step")
-    ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=4, fontsize=8, frameon=False)
-    fig.suptitle(anon(title), fontsize=11)
-    return fig
+    parts = (
+        (np.array([a.seconds.get(kind, 0.0) for a in per_rank]), color, label)
+        for kind, color, label in ACCOUNT_SLICES
+    )
+    xlabel = "seconds from the run's start to the rank's last step"
+    return rank_bars(ranks, parts, xlabel, anon(title), ncol=4)
