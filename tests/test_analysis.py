@@ -1964,6 +1964,30 @@ def test_a_wait_is_graded_by_its_share_of_the_step_time(wait, idle, kind, grade)
 
 
 @pytest.mark.parametrize(
+    ("ckpt", "held"),
+    [(8.0, True), (7.9, False)],  # of the 25 s idle less 9 s of wait: 16 s; half is 8 s
+)
+def test_a_loop_whose_idle_time_is_its_checkpoints_says_so_with_their_lever(ckpt, held):
+    from iosweep.analysis.pipeline.verdict import verdict
+
+    # 50 s steady, 25 s of compute, 9 s waiting (18%, under half of the idle: loop-bound)
+    tot = _steady(wait_per_rank=9.0, wait_share=0.18, checkpoint_per_rank=ckpt)
+    v = verdict(tot, {}, AnalysisSettings())
+    assert v["kind"] == "loop-bound" and v["numbers"]["checkpoint_per_rank_s"] == ckpt
+    if held:
+        assert v["title"] == (
+            "Held back by the loop itself, not by its data: its synchronous checkpoints take "
+            "16% of the steady time"
+        )
+        assert v["levers"][0]["text"].startswith("checkpoint asynchronously or less often")
+        assert "8.0 s of it in synchronous checkpoints inside the steps" in v["text"]
+        assert v["text"].endswith("8.0 s neither computing, waiting for a batch nor checkpointing")
+    else:
+        assert v["title"] == "Held back by the loop itself, not by its data"
+        assert v["levers"][0]["text"].startswith("profile the loop between steps")
+
+
+@pytest.mark.parametrize(
     ("share", "grade", "words"),
     [(0.049, "", None), (0.05, "moderate", "moderately: 5%"), (0.199, "moderate", "moderately: 20%"),
      (0.2, "high", "highly: 20%"), (0.9, "high", "highly: 90%")],

@@ -114,6 +114,33 @@ def test_a_host_held_job_without_loader_workers_is_offered_them_first():
     assert v["levers"][1]["text"].startswith("fewer processes per core: 1 rank(s) share 2 cores")
 
 
+def test_a_host_whose_cores_other_work_took_says_so_and_asks_for_the_host_first():
+    # the host 1.82 of 2 cores busy, the job's processes 0.1 + 0.1 of them: 1.62 cores to
+    # processes outside the job (more than half the host), its rank waiting for a core 50%
+    rec = _record(host_busy_per_s=1.82, rank_cpu=0.1, cpu=0.2, runq=0.2)
+    h = host_summary({"0": rec}, CLOCK, _epochs({0: [(1, 9)]}))
+    v = host_bound(_verdict("input-bound-preprocessing"), h, {"loader_workers": 4})
+    assert v["kind"] == "host-cpu-bound"
+    assert "1.62 of its cores went to processes outside the job" in v["text"]
+    assert v["text"].endswith("the host's other work leaves the job too little CPU")
+    assert v["levers"][0]["text"].startswith("a host to itself")
+    # the job itself using most of what the host gave: its own processes, as before
+    mine = host_bound(_verdict("input-bound-preprocessing"), host_summary(
+        {"0": _record(host_busy_per_s=1.82, runq=0.5)}, CLOCK, _epochs({0: [(1, 9)]})),
+        {"loader_workers": 4})  # fmt: skip
+    assert "outside the job" not in mine["text"] and mine["levers"][0]["text"].startswith("fewer")
+
+
+def test_a_loop_held_back_by_its_checkpoints_keeps_its_reading_on_a_busy_host():
+    h = host_summary({"0": _record(host_busy_per_s=1.82, runq=0.5)}, CLOCK, _epochs({0: [(1, 9)]}))
+    v = _verdict("loop-bound")
+    # 3.0 s a rank not computing, 0.1 s of it waiting, 2.0 s in checkpoints: 2.0 >= 0.5 x 2.9
+    v["numbers"] = {"idle_per_rank_s": 3.0, "wait_per_rank_s": 0.1, "checkpoint_per_rank_s": 2.0}
+    assert host_bound(v, h, {"loader_workers": 4}) is v
+    v["numbers"]["checkpoint_per_rank_s"] = 1.4  # under half of the 2.9 s: the host's again
+    assert host_bound(v, h, {"loader_workers": 4})["kind"] == "host-cpu-bound"
+
+
 def test_a_wait_with_storage_reads_outside_the_trace_is_storages():
     mapped = {"/data/train.npy": 1 << 30}
     # 2 MB/s from storage over 8 s = 16 MB: the floor, against 1 MB traced

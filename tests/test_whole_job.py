@@ -274,3 +274,101 @@ def test_ranks_the_job_starts_itself_are_found_traced_and_counted(tmp_path, npy,
         assert read == {0: set(files[0::2]), 1: set(files[1::2])}
     else:
         assert read[0] | read[1] == set(files) and min(map(len, read.values())) >= SAMPLES // 2
+
+
+# --- loops iosweep's hooks cannot time by a loader: each bounded by its optimizer steps ----------
+
+
+@pytest.fixture(scope="module")
+def tokens(tmp_path_factory) -> Path:
+    """A uint16 token file of 8 Mi tokens (16 MiB), nanoGPT's train.bin."""
+    out = tmp_path_factory.mktemp("tokens")
+    np.random.default_rng(6).integers(0, 512, 8 << 20, dtype=np.uint16).tofile(out / "train.bin")
+    return out
+
+
+@pytest.fixture(scope="module")
+def raw_files(tmp_path_factory) -> Path:
+    """256 raw sample files of 1 KiB (16 x 16 float32), read whole with open().read()."""
+    out = tmp_path_factory.mktemp("raw")
+    rng = np.random.default_rng(7)
+    for n in range(SAMPLES):
+        rng.standard_normal((16, 16), np.float32).tofile(out / f"s{n:04d}.bin")
+    return out
+
+
+def _checks(sm: dict) -> dict[str, dict]:
+    return {c["kind"]: c for c in sm["completeness"]}
+
+
+def test_a_memmap_token_loop_without_a_loader_is_timed_by_its_steps_and_its_reads_called_unseen(
+    tmp_path, tokens
+):
+    """nanoGPT's loop: batches sliced from a np.memmap in the main thread, 8 x 64 tokens and
+    60 ms of packing a batch against a 5 ms step (input-bound by preprocessing by construction;
+    the data a warm 16 MiB file)."""
+    _, sm, own = _own_job(tmp_path, tokens, (
+        "{python} tokens_memmap.py --data {data} --rank {rank} --world-size {world_size} "
+        "--iters 360 --fetch-ms 60 --step-ms 5"))  # fmt: skip
+    p = sm["pipeline"]
+    assert p["timing"]["loop"] == "optimizer steps in thread 'MainThread' (no data loader fed it)"
+    assert_verdict_or_host_held(p, "input-bound-preprocessing")
+    assert p["totals"]["au"] == pytest.approx(np.mean([o["au"] for o in own]), abs=AU_TOLERANCE)
+    assert p["totals"]["ranks"] == 2
+    # a rank's first step only bounds its second (the forward hook starts at it): 8 less each
+    assert p["totals"]["samples"] == sum(o["samples"] for o in own) - 2 * 8
+    own_wait = np.mean([sum(e["wait"] for e in o["epochs"]) for o in own])
+    assert p["totals"]["wait_per_rank"] == pytest.approx(own_wait, rel=0.1)
+    # the reads were page faults on the mapped file: the tracer saw its opens, no read
+    assert p["totals"]["bytes_read_in_epochs"] == 0 and p["totals"]["data_opens_in_epochs"] > 0
+    check = _checks(sm)["dataset-reads"]
+    assert check["message"].startswith("the tracer saw no dataset reads at all"), check
+    assert check["why"].startswith(f"the data were memory-mapped ({tokens / 'train.bin'}"), check
+
+
+def test_a_concurrent_futures_prefetcher_is_judged_by_the_loops_waits_on_its_futures(
+    tmp_path, raw_files
+):
+    """A thread pool reads and decodes the next batch (8 x 5 ms) while the 480 ms step runs;
+    the loop takes it with future.result(): compute-bound by construction."""
+    _, sm, own = _own_job(tmp_path, raw_files, (
+        "{python} futures_prefetch.py --data {data} --rank {rank} --world-size {world_size} "
+        "--epochs {epochs} --sample-ms 5 --step-ms 480"))  # fmt: skip
+    p = sm["pipeline"]
+    assert p["timing"]["loop"] == "optimizer steps in thread 'MainThread' (no data loader fed it)"
+    assert p["verdict"]["kind"] == "compute-bound", p["verdict"]
+    assert p["totals"]["au"] == pytest.approx(np.mean([o["au"] for o in own]), abs=AU_TOLERANCE)
+    assert p["totals"]["ranks"] == 2
+    # every batch's files read whole through read(): the trace holds them, but for a rank's
+    # first two batches (8 KiB each), read before its first step ended, where the steps begin
+    read = sum(o["bytes"] for o in own)
+    assert read - 2 * 2 * 8 * 1024 <= p["totals"]["bytes_read_in_epochs"] <= read
+
+
+def test_a_synchronous_checkpoint_every_few_steps_is_neither_compute_nor_wait(tmp_path, raw_files):
+    """torch.save of 128 MiB every 2 steps of 300 ms: about a third of the loop, measured by the
+    script; the loop hardly waits for its data (1 KiB files, no loader cost)."""
+    _, sm, own = _own_job(tmp_path, raw_files, (
+        "{python} sync_checkpoint.py --data {data} --rank {rank} --world-size {world_size} "
+        "--epochs {epochs} --step-ms 300 --every 2 --ckpt-mb 128 --out {checkpoint_dir}"))  # fmt: skip
+    p = sm["pipeline"]
+    saved = np.mean([sum(b - a for a, b in o["saves"]) for o in own])
+    v = p["verdict"]
+    assert v["kind"] == "loop-bound", v
+    assert v["title"].startswith(
+        "Held back by the loop itself, not by its data: its synchronous checkpoints take"
+    ), v
+    assert v["levers"][0]["text"].startswith("checkpoint asynchronously or less often")
+    # AU as the script counts it: the saves neither compute nor wait
+    assert p["totals"]["au"] == pytest.approx(np.mean([o["au"] for o in own]), abs=AU_TOLERANCE)
+    assert p["totals"]["checkpoint_per_rank"] == pytest.approx(saved, rel=0.1)
+    (ckpt,) = [x for x in p["account"]["slices"] if x["kind"] == "checkpoint"]
+    assert ckpt["seconds"] == pytest.approx(saved, rel=0.1)
+    assert p["totals"]["ranks"] == 2
+    assert p["totals"]["bytes_read_in_epochs"] == sum(o["bytes"] for o in own)
+    # DFTracer does not see torch.save's writes: the files on disk and the timed saves do
+    check = _checks(sm)["checkpoint-writes"]
+    assert check["measured_by"] == (
+        "the checkpoint files on disk (sizes) and the saves timed in the job (times)"
+    )
+    assert not sm["incomplete"], sm["completeness"]

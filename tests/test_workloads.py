@@ -264,6 +264,34 @@ def test_the_training_loop_is_the_one_with_the_most_batches_and_each_iteration_a
     assert out["phases"] == {"loop train.py:52 #0": [11.0, 11.3]}
 
 
+def test_a_loop_no_loader_feeds_is_bounded_by_its_optimizer_steps_and_saves_set_apart():
+    # the main thread's optimizer steps end at 1, 2, 3.5 and 5; the forward hook starts at
+    # the first (no forward before it); a torch.save runs 3.5..4.2 before the 4th forward at
+    # 4.6; a second optimizer (no forward of its own) ends at 5.1; a save in another thread
+    doc = _doc([], [])
+    doc["threads"] = [{"name": "MainThread", "main": True, "train_calls": 5},
+                      {"name": "io", "main": False, "train_calls": 0}]  # fmt: skip
+    doc["optimizer_steps"] = {"thread": [0, 0, 0, 0, 0], "forward": [-1.0, 1.3, 2.1, 4.6, -1.0],
+                              "samples": [-1, 8, 8, 8, -1], "end": [1.0, 2.0, 3.5, 5.0, 5.1]}  # fmt: skip
+    doc["saves"] = [[0, 3.5, 4.2], [1, 4.0, 4.4]]
+    out = steps_from_hooks(doc)
+    steps = [(s["epoch"], s["step"], s["start"], s["end"], s.get("wait_start"), s.get("wait_end"),
+              s.get("samples")) for s in out["steps"]]  # fmt: skip
+    assert steps == [
+        (0, 0, 1.3, 2.0, 1.0, 1.3, 8),
+        (0, 1, 2.1, 3.5, 2.0, 2.1, 8),
+        (0, 2, 4.6, 5.1, 4.2, 4.6, 8),  # its wait after the save; the second optimizer's end
+        (0, -1, 1.0, 5.1, None, None, None),
+    ]
+    assert out["phases"] == {"checkpoint-save-0": [3.5, 4.2]}  # the training thread's only
+    t = out["timing"]
+    assert t["loop"] == "optimizer steps in thread 'MainThread' (no data loader fed it)"
+    assert t["wait"] == "measured" and "torch.save calls timed apart" in t["method"]
+    # no forward timed (a loop of plain tensors, no torch.nn.Module): no step, as before
+    doc["optimizer_steps"]["forward"] = [-1.0] * 5
+    assert steps_from_hooks(doc)["steps"] == []
+
+
 def test_an_open_last_step_ends_where_the_process_next_started_something_or_exited():
     loops = [_loop(1.0), _loop(5.0, site="/x/t.py:9", loader=1)]
     out = steps_from_hooks(_doc(loops, [(0, 1.0, 1.5, 2), (1, 5.0, 5.1, 2)]))

@@ -11,10 +11,15 @@ class Truth:
     def __init__(self, rank, **extra):
         self.doc = {"rank": rank, "epochs": [], "samples": 0, **extra}
         self.waits = []
+        self.apart = []  # (start, end): neither compute nor wait (a synchronous checkpoint)
         self.start = None  # None: no epoch open
 
     def epoch_start(self):
         self.start, self.waits = time.time(), []
+
+    def set_apart(self, start, end):
+        """Time in a step that is neither its compute nor a wait (a checkpoint's save)."""
+        self.apart.append((start, end))
 
     def waited(self, asked, had, samples):
         self.waits.append((asked, had))
@@ -25,7 +30,10 @@ class Truth:
         if self.start is None:
             return
         w = self.waits
-        compute = [(w[k + 1][0] if k + 1 < len(w) else end) - w[k][1] for k in range(len(w))]
+        bounds = [(w[k][1], w[k + 1][0] if k + 1 < len(w) else end) for k in range(len(w))]
+        compute = [
+            b - a - sum(y - x for x, y in self.apart if a <= x and y <= b) for a, b in bounds
+        ]
         self.doc["epochs"].append({
             "start": self.start, "end": end, "steps": len(w),
             "wait": sum(b - a for a, b in w),

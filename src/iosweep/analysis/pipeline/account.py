@@ -3,8 +3,8 @@
 A rank's window runs from the run's start to the end of its last step. Each second of it
 belongs to exactly one slice, the first of these whose evidence covers it:
 
-- ``checkpoint``: checkpoint events the job marks (``analysis.phases.checkpoint``) and the
-  rank's writes to checkpoint files;
+- ``checkpoint``: checkpoint events the job marks (``analysis.phases.checkpoint``), the
+  rank's writes to checkpoint files, and the saves its script or the hooks timed;
 - ``evaluation``: the steps of evaluation loops (``analysis.phases.evaluation``) and the
   evaluation events themselves;
 - ``wait_phase_start``: the wait for the first batch of each epoch or evaluation loop
@@ -30,6 +30,7 @@ import pandas as pd
 
 from iosweep.analysis import intervals
 from iosweep.analysis.data import WRITE, RunData, events_matching
+from iosweep.analysis.patterns.checkpoints import app_saves
 from iosweep.analysis.summary.pipeline import ACCOUNT_KINDS
 
 KINDS = ACCOUNT_KINDS
@@ -292,15 +293,37 @@ def _checkpoint_writes(rd: RunData, loops: dict[int, tuple[int, int]]) -> dict[i
     return out
 
 
+def _timed_saves(rd: RunData) -> dict[int, tuple]:
+    """Per rank: the checkpoint saves its script or iosweep's hooks timed (``torch.save``),
+    from the manifest's phases; ranks are actors only where the run's actors are ranks."""
+    if rd.actor_kind != "rank":
+        return {}
+    out: dict[int, list[tuple[float, float]]] = {}
+    for save in app_saves(rd.meta):
+        out.setdefault(save["rank"], []).append((save["start"], save["end"]))
+    return {r: (np.array([a for a, _ in v]), np.array([b for _, b in v])) for r, v in out.items()}
+
+
+def checkpoint_spans(rd: RunData, threads: dict[int, tuple[int, int]] | None = None) -> dict:
+    """Per rank: its synchronous checkpoints as disjoint sorted spans: checkpoint events on its
+    loop's thread, its training process's writes to checkpoint files, and the saves timed
+    in the process (DFTracer does not see ``torch.save``'s writes)."""
+    threads = loop_threads(rd) if threads is None else threads
+    out: dict[int, tuple] = {}
+    for found in (_marked(rd, "checkpoint", threads), _checkpoint_writes(rd, threads)):
+        for actor, spans in found.items():
+            out[actor] = _union(out.get(actor, (np.empty(0), np.empty(0))), spans)
+    for actor, spans in _timed_saves(rd).items():
+        out[actor] = _union(out.get(actor, (np.empty(0), np.empty(0))), spans)
+    return out
+
+
 def account_rows(rd: RunData, epochs: list) -> pd.DataFrame:
     """Every rank's account (:data:`COLUMNS`) from its epochs (``waits.rank_epochs``), its
     evaluation loops and what marks checkpoints."""
     loops = rank_loops(epochs, rd.eval_steps)
     threads = loop_threads(rd)
-    ckpt = _marked(rd, "checkpoint", threads)
-    for actor, spans in _checkpoint_writes(rd, threads).items():
-        old = ckpt.get(actor, (np.empty(0), np.empty(0)))
-        ckpt[actor] = (np.concatenate([old[0], spans[0]]), np.concatenate([old[1], spans[1]]))
+    ckpt = checkpoint_spans(rd, threads)
     evals = _marked(rd, "evaluation", threads)
     none = (np.empty(0), np.empty(0))
     rows = [

@@ -130,15 +130,16 @@ def _checkpoint_check(checkpoints: dict[str, Any]) -> dict | None:
     traced = int(checkpoints.get("bytes_written") or 0)
     if not disk.get("files") or disk.get("bytes", 0) <= traced * 1.01:
         return None
+    timed = "the saves timed in the job" if checkpoints.get("app_saves") else "their traced opens"
     return {
         "kind": "checkpoint-writes",
         "expected": int(disk["bytes"]),
         "seen": traced,
         "message": f"the job left {disk['files']} checkpoint file(s) ({human_bytes(disk['bytes'])}) on "
         f"disk, but the trace holds {human_bytes(traced)} of checkpoint writes: the tracer missed the "
-        "checkpoint writes (DFTracer does not see torch.save's); checkpoint times and sizes come from "
-        "the files' opens and the files on disk",
-        "measured_by": "the checkpoint files on disk (sizes) and their traced opens (times)",
+        "checkpoint writes (DFTracer does not see torch.save's); checkpoint sizes come from the files "
+        f"on disk, their times from {timed}",
+        "measured_by": f"the checkpoint files on disk (sizes) and {timed} (times)",
     }
 
 
@@ -150,15 +151,18 @@ def completeness_checks(
     pipeline: dict[str, Any],
     checkpoints: dict[str, Any],
 ) -> list[dict[str, Any]]:
-    """The checks that failed (nothing for an untraced run, or one whose trace holds no
-    segment and no counter record: not ``traced``): kind, expected, seen, message, and
-    ``why`` where the cause is known."""
-    if meta.tracer == "none" or not traced:
+    """The checks that failed (nothing for an untraced run, or for a trace that holds no
+    segment and no counter record, not ``traced``, unless the steps say the job trained: a
+    tracer that saw nothing of a job that read its data memory-mapped is blind, not done):
+    kind, expected, seen, message, and ``why`` where the cause is known."""
+    if meta.tracer == "none" or not (traced or pipeline.get("available")):
         return []
     out = []
     check = _dataset_check(meta, dataset_bytes, dataset_files, pipeline)
+    # the trace holds opens of the dataset's files: the tracer was pointed at them
+    opened = bool((pipeline.get("totals") or {}).get("data_opens_in_epochs"))
     if check:
-        check["why"] = _why_blind(meta)
+        check["why"] = "" if opened else _why_blind(meta)
     blind = _blind_check(pipeline)
     if check and blind:
         check["why"] = "; ".join(w for w in (check["why"], "the data were " + blind["why"]) if w)

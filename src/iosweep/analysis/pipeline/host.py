@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from iosweep.analysis.pipeline.verdict import lever
+from iosweep.analysis.pipeline.verdict import checkpoint_held, lever
 from iosweep.units import human_bytes
 
 HOST_BUSY_SHARE = 0.9  # of the usable cores: above it, the host had no core to spare
@@ -183,6 +183,11 @@ def busiest_node(host: dict[str, Any]) -> dict[str, Any]:
     return max(host.get("nodes") or [{}], key=lambda n: n.get("busy_share") or 0)
 
 
+# the share of a busy host's cores used outside the job at and above which other work, not
+# the job, is what leaves its threads waiting for a core
+OUTSIDE_SHARE = 0.5
+
+
 def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
     """Where the host had no core to spare during training and the job's threads waited for
     one: a verdict of preprocessing, of each epoch's start, of the loop or of time nothing
@@ -197,8 +202,8 @@ def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> 
         "loop-bound",
         "unexplained",
     )
-    if v["kind"] not in kinds or not host.get("available"):
-        return v
+    if v["kind"] not in kinds or not host.get("available") or checkpoint_held(v):
+        return v  # (a loop held back by its checkpoints: measured, whatever the cores)
     busy, short = host.get("busy_share"), host.get("core_wait_share")
     if busy is None or busy < HOST_BUSY_SHARE or short is None or short < CORE_WAIT_SHARE:
         return v
@@ -235,6 +240,18 @@ def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> 
             "accelerator (e.g. DALI)"
         ),
     ]
+    # cores the job did not use though the host was busy: other work held them
+    outside = max(busy * (cores or 0) - (node.get("job_cores") or 0.0), 0.0)
+    crowded = bool(cores) and outside >= OUTSIDE_SHARE * cores
+    if crowded:
+        figures += f"; {outside:.2f} of its cores went to processes outside the job"
+        levers.insert(
+            0,
+            lever(
+                "a host to itself: other work took most of its cores (stop it, or ask the "
+                "scheduler for whole nodes: SLURM --exclusive)"
+            ),
+        )
     numbers = v["numbers"] | {
         "host_busy_share": busy,
         "host_cores_usable": float(cores or 0),
@@ -244,10 +261,12 @@ def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> 
     if v["kind"] == "compute-bound":
         text = v["text"] + f"; but {figures}: the compute itself is slowed by sharing cores"
         return v | {"text": text, "levers": levers[:2], "numbers": numbers}
-    text = (
-        v["text"].split(";")[0].split(", but")[0]
-        + f"; {figures}: the ranks and their workers want more CPU than the host gives"
+    want = (
+        "the host's other work leaves the job too little CPU"
+        if crowded
+        else "the ranks and their workers want more CPU than the host gives"
     )
+    text = v["text"].split(";")[0].split(", but")[0] + f"; {figures}: {want}"
     trace_kind = v.get("trace_kind") or v["kind"]
     # the title answers the user's question first: a job whose loop waits for its data says
     # so; the host's cores are the cause, and shape the levers

@@ -68,6 +68,21 @@ def _unexplained(acc: dict[str, Any]) -> bool:
     return _seconds(acc, "unexplained") > own
 
 
+# the share of the time a loop-bound rank does not compute spent in synchronous checkpoints
+# inside its steps, at and above which the checkpoints are what holds the loop back
+CHECKPOINT_HELD = 0.5
+
+
+def checkpoint_held(v: dict[str, Any]) -> bool:
+    """A loop-bound verdict whose time not computing (less the wait) is mostly its
+    synchronous checkpoints: the loop's own work, measured, whatever the host's cores."""
+    n = v["numbers"]
+    if v["kind"] != "loop-bound" or not n.get("idle_per_rank_s"):
+        return False
+    idle, ckpt = n["idle_per_rank_s"], n.get("checkpoint_per_rank_s") or 0.0
+    return ckpt > 0 and ckpt >= CHECKPOINT_HELD * max(idle - (n.get("wait_per_rank_s") or 0), 0)
+
+
 def _kind(
     tot: dict[str, Any], s, wait_is_lower_bound: bool, wait_share: float | None, acc: dict
 ) -> str:
@@ -131,7 +146,7 @@ def verdict(
         )
     elif g:
         title += f" ({GRADES[g]}: {_pct(wait_share)} of the step time waiting)"
-    return {
+    out = {
         "kind": kind,
         "title": title,
         "grade": g,
@@ -146,6 +161,7 @@ def verdict(
             "wait_grade_moderate": s.wait_grades[0],
             "wait_grade_high": s.wait_grades[1],
             "idle_per_rank_s": tot.get("idle_per_rank"),
+            "checkpoint_per_rank_s": tot.get("checkpoint_per_rank"),
             "wait_share_of_idle": wait / tot["idle_per_rank"] if tot.get("idle_per_rank") else None,
             "input_wait_threshold": s.input_wait_share,
             "storage_share_of_wait": storage,
@@ -164,6 +180,20 @@ def verdict(
         if kind == "compute-bound" and _phase_start_bound(acc, s)
         else _levers(kind, tot, context, s),
     }
+    return _by_checkpoints(out, tot) if checkpoint_held(out) else out
+
+
+def _by_checkpoints(v: dict[str, Any], tot: dict[str, Any]) -> dict[str, Any]:
+    """A loop held back by its synchronous checkpoints: said in the title, with their lever."""
+    steady = tot.get("steady_time_per_rank") or tot["epoch_time_per_rank"]
+    share = tot["checkpoint_per_rank"] / steady if steady else None
+    title = v["title"] + f": its synchronous checkpoints take {_pct(share)} of the steady time"
+    first = lever(
+        "checkpoint asynchronously or less often: copy the state and write it in the "
+        "background (torch.distributed.checkpoint.async_save, a writer thread or process), or "
+        "save every more steps"
+    )
+    return v | {"title": title, "levers": [first, *v["levers"]]}
 
 
 def _pct(v: float | None) -> str:
@@ -267,6 +297,7 @@ def _verdict_text(kind: str, tot: dict[str, Any], ctx: dict[str, Any], storage: 
         )
     if kind == "loop-bound":
         idle = tot["idle_per_rank"]
+        ckpt = tot.get("checkpoint_per_rank") or 0.0
         share = tot.get("wait_share")
         graded = (
             f" (the wait is {_pct(share)} of the step time, under the "
@@ -274,6 +305,13 @@ def _verdict_text(kind: str, tot: dict[str, Any], ctx: dict[str, Any], storage: 
             if share is not None and share < s.wait_grades[0]
             else ""
         )
+        if ckpt >= CHECKPOINT_HELD * max(idle - wait, 0.0) and ckpt > 0:
+            return base + (
+                f"{graded}, but they do not compute for {idle:.1f} s: {ckpt:.1f} s of it in "
+                "synchronous checkpoints inside the steps (saves the job or iosweep's hooks "
+                f"timed, writes to checkpoint files), {max(idle - wait - ckpt, 0.0):.1f} s "
+                "neither computing, waiting for a batch nor checkpointing"
+            )
         return (
             base + f"{graded}, but they do not compute for {idle:.1f} s: {idle - wait:.1f} s of it "
             "is neither computing nor waiting for a batch, spent by the loop itself between steps "

@@ -52,6 +52,7 @@ COLUMNS = [
     "first_wait",
     "first_step",
     "compute",
+    "checkpoint",
     "wait",
     "tail",
     "au",
@@ -242,10 +243,17 @@ def rank_epoch_table(rd: RunData, op_epoch: np.ndarray) -> pd.DataFrame:
     traced_opens, first_opens = _data_opens(rd)
     batch = rd.meta.params.get("batch_size")
     counts, volume, busy, n_ep = _reads_per_rank_epoch(rd, op_epoch)
+    saves = account.checkpoint_spans(rd)
     rows = []
     for re_ in rank_epochs(rd):
         st = re_.steps
         comp = (st["end"] - st["start"]).to_numpy(np.float64)
+        # a synchronous checkpoint inside a step is not its compute (the accelerator idles)
+        lo, hi = saves.get(re_.rank, (np.empty(0), np.empty(0)))
+        ckpt = intervals.measure_in(
+            lo, hi, st["start"].to_numpy(np.float64), st["end"].to_numpy(np.float64)
+        )
+        comp = comp - ckpt
         wait = (st["wait_hi"] - st["wait_lo"]).to_numpy(np.float64)
         samples = (
             float(st["samples"].sum())
@@ -273,6 +281,7 @@ def rank_epoch_table(rd: RunData, op_epoch: np.ndarray) -> pd.DataFrame:
                 "first_wait": float(wait[0]),
                 "first_step": float(comp[0]),
                 "compute": float(comp[1:].sum()),
+                "checkpoint": float(ckpt[1:].sum()),
                 "wait": waited,
                 "tail": max(re_.end - float(st["end"].iloc[-1]), 0.0),
                 "au": float(comp[1:].sum()) / rest if len(st) > 1 and rest > 0 else np.nan,
@@ -362,6 +371,10 @@ def totals(t: pd.DataFrame, run_start: float, run_end: float) -> dict[str, Any]:
         "epoch_time_per_rank": float(t.groupby("rank")["epoch_time"].sum().mean()),
         # the time a rank does not compute, first step left out (AU's denominator less compute)
         "idle_per_rank": max(float((steady - t["compute"]).groupby(t["rank"]).sum().mean()), 0.0),
+        # of which in synchronous checkpoints inside the steps (first steps left out)
+        "checkpoint_per_rank": float(t.groupby("rank")["checkpoint"].sum().mean())
+        if "checkpoint" in t
+        else None,
         "steady_time_per_rank": max(float(per_rank), 0.0),
         "steady_steps_per_rank": float(
             (t["steps"] - 1).clip(lower=0).groupby(t["rank"]).sum().mean()

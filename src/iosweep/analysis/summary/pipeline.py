@@ -43,6 +43,7 @@ class PipelineTotals(Model):
     wait_per_rank: float  # data wait, steps after the first
     epoch_time_per_rank: float
     idle_per_rank: float | None = None  # AU's denominator less compute: wait and the rest
+    checkpoint_per_rank: float | None = None  # of idle_per_rank, in synchronous checkpoints
     # steady state: each epoch's steps after its first (their waits and compute, and the loop's
     # time between them: AU's denominator), per rank
     steady_time_per_rank: float | None = None

@@ -9,6 +9,11 @@ early):
 - PyTorch ``DataLoader`` (:mod:`.torch_hooks`): each ``iter(loader)`` starts an epoch of
   that loop; the time blocked in ``next()`` is the wait for a batch, the time between two
   batches is the step. Worker processes are untouched (and stay traced).
+- A loop no loader feeds (batches sliced from a ``np.memmap``, taken from a
+  ``concurrent.futures`` pool): bounded by the thread's optimizer steps (torch's global step
+  hook); at the first, a global ``torch.nn.Module`` forward pre-hook starts timing each
+  step's first training forward. ``torch.save`` is timed too: a synchronous checkpoint is
+  neither a step's compute nor its wait.
 - ``tf.data`` iterated eagerly and Keras ``Model.fit`` (:mod:`.tf_hooks`): the same for
   eager ``for batch in dataset`` loops; ``fit``'s batches are timed by a callback, and its
   compiled step, which fetches its own input, is split so that the fetch is timed apart

@@ -95,6 +95,15 @@ class Recorder:
         self.h_samples = array("l")
         self._site_of: dict[str, int] = {}
         self.inside = threading.local()  # .on: within a hooked next() (its own queues)
+        # optimizer steps (the bounds of a loop that no loader feeds): thread, the first
+        # training forward since that thread's previous step and its samples, the step's end
+        self.o_thread = array("l")
+        self.o_forward = array("d")
+        self.o_samples = array("l")
+        self.o_end = array("d")
+        self.open_step = threading.local()  # .forward, .samples: the open step's first forward
+        self.fed_threads: set[int] = set()  # threads that took a batch from a loader or queue
+        self.saves: list[list[float]] = []  # torch.save calls: thread, start, end
         self.fits: list[dict[str, Any]] = []  # Keras fit calls (tf_hooks)
         self.hooked: list[str] = []
         self.problems: list[str] = []
@@ -121,10 +130,40 @@ class Recorder:
         """This thread ran a training call (an optimizer step, a backward pass)."""
         self.thread_info[self.thread_index()]["train_calls"] += 1
 
+    def optimizer_step(self) -> bool:
+        """An optimizer's step ended in this thread; True while no loader or queue has fed
+        this thread a batch (its steps then bound a loop the hooks cannot see otherwise)."""
+        t = time.time()
+        thread = self.thread_index()
+        self.thread_info[thread]["train_calls"] += 1
+        step = self.open_step
+        forward, samples = getattr(step, "forward", -1.0), getattr(step, "samples", -1)
+        step.forward, step.samples = -1.0, -1
+        with self.lock:
+            self.o_thread.append(thread)
+            self.o_forward.append(forward)
+            self.o_samples.append(samples)
+            self.o_end.append(t)
+        return thread not in self.fed_threads
+
+    def forward(self, inputs: Any) -> None:
+        """A training forward began in this thread: the first since its last step starts the
+        step's compute."""
+        step = self.open_step
+        if getattr(step, "forward", -1.0) < 0:
+            step.forward, step.samples = time.time(), samples_of(inputs)
+
+    def saved(self, t0: float, t1: float) -> None:
+        """A ``torch.save`` call ran from ``t0`` to ``t1`` in this thread."""
+        thread = self.thread_index()
+        with self.lock:
+            self.saves.append([thread, t0, t1])
+
     def handoff(self, t0: float, t1: float, item: Any, site: str) -> None:
         """A ``queue.Queue.get`` asked at ``t0`` returned ``item`` at ``t1``."""
         n = samples_of(item)
         thread = self.thread_index()
+        self.fed_threads.add(thread)
         with self.lock:
             code = self._site_of.setdefault(site, len(self._site_of))
             self.h_thread.append(thread)
@@ -165,6 +204,7 @@ class Recorder:
             idx = self._loop_of[id(it)]
         n = samples_of(data)
         thread = self.thread_index()
+        self.fed_threads.add(thread)
         with self.lock:
             self.b_thread.append(thread)
             self.b_loop.append(idx)
@@ -214,6 +254,13 @@ class Recorder:
                 "ready": list(self.h_ready),
                 "samples": list(self.h_samples),
             },
+            "optimizer_steps": {
+                "thread": list(self.o_thread),
+                "forward": list(self.o_forward),
+                "samples": list(self.o_samples),
+                "end": list(self.o_end),
+            },
+            "saves": self.saves,
             "fits": self.fits,
         }
 
@@ -221,7 +268,7 @@ class Recorder:
         if os.getpid() != self.pid or not self.out:
             return
         child = os.path.basename(self.out).startswith("hooks-child-")
-        if child and not (self.loops or self.fits or len(self.h_request)):
+        if child and not (self.loops or self.fits or len(self.h_request) or len(self.o_end)):
             return  # a process below the rank that took no batch: nothing to keep
         tmp = f"{self.out}.{self.pid}.tmp"
         try:

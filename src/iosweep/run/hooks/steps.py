@@ -15,6 +15,12 @@ what training waited for. Then the steps are the training thread's hand-offs, th
 ``queue.Queue.get`` calls that returned a batch, matched to the producer's batches in order
 (a queue is first in, first out) for their epochs; where the training thread took no batch
 from a queue, no step is drawn from the producer's figures and the record says why.
+
+Where no loader's batches describe the training thread's waits (no loader at all, or one in
+a thread that hands its batches over otherwise: a future), its optimizer steps bound the
+loop: step k computes from its first training forward to its optimizer step's end and waits
+from the previous step's end (or the end of a ``torch.save`` between them) to that forward.
+The training thread's ``torch.save`` calls are the phases ``checkpoint-save-N``.
 """
 
 from __future__ import annotations
@@ -238,6 +244,73 @@ def _producer(doc, main, train: int, how: str, thread: int, timing) -> list[dict
     return _handoff_steps(doc, main["iterations"], _batches(doc), gets)
 
 
+def _saves(doc: dict[str, Any], thread: int | None) -> list[tuple[float, float]]:
+    """The ``torch.save`` calls of the training thread (all, in a record without threads):
+    synchronous checkpoints, in time order."""
+    return sorted(
+        (float(a), float(b))
+        for t, a, b in doc.get("saves") or []
+        if thread is None or int(t) == thread
+    )
+
+
+def _optimizer_steps(doc: dict[str, Any], thread: int, saves: list) -> list[dict[str, Any]]:
+    """A loop no loader fed, bounded by the thread's optimizer steps: step k's compute runs
+    from its first training forward to its optimizer step's end, its wait from the previous
+    step's end (or a ``torch.save`` after it) to that forward. The first step only bounds the
+    second (the forward hook starts at it); a step without a forward of its own (a second
+    optimizer) extends the one before."""
+    o = doc.get("optimizer_steps") or {}
+    rows = sorted(
+        (float(e), float(f), int(n))
+        for t, f, n, e in zip(
+            o.get("thread", []),
+            o.get("forward", []),
+            o.get("samples", []),
+            o.get("end", []),
+            strict=False,
+        )
+        if int(t) == thread
+    )
+    out: list[dict[str, Any]] = []
+    prev = None
+    for end, forward, n in rows:
+        if prev is not None and prev <= forward <= end:
+            lo = max([prev] + [b for a, b in saves if a >= prev and b <= forward])
+            out.append(_step(0, len(out), forward, end, (lo, forward), n))
+        elif out and forward < 0:
+            out[-1]["end"] = end
+        prev = end
+    if out:
+        out.append(_step(0, -1, out[0]["wait_start"], out[-1]["end"]))
+    return out
+
+
+def _use_optimizer_steps(doc, timing: dict[str, Any]) -> list[dict[str, Any]]:
+    """No loader's batches describe what the training thread waited for: its optimizer
+    steps do, where the forward hook timed them (else no step, with why)."""
+    train, how = _training_thread(doc)
+    if train is None:
+        return []
+    steps = _optimizer_steps(doc, train, _saves(doc, train))
+    if not steps:
+        return []
+    name = _thread_name(doc, train)
+    timing.update(
+        loop=f"optimizer steps in thread '{name}' (no data loader fed it)",
+        wait=WAIT_MEASURED,
+        why_none="",
+        training_thread=f"{name}: {how}",
+        method=(
+            "from each optimizer step's end to the next training forward (torch.nn.Module, "
+            "grad enabled): the batch fetch and whatever else the loop does between steps, "
+            "its torch.save calls timed apart as checkpoints; one epoch, as no loader marks "
+            "epochs"
+        ),
+    )
+    return steps
+
+
 def _candidates(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Every loop of the process: kind, site, iterations, batches, first start."""
     batches = _batches(doc)
@@ -291,9 +364,13 @@ def steps_from_hooks(doc: dict[str, Any]) -> dict[str, Any]:
             for c in cands[1:]
         ],
     }
-    phases: dict[str, list[float]] = {}
+    train, _ = _training_thread(doc)
+    phases: dict[str, list[float]] = {
+        f"checkpoint-save-{n}": [a, b] for n, (a, b) in enumerate(_saves(doc, train))
+    }
     if not cands:
-        return {"steps": [], "phases": phases, "timing": timing}
+        steps = _use_optimizer_steps(doc, timing)
+        return {"steps": steps, "phases": phases, "timing": timing}
     main = cands[0]
     timing["loop"] = f"{main['kind']} at {_site(main['site'])}"
     if main["kind"] == "keras-fit":
@@ -317,6 +394,8 @@ def steps_from_hooks(doc: dict[str, Any]) -> dict[str, Any]:
         else:
             steps = _loop_steps(doc, main["iterations"], _batches(doc))
             timing["method"] = f"time blocked in next() on the {main['kind']} iterator"
+    if not steps:
+        steps = _use_optimizer_steps(doc, timing) or steps
     for c in cands[1:]:
         for n, i in enumerate(c.get("iterations") or []):
             lp = doc["loops"][i]

@@ -11,6 +11,7 @@ runs them is the training thread (:mod:`.steps`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -81,9 +82,48 @@ def _count_train_call(*_args: Any) -> None:
 
 
 def patch_optimizer(module: Any, rec: Recorder) -> str:
-    """Every optimizer's steps, through torch's global step hook (torch >= 2.0)."""
-    module.register_optimizer_step_post_hook(_count_train_call)
+    """Every optimizer's steps, through torch's global step hook (torch >= 2.0). At the first
+    step of a thread that no loader or queue fed, a global forward pre-hook starts timing the
+    training forwards: a loop that slices its own batches (a memory-mapped token file) or
+    waits on a future is bounded by its steps. Not before: a module hook slows every call."""
+    import torch  # imported already: the optimizer module is torch's own
+
+    hooked = False
+
+    def forward_pre(_module: Any, inputs: Any) -> None:
+        r = recorder()
+        if r is not None and torch.is_grad_enabled():  # (evaluation runs without grad)
+            r.forward(inputs)
+
+    def after_step(*_args: Any) -> None:
+        nonlocal hooked
+        r = recorder()
+        if r is not None and r.optimizer_step() and not hooked:
+            hooked = True
+            torch.nn.modules.module.register_module_forward_pre_hook(forward_pre)
+            r.hooked.append("torch.nn.Module forward (steps without a data loader)")
+
+    module.register_optimizer_step_post_hook(after_step)
     return ""
+
+
+def patch_save(module: Any, rec: Recorder) -> str:
+    """``torch.save``, timed: a synchronous checkpoint in the training loop is neither its
+    compute nor its wait for data (and DFTracer does not see its writes)."""
+    real_save = module.save
+
+    @functools.wraps(real_save)
+    def save(*args, **kwargs):
+        t0 = time.time()
+        try:
+            return real_save(*args, **kwargs)
+        finally:
+            r = recorder()
+            if r is not None:
+                r.saved(t0, time.time())
+
+    module.save = save
+    return "torch.save"
 
 
 def patch_backward(module: Any, rec: Recorder) -> str:
@@ -143,5 +183,6 @@ PATCHES = {
     "torch.utils.data.dataloader": patch,
     "torch.distributed.distributed_c10d": patch_c10d,
     "torch.optim.optimizer": patch_optimizer,
+    "torch.serialization": patch_save,
     "torch._tensor": patch_backward,
 }
