@@ -13,6 +13,10 @@ the machine's speed falls on every variant alike:
   of a rank's processes (``iosweep.run.procstat``, as the rank wrapper starts it: /proc every
   0.5 s), whose own CPU time per second of the run is printed beside (target: <= 1% of the
   loop's time).
+- **torch without a loader**: batches sliced from a tensor in the loop (as a ``np.memmap``
+  token loop does) through a model of 9 modules: the hooks bound each step by its optimizer
+  step and time its first forward with a global module pre-hook (called on every module);
+  untimed, with the hooks, under the profiler.
 - **keras** (``--keras``, needs ``.venv-tf``): ``Model.fit`` over ``tf.data`` (batch 32),
   untimed and with the hooks (whose split adds one eager fetch per step); steps/s from the
   fit's own epoch times (the second epoch).
@@ -69,6 +73,38 @@ if profile:
         run(steps, it)
 else:
     run(steps, it)
+print(json.dumps({"steps_per_s": steps / (time.perf_counter() - t0)}))
+"""
+
+# no DataLoader: batches sliced from a tensor (as from a np.memmap), a model of 9 modules,
+# each of whose calls the hooks' global forward pre-hook sees once the first step is over
+TORCH_NO_LOADER = r"""
+import json, sys, time
+import torch
+steps, profile, step_s = int(sys.argv[1]), sys.argv[2] == "profile", float(sys.argv[3]) / 1e3
+data = torch.randn(4096, 64)
+labels = torch.arange(4096) % 10
+model = torch.nn.Sequential(*[torch.nn.Linear(64, 64) for _ in range(8)], torch.nn.Linear(64, 10))
+opt = torch.optim.SGD(model.parameters(), 0.01)
+def run(n, k0):
+    for k in range(k0, k0 + n):
+        i = (k * 32) % 4064
+        x, y = data[i:i + 32], labels[i:i + 32]
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        end = time.perf_counter() + step_s  # the rest of a bigger model
+        while time.perf_counter() < end:
+            pass
+torch.set_num_threads(1)
+run(20, 0)
+t0 = time.perf_counter()
+if profile:
+    from torch.profiler import ProfilerActivity, profile as prof
+    with prof(activities=[ProfilerActivity.CPU]) as p:
+        run(steps, 20)
+else:
+    run(steps, 20)
 print(json.dumps({"steps_per_s": steps / (time.perf_counter() - t0)}))
 """
 
@@ -141,7 +177,8 @@ def _one(python: str, script: Path, steps: int, variant: str, step_ms: float, tm
     rec = json.loads(proc.stdout.strip().splitlines()[-1])
     if hooks:
         doc = json.loads(out.read_text())
-        rec["hook_s_per_step"] = doc["overhead_s"] / max(len(doc["batches"]["loop"]) or len(
+        timed = len(doc["batches"]["loop"]) or len(doc["optimizer_steps"]["end"])
+        rec["hook_s_per_step"] = doc["overhead_s"] / max(timed or len(
             (doc["fits"] or [{}])[-1].get("steps", [])), 1)  # fmt: skip
     return rec
 
@@ -188,13 +225,20 @@ def main() -> None:
         tmp = Path(d)
         (tmp / "torch_loop.py").write_text(TORCH_LOOP)
         (tmp / "keras_loop.py").write_text(KERAS_LOOP)
+        (tmp / "torch_no_loader.py").write_text(TORCH_NO_LOADER)
         loops = [
             (
                 "torch DataLoader",
                 a.python,
                 tmp / "torch_loop.py",
                 ["plain", "hooks", "sampler", "profile"],
-            )
+            ),
+            (
+                "torch without a loader (optimizer-step bounds, module forward hook)",
+                a.python,
+                tmp / "torch_no_loader.py",
+                ["plain", "hooks", "profile"],
+            ),
         ]
         if a.keras:
             loops.append(("Keras fit", a.tf_python, tmp / "keras_loop.py", ["plain", "hooks"]))

@@ -2140,3 +2140,34 @@ def test_waits_at_each_epochs_start_are_their_own_verdict_under_a_steady_compute
     # under the first grade (5%): plain compute-bound
     v = verdict(tot | {"au": 0.95}, {"account": _account(10.0, 1.0, 347.6)}, s)
     assert (v["kind"], v["title"], v["levers"]) == ("compute-bound", "Compute-bound", [])
+
+
+def test_the_time_account_gives_each_second_to_exactly_one_slice_by_hand():
+    """A rank's 30 s, by hand: start-up 0-10; epoch 0 (10-20) whose iterator took 10-11 to
+    build, first wait 11-13, steps 13-15 and 16-20 with a wait 15-16; a checkpoint 20-22
+    (also inside no step); evaluation 1 (22-25): a wait 22-23, its step 23-25; nothing
+    25-27; epoch 1 (26-30): first wait 27-28, step 28-30."""
+    import numpy as np
+
+    from iosweep.analysis.pipeline.account import Loop, rank_account
+
+    def arr(*v):
+        return np.array(v, dtype=float)
+
+    loops = [
+        Loop("epoch 0", False, 10, 20, arr(11, 15), arr(13, 16), arr(13, 16), arr(15, 20)),
+        Loop("evaluation 1", True, 22, 25, arr(22), arr(23), arr(23), arr(25)),
+        Loop("epoch 1", False, 26, 30, arr(27), arr(28), arr(28), arr(30)),
+    ]
+    rows = rank_account(0, 0.0, loops, (arr(20), arr(22)), (arr(), arr()), (arr(10), arr(11)))
+    got = {(r["kind"], r["where"]): r["seconds"] for r in rows}
+    assert got == {
+        ("checkpoint", ""): 2.0,
+        ("evaluation", ""): 2.0,
+        ("wait_phase_start", ""): 5.0,  # the iterator's build 1 s + first waits 2 + 1 + 1
+        ("wait_steady", ""): 1.0,
+        ("compute", ""): 8.0,
+        ("startup", ""): 10.0,
+        ("unexplained", "before the first batch of epoch 1"): 2.0,
+    }
+    assert sum(got.values()) == 30.0 and {r["phases"] for r in rows} == {3}

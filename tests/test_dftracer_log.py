@@ -346,6 +346,22 @@ def test_one_damaged_line_costs_only_itself(tmp_path, tf_trace):
     assert pl.incomplete == [INCOMPLETE_TRACE]
 
 
+def test_a_raw_newline_in_a_file_name_splits_no_event(tmp_path, tf_trace):
+    # DFTracer writes file names as they are: Stormer's trace (traces-from-elsewhere) holds an
+    # open of "/dev/shm/FI_NAMED_AV_0\n" over two lines. Here a file-name record split so
+    text = gzip.decompress(tf_trace[1])
+    lines = text.splitlines()
+    i = next(k for k, ln in enumerate(lines) if b'"name":"FH"' in ln and b'.npz' in ln)
+    cut = lines[i].index(b".npz")
+    lines[i : i + 1] = [lines[i][:cut], lines[i][cut:]]
+    pl = read_dftracer_trace(_write(tmp_path, "newline.pfw", b"\n".join(lines) + b"\n"))
+    ref = read_dftracer_trace(tf_trace[0])
+    assert [x for x in pl.issues if x.severity == "error"] == [] and pl.incomplete == []
+    assert pl.segments.num_rows == ref.segments.num_rows
+    split = [p for p in set(pl.segments.column("path").to_pylist()) if "\n" in p]
+    assert len(split) == 1 and split[0].endswith("\n.npz"), split
+
+
 def test_missing_end_event_is_flagged(tmp_path, tf_trace):
     lines = [ln for ln in gzip.decompress(tf_trace[1]).splitlines() if b'"name":"end"' not in ln]
     pl = read_dftracer_trace(_write(tmp_path, "noend.pfw", b"\n".join(lines) + b"\n"))

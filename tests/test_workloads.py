@@ -264,6 +264,17 @@ def test_the_training_loop_is_the_one_with_the_most_batches_and_each_iteration_a
     assert out["phases"] == {"loop train.py:52 #0": [11.0, 11.3]}
 
 
+def test_each_epochs_iterator_build_is_its_pipeline_start():
+    # iter() at 10 returned at 10.3 (workers started), at 12 at 12.0 (nothing to time); a
+    # validation loop's build is not the training loop's start-up
+    loops = [{**_loop(10.0, stop=10.9), "ready": 10.3}, {**_loop(12.0, close=12.8), "ready": 12.0},
+             {**_loop(11.0, site="/x/v.py:1", loader=1, stop=11.3), "ready": 11.1}]  # fmt: skip
+    batches = [(0, 10.3, 10.4, 8), (0, 10.5, 10.6, 8), (1, 12.0, 12.3, 8), (1, 12.5, 12.6, 8),
+               (2, 11.1, 11.2, 4)]  # fmt: skip
+    out = steps_from_hooks(_doc(loops, batches))
+    assert out["phases"] == {"pipeline-start-0": [10.0, 10.3], "loop v.py:1 #0": [11.0, 11.3]}
+
+
 def test_a_loop_no_loader_feeds_is_bounded_by_its_optimizer_steps_and_saves_set_apart():
     # the main thread's optimizer steps end at 1, 2, 3.5 and 5; the forward hook starts at
     # the first (no forward before it); a torch.save runs 3.5..4.2 before the 4th forward at

@@ -167,15 +167,22 @@ def _after_epoch(t: float, ep: pd.DataFrame) -> int | None:
 
 
 def app_saves(meta: RunMeta) -> list[dict[str, Any]]:
-    """Checkpoint saves as the training script timed them (manifest ``phases``: per rank,
-    ``checkpoint-<epoch>: [start, end]`` in Unix seconds), on the run's clock."""
+    """Checkpoint saves as the training script or the step hooks timed them (manifest
+    ``phases``: per rank, ``checkpoint-<epoch>: [start, end]`` in Unix seconds), on the run's
+    clock."""
+    return timed_phases(meta, "checkpoint")
+
+
+def timed_phases(meta: RunMeta, prefix: str) -> list[dict[str, Any]]:
+    """The manifest's timed phases whose names start with ``prefix`` (rank, name, start, end
+    on the run's clock), in time order: checkpoint saves, pipeline start-ups."""
     phases = meta.manifest.get("phases") or {}
     out: list[dict[str, Any]] = []
     if not isinstance(phases, dict):
         return out
     for rank, ph in phases.items():
         for name, span in (ph or {}).items() if isinstance(ph, dict) else ():
-            if not (str(name).startswith("checkpoint") and isinstance(span, list | tuple)):
+            if not (str(name).startswith(prefix) and isinstance(span, list | tuple)):
                 continue
             if len(span) != 2:
                 continue

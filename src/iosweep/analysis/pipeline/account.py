@@ -8,7 +8,8 @@ belongs to exactly one slice, the first of these whose evidence covers it:
 - ``evaluation``: the steps of evaluation loops (``analysis.phases.evaluation``) and the
   evaluation events themselves;
 - ``wait_phase_start``: the wait for the first batch of each epoch or evaluation loop
-  (loader workers started, an iterator built, the first batches prepared);
+  (loader workers started, an iterator built, the first batches prepared), and the timed
+  build of its iterator (manifest phases ``pipeline-start-N``);
 - ``wait_steady``: the wait for every other batch;
 - ``compute``: the training steps (from a batch's arrival to the next request; in a trace,
   the span of the step's compute events);
@@ -30,7 +31,7 @@ import pandas as pd
 
 from iosweep.analysis import intervals
 from iosweep.analysis.data import WRITE, RunData, events_matching
-from iosweep.analysis.patterns.checkpoints import app_saves
+from iosweep.analysis.patterns.checkpoints import timed_phases
 from iosweep.analysis.summary.pipeline import ACCOUNT_KINDS
 
 KINDS = ACCOUNT_KINDS
@@ -112,8 +113,11 @@ def rank_account(
     loops: list[Loop],
     checkpoint: tuple[np.ndarray, np.ndarray],
     evaluation_events: tuple[np.ndarray, np.ndarray],
+    pipeline_starts: tuple[np.ndarray, np.ndarray] = (np.empty(0), np.empty(0)),
 ) -> list[dict[str, Any]]:
-    """One rank's account: rows of :data:`COLUMNS` (unexplained time by where it lies)."""
+    """One rank's account: rows of :data:`COLUMNS` (unexplained time by where it lies).
+    ``pipeline_starts``: the timed builds of each loop's iterator (``iter(loader)``,
+    ``iter(dataset)``), part of the wait at a phase's start."""
     loops = sorted((lp for lp in loops if len(lp.step_lo)), key=lambda lp: lp.start)
     if not loops:
         return []
@@ -131,8 +135,9 @@ def rank_account(
             ),
             _spans(*evaluation_events),
         ),
-        "wait_phase_start": _spans(
-            np.concatenate(first), np.concatenate([lp.wait_hi[:1] for lp in loops])
+        "wait_phase_start": _union(
+            _spans(np.concatenate(first), np.concatenate([lp.wait_hi[:1] for lp in loops])),
+            _spans(*pipeline_starts),
         ),
         "wait_steady": _spans(np.concatenate(rest[0]), np.concatenate(rest[1])),
         "compute": _spans(
@@ -293,14 +298,15 @@ def _checkpoint_writes(rd: RunData, loops: dict[int, tuple[int, int]]) -> dict[i
     return out
 
 
-def _timed_saves(rd: RunData) -> dict[int, tuple]:
-    """Per rank: the checkpoint saves its script or iosweep's hooks timed (``torch.save``),
-    from the manifest's phases; ranks are actors only where the run's actors are ranks."""
+def _timed(rd: RunData, prefix: str) -> dict[int, tuple]:
+    """Per rank: the spans of the manifest's phases named ``prefix...`` that its script or
+    iosweep's hooks timed (``checkpoint``: saves; ``pipeline-start``: an iterator built); ranks
+    are actors only where the run's actors are ranks."""
     if rd.actor_kind != "rank":
         return {}
     out: dict[int, list[tuple[float, float]]] = {}
-    for save in app_saves(rd.meta):
-        out.setdefault(save["rank"], []).append((save["start"], save["end"]))
+    for ph in timed_phases(rd.meta, prefix):
+        out.setdefault(ph["rank"], []).append((ph["start"], ph["end"]))
     return {r: (np.array([a for a, _ in v]), np.array([b for _, b in v])) for r, v in out.items()}
 
 
@@ -313,7 +319,7 @@ def checkpoint_spans(rd: RunData, threads: dict[int, tuple[int, int]] | None = N
     for found in (_marked(rd, "checkpoint", threads), _checkpoint_writes(rd, threads)):
         for actor, spans in found.items():
             out[actor] = _union(out.get(actor, (np.empty(0), np.empty(0))), spans)
-    for actor, spans in _timed_saves(rd).items():
+    for actor, spans in _timed(rd, "checkpoint").items():
         out[actor] = _union(out.get(actor, (np.empty(0), np.empty(0))), spans)
     return out
 
@@ -325,12 +331,18 @@ def account_rows(rd: RunData, epochs: list) -> pd.DataFrame:
     threads = loop_threads(rd)
     ckpt = checkpoint_spans(rd, threads)
     evals = _marked(rd, "evaluation", threads)
+    starts = _timed(rd, "pipeline-start")
     none = (np.empty(0), np.empty(0))
     rows = [
         r
         for actor, lps in sorted(loops.items())
         for r in rank_account(
-            actor, rd.run_start, lps, ckpt.get(actor, none), evals.get(actor, none)
+            actor,
+            rd.run_start,
+            lps,
+            ckpt.get(actor, none),
+            evals.get(actor, none),
+            starts.get(actor, none),
         )
     ]
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -91,12 +91,15 @@ def _kind(
         return "startup"
     if au is None:
         return "startup"  # a single step per epoch: nothing but warm-up to judge
-    if _too_short(tot, s):
+    short = _too_short(tot, s)
+    # waits at each phase's start need no steady state to be seen (an iterator rebuilt each
+    # epoch can leave little of one); a steady state that keeps up says compute-bound
+    if not wait_is_lower_bound and _phase_start_bound(acc, s) and (short or au < s.au_threshold):
+        return "input-bound-phase-start"
+    if short:
         return "too-short"
     if au >= s.au_threshold:
         return "compute-bound"  # (its waits at each epoch's start, if graded, are said)
-    if not wait_is_lower_bound and _phase_start_bound(acc, s):
-        return "input-bound-phase-start"
     idle = tot.get("idle_per_rank")
     small = not grade(wait_share, s) and wait_share is not None
     # the time not computing is mostly not spent waiting, or the wait is a sliver of the step

@@ -51,6 +51,7 @@ COLUMNS = [
     "samples",
     "first_wait",
     "first_step",
+    "steady",
     "compute",
     "checkpoint",
     "wait",
@@ -280,6 +281,9 @@ def rank_epoch_table(rd: RunData, op_epoch: np.ndarray) -> pd.DataFrame:
                 "samples": samples,
                 "first_wait": float(wait[0]),
                 "first_step": float(comp[0]),
+                # AU's denominator: from the first step's end (its wait, its step and what came
+                # before the first batch was asked for, an iterator's build, left out)
+                "steady": max(rest, 0.0),
                 "compute": float(comp[1:].sum()),
                 "checkpoint": float(ckpt[1:].sum()),
                 "wait": waited,
@@ -347,7 +351,9 @@ def totals(t: pd.DataFrame, run_start: float, run_end: float) -> dict[str, Any]:
     )
     training = float(span.sum())
     samples = t["samples"].sum(min_count=1)
-    steady = t["epoch_time"] - t["first_wait"] - t["first_step"]  # AU's denominator
+    steady = (
+        t["steady"] if "steady" in t else t["epoch_time"] - t["first_wait"] - t["first_step"]
+    )  # AU's denominator
     excl = steady.sum()
     per_rank = steady.groupby(t["rank"]).sum().mean()
     wait_per_rank = float(t.groupby("rank")["wait"].sum().mean())

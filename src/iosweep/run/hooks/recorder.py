@@ -144,6 +144,7 @@ class Recorder:
             self.o_forward.append(forward)
             self.o_samples.append(samples)
             self.o_end.append(t)
+        self.overhead += time.time() - t
         return thread not in self.fed_threads
 
     def forward(self, inputs: Any) -> None:
@@ -182,7 +183,8 @@ class Recorder:
             if prev is not None and self.loops[prev]["close"] is None:
                 self.loops[prev]["close"] = t  # a persistent iterator, reset for a new epoch
             self._loop_of[id(it)] = len(self.loops)
-            loop = {"kind": kind, "site": site, "loader": loader, "start": t}
+            # ready: iter() returned (its build, workers started, is the pipeline's start-up)
+            loop = {"kind": kind, "site": site, "loader": loader, "start": t, "ready": t1}
             self.loops.append({**loop, "stop": None, "close": None, **info})
         if prev is None:
             # not weakly referable: the loop is closed by its StopIteration only

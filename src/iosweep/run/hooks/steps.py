@@ -396,6 +396,13 @@ def steps_from_hooks(doc: dict[str, Any]) -> dict[str, Any]:
             timing["method"] = f"time blocked in next() on the {main['kind']} iterator"
     if not steps:
         steps = _use_optimizer_steps(doc, timing) or steps
+    if main["kind"] != "keras-fit" and steps and timing["loop"].startswith(main["kind"]):
+        # each epoch's iter(): building the iterator (workers started) is its start-up
+        with_batches = [i for i in main["iterations"] if _batches(doc).get(i)]
+        for e, i in enumerate(with_batches):
+            lp = doc["loops"][i]
+            if lp.get("ready") is not None and lp["ready"] > lp["start"]:
+                phases[f"pipeline-start-{e}"] = [lp["start"], lp["ready"]]
     for c in cands[1:]:
         for n, i in enumerate(c.get("iterations") or []):
             lp = doc["loops"][i]

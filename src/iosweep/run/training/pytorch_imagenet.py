@@ -227,7 +227,8 @@ def main(argv=None) -> int:
         model.train()
         sampler.set_epoch(epoch)
         t_epoch = time.time()
-        batches = iter(loader)
+        with progress.phase(f"pipeline-start-{epoch}"):  # its loader workers start here
+            batches = iter(loader)
         step = 0
         while not args.steps_per_epoch or step < args.steps_per_epoch:
             t_wait = time.time()

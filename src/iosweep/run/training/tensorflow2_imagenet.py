@@ -144,7 +144,8 @@ def main(argv=None) -> int:
     first = True
     for epoch in range(args.epochs):
         t_epoch = time.time()
-        batches = iter(epoch_dataset(paths_a, labels_a, epoch, args, rank, size))
+        with progress.phase(f"pipeline-start-{epoch}"):  # tf.data builds its pipeline here
+            batches = iter(epoch_dataset(paths_a, labels_a, epoch, args, rank, size))
         step = 0
         while not args.steps_per_epoch or step < args.steps_per_epoch:
             t_wait = time.time()

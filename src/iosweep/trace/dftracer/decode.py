@@ -330,18 +330,38 @@ def _ph_of(v: Any) -> int:
     return PH_UNKNOWN
 
 
+def _rejoined(lines: list[bytes], k: int) -> dict | None:
+    """Line ``k - 1`` and line ``k`` as one event, where a string of it held a raw newline
+    (DFTracer 1.x writes file names as they are: Stormer's ``/dev/shm/FI_NAMED_AV_0\n``
+    splits its open event in two); None where the two are not one event object."""
+    if k >= len(lines):
+        return None
+    try:
+        obj = json.loads((lines[k - 1] + b"\n" + lines[k]).decode("utf-8"), strict=False)
+    except ValueError:  # (UnicodeDecodeError is one)
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
 def _one_by_one(lines: list[bytes], line_no: np.ndarray, bad: list[tuple[int, str, bytes]]):
     """Parse line by line (json), coercing fields to the normalised types; collect bad lines."""
     cols: dict[str, list] = {f.name: [] for f in _NORM}
-    for line, no in zip(lines, line_no.tolist(), strict=True):
+    numbers = line_no.tolist()
+    k = 0
+    while k < len(lines):
+        line, no = lines[k], numbers[k]
+        k += 1
         try:
             obj = json.loads(line.decode("utf-8"))
         except UnicodeDecodeError as e:
             bad.append((no, f"not UTF-8 text ({e.reason} at byte {e.start})", line[:80]))
             continue
         except ValueError as e:
-            bad.append((no, f"not valid JSON ({e})", line[:80]))
-            continue
+            obj = _rejoined(lines, k)
+            if obj is None:
+                bad.append((no, f"not valid JSON ({e})", line[:80]))
+                continue
+            k += 1  # the next line was this event's end
         if not isinstance(obj, dict):
             bad.append((no, f"a JSON {type(obj).__name__}, not an event object", line[:80]))
             continue
