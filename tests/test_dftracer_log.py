@@ -351,7 +351,7 @@ def test_a_raw_newline_in_a_file_name_splits_no_event(tmp_path, tf_trace):
     # open of "/dev/shm/FI_NAMED_AV_0\n" over two lines. Here a file-name record split so
     text = gzip.decompress(tf_trace[1])
     lines = text.splitlines()
-    i = next(k for k, ln in enumerate(lines) if b'"name":"FH"' in ln and b'.npz' in ln)
+    i = next(k for k, ln in enumerate(lines) if b'"name":"FH"' in ln and b".npz" in ln)
     cut = lines[i].index(b".npz")
     lines[i : i + 1] = [lines[i][:cut], lines[i][cut:]]
     pl = read_dftracer_trace(_write(tmp_path, "newline.pfw", b"\n".join(lines) + b"\n"))
