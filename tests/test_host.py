@@ -119,11 +119,17 @@ def test_a_host_whose_cores_other_work_took_says_so_and_asks_for_the_host_first(
     # processes outside the job (more than half the host), its rank waiting for a core 50%
     rec = _record(host_busy_per_s=1.82, rank_cpu=0.1, cpu=0.2, runq=0.2)
     h = host_summary({"0": rec}, CLOCK, _epochs({0: [(1, 9)]}))
-    v = host_bound(_verdict("input-bound-preprocessing"), h, {"loader_workers": 4})
+    v = host_bound(_verdict("input-bound-preprocessing"), h, {"loader_workers": 0})
     assert v["kind"] == "host-cpu-bound"
     assert "1.62 of its cores went to processes outside the job" in v["text"]
     assert v["text"].endswith("the host's other work leaves the job too little CPU")
-    assert v["levers"][0]["text"].startswith("a host to itself")
+    assert v["levers"][1]["text"].startswith("a host to itself")  # after loader workers
+    # its own 1 x (1 + 4 loader workers) processes past the 2 cores: that lever first
+    busy = host_bound(_verdict("input-bound-preprocessing"), h, {"loader_workers": 4})
+    assert "1.62 of its cores went to processes outside the job" in busy["text"]
+    assert busy["text"].endswith("the ranks and their workers want more CPU than the host gives")
+    assert busy["levers"][0]["text"].startswith("fewer processes per core")
+    assert busy["levers"][1]["text"].startswith("a host to itself")
     # the job itself using most of what the host gave: its own processes, as before
     mine = host_bound(_verdict("input-bound-preprocessing"), host_summary(
         {"0": _record(host_busy_per_s=1.82, runq=0.5)}, CLOCK, _epochs({0: [(1, 9)]})),

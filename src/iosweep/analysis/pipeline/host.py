@@ -184,7 +184,7 @@ def busiest_node(host: dict[str, Any]) -> dict[str, Any]:
 
 
 # the share of a busy host's cores used outside the job at and above which other work, not
-# the job, is what leaves its threads waiting for a core
+# the job (unless its own processes outnumber the cores), leaves its threads waiting for one
 OUTSIDE_SHARE = 0.5
 
 
@@ -243,10 +243,13 @@ def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> 
     # cores the job did not use though the host was busy: other work held them
     outside = max(busy * (cores or 0) - (node.get("job_cores") or 0.0), 0.0)
     crowded = bool(cores) and outside >= OUTSIDE_SHARE * cores
+    # the job's own processes past the cores (ranks and their loader workers): its own lever
+    # comes first, whatever else ran beside it
+    own_past = node["ranks"] * (1 + (w if isinstance(w, int) else 0)) > (cores or 0)
     if crowded:
         figures += f"; {outside:.2f} of its cores went to processes outside the job"
         levers.insert(
-            0,
+            1 if own_past else 0,
             lever(
                 "a host to itself: other work took most of its cores (stop it, or ask the "
                 "scheduler for whole nodes: SLURM --exclusive)"
@@ -263,7 +266,7 @@ def host_bound(v: dict[str, Any], host: dict[str, Any], ctx: dict[str, Any]) -> 
         return v | {"text": text, "levers": levers[:2], "numbers": numbers}
     want = (
         "the host's other work leaves the job too little CPU"
-        if crowded
+        if crowded and not own_past
         else "the ranks and their workers want more CPU than the host gives"
     )
     text = v["text"].split(";")[0].split(", but")[0] + f"; {figures}: {want}"
