@@ -176,8 +176,21 @@ def test_timeline_holds_the_runs_steps_waits_and_calls(analysed):
         "loader worker pid 2000",
         "loader worker pid 2000 thread 2001",
         "main process pid 1000",
+        "time account: each second of the rank in one slice",
         "training loop: steps and data waits",
     ]
+    # the time account's track, by hand: each rank from the run's start to its epoch's end
+    # (10 s): rank 0's first wait 0-1, steps 1-2, 3-4, 6-7, waits 2-3 and 4-6, nothing after
+    # its last step; rank 1's first wait 0-0.5, steps 0.5-1.5 and 2-3.5, a wait 1.5-2
+    account = defaultdict(list)
+    for e in doc["traceEvents"]:
+        if e["ph"] == "X" and e["cat"] == "time account":
+            account[e["pid"]].append((e["args"]["kind"], e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6))
+    wps, ws, c = "wait_phase_start", "wait_steady", "compute"
+    assert account[0] == [(wps, 0, 1), (c, 1, 2), (ws, 2, 3), (c, 3, 4), (ws, 4, 6), (c, 6, 7),
+                          ("unexplained", 7, 10)]  # fmt: skip
+    assert account[1] == [(wps, 0, 0.5), (c, 0.5, 1.5), (ws, 1.5, 2), (c, 2, 3.5),
+                          ("unexplained", 3.5, 10)]  # fmt: skip
     assert "main process pid 1001 (overlapping calls, lane 2)" in names.values()
     reads = {
         (names[e["pid"], e["tid"]], e["args"]["file"], e["args"]["offset"], e["args"]["size"])
@@ -193,10 +206,10 @@ def test_timeline_holds_the_runs_steps_waits_and_calls(analysed):
     meta = doc["otherData"]
     assert meta["verdict"]["kind"] == sm["pipeline"]["verdict"]["kind"]
     assert meta["au"] == pytest.approx((2 + 1.5) / (8 + 8.5)) and meta["cut"] == "nothing left out"
-    # 5 steps and 5 waits, 5 reads, 1 open
+    # 5 steps and 5 waits, 5 reads, 1 open, 12 slices of the account
     assert sm["timeline"] == {
         "file": "timeline.json.gz",
-        "slices": 16,
+        "slices": 28,
         "window": [0.0, None],
         "cut": "",
         "left_out": {},
@@ -206,10 +219,11 @@ def test_timeline_holds_the_runs_steps_waits_and_calls(analysed):
 def test_timeline_cut_after_max_steps_is_said(tmp_path):
     # max_steps 1: rank 0 ends its first step at 2.0 s, rank 1 at 1.5 s: the timeline keeps
     # what starts before 2.0 s. Left out: rank 0's waits at 2 and 4 s and steps at 3 and 6 s,
-    # rank 1's step at 2 s (5); the worker's reads at 2.1 and 2.5 s (2); no app event.
+    # rank 1's step at 2 s (5); the worker's reads at 2.1 and 2.5 s (2); no app event; the
+    # account's slices of rank 0 from 2, 3, 4, 6 and 7 s and rank 1's from 2 and 3.5 s (7)
     settings = AnalysisSettings.from_dict({"timeline": {"max_steps": 1}})
     sm = analyze_run(two_ranks(tmp_path / "store"), tmp_path / "an", settings)
-    left = {"operations": 2, "app_events": 0, "steps_and_waits": 5}
+    left = {"operations": 2, "app_events": 0, "steps_and_waits": 5, "time_account": 7}
     assert sm["timeline"]["left_out"] == left and sm["timeline"]["window"] == [0.0, 2.0]
     assert sm["timeline"]["cut"] == "after the first 1 steps of every rank"
     doc = load(tmp_path / "an" / "timeline.json.gz")

@@ -1,7 +1,7 @@
 """Where each second of a rank's time went: the time account.
 
-A rank's window runs from the run's start to the end of its last step. Each second of it
-belongs to exactly one slice, the first of these whose evidence covers it:
+A rank's window runs from the run's start to the end of its last epoch or evaluation loop.
+Each second of it belongs to exactly one slice, the first of these whose evidence covers it:
 
 - ``checkpoint``: checkpoint events the job marks (``analysis.phases.checkpoint``), the
   rank's writes to checkpoint files, and the saves its script or the hooks timed;
@@ -23,6 +23,7 @@ account (:mod:`.verdict`), the report draws it as a bar per rank.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,16 +108,26 @@ def _where(mid: float, loops: list[Loop]) -> str:
     return "after the last step"
 
 
-def rank_account(
-    rank: int,
+@dataclass
+class Slice:
+    """One span of a rank's time in the account: its kind, where it lies (unexplained
+    time), and its bounds (s from the run's clock zero)."""
+
+    kind: str
+    where: str
+    start: float
+    end: float
+
+
+def rank_spans(
     window_lo: float,
     loops: list[Loop],
     checkpoint: tuple[np.ndarray, np.ndarray],
     evaluation_events: tuple[np.ndarray, np.ndarray],
     pipeline_starts: tuple[np.ndarray, np.ndarray] = (np.empty(0), np.empty(0)),
-) -> list[dict[str, Any]]:
-    """One rank's account: rows of :data:`COLUMNS` (unexplained time by where it lies).
-    ``pipeline_starts``: the timed builds of each loop's iterator (``iter(loader)``,
+) -> list[Slice]:
+    """One rank's window cut into the account's slices, each second in exactly one, in time
+    order. ``pipeline_starts``: the timed builds of each loop's iterator (``iter(loader)``,
     ``iter(dataset)``), part of the wait at a phase's start."""
     loops = sorted((lp for lp in loops if len(lp.step_lo)), key=lambda lp: lp.start)
     if not loops:
@@ -148,23 +159,41 @@ def rank_account(
     }
     window = (np.array([window_lo]), np.array([hi]))
     claimed: tuple = (np.empty(0), np.empty(0))
-    rows = []
-    n = len(loops)
+    out = []
     for kind in KINDS[:-1]:
         own = _minus(intervals.intersect(*covered[kind], *window), claimed)
-        seconds = float((own[1] - own[0]).sum())
-        rows.append({"rank": rank, "kind": kind, "where": "", "seconds": seconds, "phases": n})
+        out += [Slice(kind, "", float(a), float(b)) for a, b in zip(*own, strict=True)]
         claimed = _union(claimed, own)
     left = _minus(window, claimed)
+    out += [
+        Slice("unexplained", _where(0.5 * (a + b), loops), float(a), float(b))
+        for a, b in zip(*left, strict=True)
+    ]
+    return sorted(out, key=lambda x: x.start)
+
+
+def rank_account(rank: int, window_lo: float, loops: list[Loop], *evidence: tuple) -> list:
+    """One rank's account: rows of :data:`COLUMNS`, every kind's seconds (unexplained time
+    by where it lies); ``evidence`` as :func:`rank_spans` takes it."""
+    cut = rank_spans(window_lo, loops, *evidence)
+    if not cut:
+        return []
+    n = sum(1 for lp in loops if len(lp.step_lo))
+    seconds = {k: 0.0 for k in KINDS[:-1]}
     by_place: dict[str, float] = {}
-    for a, b in zip(*left, strict=True):
-        w = _where(0.5 * (a + b), loops)
-        by_place[w] = by_place.get(w, 0.0) + float(b - a)
-    rows += [
+    for x in cut:
+        if x.kind == "unexplained":
+            by_place[x.where] = by_place.get(x.where, 0.0) + (x.end - x.start)
+        else:
+            seconds[x.kind] += x.end - x.start
+    rows = [
+        {"rank": rank, "kind": k, "where": "", "seconds": v, "phases": n}
+        for k, v in seconds.items()
+    ]
+    return rows + [
         {"rank": rank, "kind": "unexplained", "where": w, "seconds": v, "phases": n}
         for w, v in by_place.items()
     ]
-    return rows
 
 
 def rank_loops(epochs: list, eval_steps: pd.DataFrame) -> dict[int, list[Loop]]:
@@ -324,25 +353,33 @@ def checkpoint_spans(rd: RunData, threads: dict[int, tuple[int, int]] | None = N
     return out
 
 
-def account_rows(rd: RunData, epochs: list) -> pd.DataFrame:
-    """Every rank's account (:data:`COLUMNS`) from its epochs (``waits.rank_epochs``), its
-    evaluation loops and what marks checkpoints."""
+def _evidence(rd: RunData, epochs: list) -> Iterator[tuple[int, list[Loop], tuple, tuple, tuple]]:
+    """Per rank, in order: its loops and what marks its checkpoints, evaluations and
+    pipeline starts (the inputs of :func:`rank_spans`)."""
     loops = rank_loops(epochs, rd.eval_steps)
     threads = loop_threads(rd)
     ckpt = checkpoint_spans(rd, threads)
     evals = _marked(rd, "evaluation", threads)
     starts = _timed(rd, "pipeline-start")
     none = (np.empty(0), np.empty(0))
+    for actor, lps in sorted(loops.items()):
+        yield actor, lps, ckpt.get(actor, none), evals.get(actor, none), starts.get(actor, none)
+
+
+def account_rows(rd: RunData, epochs: list) -> pd.DataFrame:
+    """Every rank's account (:data:`COLUMNS`) from its epochs (``waits.rank_epochs``), its
+    evaluation loops and what marks checkpoints."""
     rows = [
         r
-        for actor, lps in sorted(loops.items())
-        for r in rank_account(
-            actor,
-            rd.run_start,
-            lps,
-            ckpt.get(actor, none),
-            evals.get(actor, none),
-            starts.get(actor, none),
-        )
+        for actor, lps, *evidence in _evidence(rd, epochs)
+        for r in rank_account(actor, rd.run_start, lps, *evidence)
     ]
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def account_slices(rd: RunData, epochs: list) -> Iterator[tuple[int, Slice]]:
+    """Every rank's account as spans in time (rank, :class:`Slice`): the timeline's track of
+    it."""
+    for actor, lps, *evidence in _evidence(rd, epochs):
+        for x in rank_spans(rd.run_start, lps, *evidence):
+            yield actor, x

@@ -18,6 +18,8 @@ import pyarrow.compute as pc
 
 from iosweep import __version__
 from iosweep.analysis.data import OPS, RunData
+from iosweep.analysis.pipeline import account
+from iosweep.analysis.pipeline.verdict import ACCOUNT_WORDS
 from iosweep.analysis.pipeline.waits import rank_epochs
 from iosweep.files import atomic_write
 from iosweep.trace.schema import RunMeta
@@ -66,7 +68,8 @@ def _loop_slices(rd: RunData) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """Each rank's steps and waits as the pipeline measured them, and its epochs (markers)."""
     rows: list[tuple] = []
     marks = []
-    for re_ in rank_epochs(rd):
+    epochs = rank_epochs(rd)
+    for re_ in epochs:
         st = re_.steps
         first = np.zeros(len(st), bool)
         first[0] = True
@@ -86,9 +89,15 @@ def _loop_slices(rd: RunData) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
                 {"epoch": re_.epoch, "end_s": re_.end, "steps": len(st)},
             )
         )
+    for rank, x in account.account_slices(rd, epochs):  # a track of its own, each second once
+        args = json.dumps({"kind": x.kind, "where": x.where} if x.where else {"kind": x.kind})
+        name = ACCOUNT_WORDS[x.kind] + (f", {x.where}" if x.where else "")
+        rows.append((rank, ACCOUNT_PID, -1, name, ACCOUNT_CAT, x.start, x.end, args))
     return pd.DataFrame(rows, columns=_COLS), marks
 
 
+ACCOUNT_PID = -2  # the time account's pseudo-thread of a rank's track (-1: its steps and waits)
+ACCOUNT_CAT = "time account"
 _COLS = ["track", "pid", "thread", "name", "cat", "start", "end", "args"]
 
 
@@ -222,10 +231,12 @@ def collect(rd: RunData) -> Timeline:
         ops_keep &= rd.ops.start < hi
         ev_keep &= ev["start"].to_numpy() < hi
         loop_keep &= loop["start"].to_numpy() < hi
+    acc = (loop["cat"] == ACCOUNT_CAT).to_numpy()
     left = {
         "operations": int(len(rd.ops) - ops_keep.sum()),
         "app_events": int(len(ev) - ev_keep.sum()),
-        "steps_and_waits": int(len(loop) - loop_keep.sum()),
+        "steps_and_waits": int((~acc).sum() - (loop_keep & ~acc).sum()),
+        "time_account": int(acc.sum() - (loop_keep & acc).sum()),
     }
     slices = pd.concat(
         [loop[loop_keep], _op_slices(rd, ops_keep), _event_slices(rd, ev_keep)], ignore_index=True
@@ -244,7 +255,8 @@ def collect(rd: RunData) -> Timeline:
 
 
 # --- a run analysed in parts ----------------------------------------------------------------------
-KINDS = ("operations", "app_events", "steps_and_waits")  # a slice's kind: an index into these
+# a slice's kind: an index into these
+KINDS = ("operations", "app_events", "steps_and_waits", "time_account")
 
 
 def part_slices(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -264,9 +276,10 @@ def part_slices(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
     )
     if capped:
         keep = tuple(k & (x <= capped[0]) for x, k in zip(starts, keep, strict=True))
+    acc = (loop["cat"] == ACCOUNT_CAT).to_numpy()
     slices = pd.concat(
         [
-            loop[keep[2]].assign(kind=2),
+            loop[keep[2]].assign(kind=np.where(acc[keep[2]], 3, 2)),
             _op_slices(rd, keep[0]).assign(kind=0),
             _event_slices(rd, keep[1]).assign(kind=1),
         ],
@@ -276,7 +289,9 @@ def part_slices(rd: RunData) -> tuple[pd.DataFrame, dict[str, Any]]:
     facts = {
         "steps_end": end if np.isfinite(end) else None,
         "marks": marks,
-        "slices": dict(zip(KINDS, (len(rd.ops), len(ev), len(loop)), strict=True)),
+        "slices": dict(
+            zip(KINDS, (len(rd.ops), len(ev), int((~acc).sum()), int(acc.sum())), strict=True)
+        ),
         "actor_kind": rd.actor_kind,
     }
     return slices, facts
@@ -352,7 +367,9 @@ def _lanes(ts: np.ndarray, te: np.ndarray) -> np.ndarray:
 
 
 def _thread_name(roles: dict[int, str], pid: int, thread: int, lane: int) -> str:
-    if pid < 0:
+    if pid == ACCOUNT_PID:
+        base = "time account: each second of the rank in one slice"
+    elif pid < 0:
         base = "training loop: steps and data waits"
     else:
         role = roles.get(pid, "process")
