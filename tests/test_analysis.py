@@ -444,8 +444,8 @@ def test_io_overlap_with_compute_per_epoch(tmp_path):
     acc = {x["kind"]: x["seconds"] for x in sm["pipeline"]["account"]["slices"]}
     # the window: the run's start (0 s) to the last step (4 s) ... the epoch's end (10 s)
     assert acc == pytest.approx({"checkpoint": 0.0, "evaluation": 0.0, "wait_phase_start": 1.0,
-                                 "wait_steady": 1.0, "compute": 2.0, "startup": 0.0,
-                                 "unexplained": 6.0})  # fmt: skip
+                                 "wait_steady": 1.0, "collectives": 0.0, "compute": 2.0,
+                                 "startup": 0.0, "unexplained": 6.0})  # fmt: skip
 
 
 def test_an_estimated_wait_is_never_read_as_loop_bound(tmp_path):
@@ -2144,9 +2144,10 @@ def test_waits_at_each_epochs_start_are_their_own_verdict_under_a_steady_compute
 
 def test_the_time_account_gives_each_second_to_exactly_one_slice_by_hand():
     """A rank's 30 s, by hand: start-up 0-10; epoch 0 (10-20) whose iterator took 10-11 to
-    build, first wait 11-13, steps 13-15 and 16-20 with a wait 15-16; a checkpoint 20-22
-    (also inside no step); evaluation 1 (22-25): a wait 22-23, its step 23-25; nothing
-    25-27; epoch 1 (26-30): first wait 27-28, step 28-30."""
+    build, first wait 11-13, steps 13-15 and 16-20 with a wait 15-16, an all-reduce 18-19
+    in the second; a checkpoint 20-22 (also inside no step; a barrier 21-21.5 in it stays
+    the checkpoint's); evaluation 1 (22-25): a wait 22-23, its step 23-25; nothing 25-27;
+    epoch 1 (26-30): first wait 27-28, step 28-30."""
     import numpy as np
 
     from iosweep.analysis.pipeline.account import Loop, rank_account
@@ -2159,14 +2160,16 @@ def test_the_time_account_gives_each_second_to_exactly_one_slice_by_hand():
         Loop("evaluation 1", True, 22, 25, arr(22), arr(23), arr(23), arr(25)),
         Loop("epoch 1", False, 26, 30, arr(27), arr(28), arr(28), arr(30)),
     ]
-    rows = rank_account(0, 0.0, loops, (arr(20), arr(22)), (arr(), arr()), (arr(10), arr(11)))
+    rows = rank_account(0, 0.0, loops, (arr(20), arr(22)), (arr(), arr()), (arr(10), arr(11)),
+                        (arr(18, 21), arr(19, 21.5)))  # fmt: skip
     got = {(r["kind"], r["where"]): r["seconds"] for r in rows}
     assert got == {
         ("checkpoint", ""): 2.0,
         ("evaluation", ""): 2.0,
         ("wait_phase_start", ""): 5.0,  # the iterator's build 1 s + first waits 2 + 1 + 1
         ("wait_steady", ""): 1.0,
-        ("compute", ""): 8.0,
+        ("collectives", ""): 1.0,
+        ("compute", ""): 7.0,
         ("startup", ""): 10.0,
         ("unexplained", "before the first batch of epoch 1"): 2.0,
     }

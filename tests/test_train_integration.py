@@ -66,6 +66,13 @@ def test_two_rank_job_traced_by_dftracer(tmp_path, small_dataset):
         rows = [s for s in manifest["steps"] if s["rank"] == r]
         assert len(rows) == 4 and all(s["end"] >= s["start"] for s in rows)
     assert manifest["start_time"] <= min(s["start"] for s in manifest["steps"])
+    # each step's wait for its gradients' all-reduce (DistributedOptimizer.synchronize), timed
+    # apart inside the step
+    for r in (0, 1):
+        steps = sorted((s for s in manifest["steps"] if s["rank"] == r and s["step"] >= 0),
+                       key=lambda s: s["start"])  # fmt: skip
+        waits = [manifest["phases"][str(r)][f"collective-{k}"] for k in range(3)]
+        assert all(s["start"] <= a <= b <= s["end"] for (a, b), s in zip(waits, steps, strict=True))
     assert (run_dir / "checkpoints" / "checkpoint-0.pt").exists()  # rank 0 checkpointed
 
     for r in (0, 1):

@@ -372,3 +372,25 @@ def test_a_synchronous_checkpoint_every_few_steps_is_neither_compute_nor_wait(tm
         "the checkpoint files on disk (sizes) and the saves timed in the job (times)"
     )
     assert not sm["incomplete"], sm["completeness"]
+
+
+def test_a_ranks_wait_for_a_straggler_in_its_collectives_is_its_own_slice_of_the_account(
+    tmp_path, raw_files
+):
+    """Rank 1 takes 150 ms longer a step than rank 0's 100 ms; both average each step's loss
+    with dist.all_reduce, so rank 0 waits about 150 ms in each: the account's collectives,
+    per rank, as the script timed them; compute-bound (the data are 1 KiB files)."""
+    _, sm, own = _own_job(tmp_path, raw_files, (
+        "{python} straggler_collectives.py --data {data} --epochs {epochs} --step-ms 100 "
+        "--straggle-ms 150"), launch="torchrun")  # fmt: skip
+    p = sm["pipeline"]
+    assert p["verdict"]["kind"] == "compute-bound", p["verdict"]
+    assert p["totals"]["au"] == pytest.approx(np.mean([o["au"] for o in own]), abs=AU_TOLERANCE)
+    assert p["totals"]["ranks"] == 2
+    per_rank = {a["rank"]: a["seconds"] for a in p["account"]["per_rank"]}
+    for o in own:
+        waited = sum(b - a for a, b in o["collectives"])
+        assert per_rank[o["rank"]]["collectives"] == pytest.approx(waited, rel=0.1, abs=0.1)
+    # rank 0 waited for the straggler ~150 ms a step, 48 steps; rank 1 hardly
+    assert per_rank[0]["collectives"] > 5.0 > 1.0 > per_rank[1]["collectives"]
+    assert "waiting in collectives" in p["verdict"]["text"], p["verdict"]["text"]

@@ -34,6 +34,7 @@ ACCOUNT_WORDS = {
     "compute": "compute",
     "wait_steady": "waiting in steady state",
     "wait_phase_start": "waiting for each epoch's first batch",
+    "collectives": "collectives",
     "evaluation": "evaluation",
     "checkpoint": "checkpoints",
     "startup": "start-up",

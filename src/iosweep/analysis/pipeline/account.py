@@ -11,6 +11,10 @@ Each second of it belongs to exactly one slice, the first of these whose evidenc
   (loader workers started, an iterator built, the first batches prepared), and the timed
   build of its iterator (manifest phases ``pipeline-start-N``);
 - ``wait_steady``: the wait for every other batch;
+- ``collectives``: the training thread's waits in blocking collective calls the hooks timed
+  (``torch.distributed``'s, Horovod's ``synchronize`` of the gradients: manifest phases
+  ``collective-N``), the rank waiting for the others inside its steps. Where nothing timed
+  them (DDP's all-reduce overlapped with backward, a compiled step) they stay in compute;
 - ``compute``: the training steps (from a batch's arrival to the next request; in a trace,
   the span of the step's compute events);
 - ``startup``: the run's start to the first epoch or evaluation loop;
@@ -43,6 +47,7 @@ EVIDENCE = {
     "evaluation": "evaluation loops' steps and events (analysis.phases.evaluation)",
     "wait_phase_start": "the wait for each epoch's and evaluation loop's first batch",
     "wait_steady": "the wait for every other batch",
+    "collectives": "the blocking collective calls the hooks timed in the steps",
     "compute": "the training steps",
     "startup": "the run's start to its first epoch or evaluation loop",
     "unexplained": "no timed or traced region covers it",
@@ -125,10 +130,12 @@ def rank_spans(
     checkpoint: tuple[np.ndarray, np.ndarray],
     evaluation_events: tuple[np.ndarray, np.ndarray],
     pipeline_starts: tuple[np.ndarray, np.ndarray] = (np.empty(0), np.empty(0)),
+    collectives: tuple[np.ndarray, np.ndarray] = (np.empty(0), np.empty(0)),
 ) -> list[Slice]:
     """One rank's window cut into the account's slices, each second in exactly one, in time
     order. ``pipeline_starts``: the timed builds of each loop's iterator (``iter(loader)``,
-    ``iter(dataset)``), part of the wait at a phase's start."""
+    ``iter(dataset)``), part of the wait at a phase's start; ``collectives``: the timed waits
+    in collective calls."""
     loops = sorted((lp for lp in loops if len(lp.step_lo)), key=lambda lp: lp.start)
     if not loops:
         return []
@@ -151,6 +158,7 @@ def rank_spans(
             _spans(*pipeline_starts),
         ),
         "wait_steady": _spans(np.concatenate(rest[0]), np.concatenate(rest[1])),
+        "collectives": _spans(*collectives),
         "compute": _spans(
             np.concatenate([lp.step_lo for lp in train] or [np.empty(0)]),
             np.concatenate([lp.step_hi for lp in train] or [np.empty(0)]),
@@ -329,7 +337,8 @@ def _checkpoint_writes(rd: RunData, loops: dict[int, tuple[int, int]]) -> dict[i
 
 def _timed(rd: RunData, prefix: str) -> dict[int, tuple]:
     """Per rank: the spans of the manifest's phases named ``prefix...`` that its script or
-    iosweep's hooks timed (``checkpoint``: saves; ``pipeline-start``: an iterator built); ranks
+    iosweep's hooks timed (``checkpoint``: saves; ``pipeline-start``: an iterator built;
+    ``collective-``: a wait in a collective call); ranks
     are actors only where the run's actors are ranks."""
     if rd.actor_kind != "rank":
         return {}
@@ -353,17 +362,19 @@ def checkpoint_spans(rd: RunData, threads: dict[int, tuple[int, int]] | None = N
     return out
 
 
-def _evidence(rd: RunData, epochs: list) -> Iterator[tuple[int, list[Loop], tuple, tuple, tuple]]:
-    """Per rank, in order: its loops and what marks its checkpoints, evaluations and
-    pipeline starts (the inputs of :func:`rank_spans`)."""
+def _evidence(rd: RunData, epochs: list) -> Iterator[tuple]:
+    """Per rank, in order: its loops and what marks its checkpoints, evaluations, pipeline
+    starts and collectives (the inputs of :func:`rank_spans`)."""
     loops = rank_loops(epochs, rd.eval_steps)
     threads = loop_threads(rd)
     ckpt = checkpoint_spans(rd, threads)
     evals = _marked(rd, "evaluation", threads)
     starts = _timed(rd, "pipeline-start")
+    collectives = _timed(rd, "collective-")
     none = (np.empty(0), np.empty(0))
     for actor, lps in sorted(loops.items()):
-        yield actor, lps, ckpt.get(actor, none), evals.get(actor, none), starts.get(actor, none)
+        found = (ckpt, evals, starts, collectives)
+        yield actor, lps, *(spans.get(actor, none) for spans in found)
 
 
 def account_rows(rd: RunData, epochs: list) -> pd.DataFrame:

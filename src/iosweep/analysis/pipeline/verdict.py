@@ -153,7 +153,7 @@ def verdict(
         "kind": kind,
         "title": title,
         "grade": g,
-        "text": _verdict_text(kind, tot, context, storage, s),
+        "text": _verdict_text(kind, tot, context, storage, s) + _collectives_note(acc, kind),
         "numbers": {
             "au": au,
             "au_threshold": s.au_threshold,
@@ -199,6 +199,31 @@ def _by_checkpoints(v: dict[str, Any], tot: dict[str, Any]) -> dict[str, Any]:
     return v | {"title": title, "levers": [first, *v["levers"]]}
 
 
+# the share of a rank's loop in timed collectives at and above which the verdict says so
+COLLECTIVES_NOTE = 0.1
+
+
+def _collectives_note(acc: dict[str, Any], kind: str) -> str:
+    """ "; 3.6 s a rank (21% of its loop) waiting in collectives ..." where the collectives
+    the hooks timed take a tenth of the loop or more: '' otherwise."""
+    loop = acc.get("loop_per_rank") or 0.0
+    if kind == "startup" or not acc.get("available") or loop <= 0:
+        return ""
+    sec = _seconds(acc, "collectives")
+    if sec < COLLECTIVES_NOTE * loop:
+        return ""
+    out = f"; {sec:.1f} s a rank ({_pct(sec / loop)} of its loop) waiting in collectives"
+    per = {a["rank"]: a["seconds"].get("collectives", 0.0) for a in acc.get("per_rank") or []}
+    if len(per) > 1:
+        hi, lo = max(per, key=per.__getitem__), min(per, key=per.__getitem__)
+        if per[hi] > 2 * per[lo] + 0.5:
+            return out + (
+                f" (rank {hi} {per[hi]:.1f} s, rank {lo} {per[lo]:.1f} s: the ranks that wait "
+                "least are the ones the others wait for)"
+            )
+    return out + " (the ranks waiting for each other: communication the steps do not hide)"
+
+
 def _pct(v: float | None) -> str:
     return "?" if v is None else f"{v:.0%}"
 
@@ -222,6 +247,7 @@ ACCOUNT_WORDS = {
     "compute": "computing",
     "wait_steady": "waiting for data in steady state",
     "wait_phase_start": "waiting for each epoch's first batch",
+    "collectives": "waiting in collectives",
     "evaluation": "in evaluation",
     "checkpoint": "in checkpoints",
     "startup": "in start-up",

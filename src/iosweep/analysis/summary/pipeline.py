@@ -244,6 +244,7 @@ AccountKind = Literal[
     "evaluation",
     "wait_phase_start",
     "wait_steady",
+    "collectives",
     "compute",
     "startup",
     "unexplained",

@@ -191,6 +191,7 @@ def rank_bars(
 ACCOUNT_SLICES = (
     ("startup", "#bdbdbd", "start-up"),
     ("compute", "#1a9850", "compute"),
+    ("collectives", "#a6d96a", "collectives"),
     ("wait_phase_start", "#fc8d59", "data wait at an epoch's start"),
     ("wait_steady", "#d73027", "data wait, steady state"),
     ("evaluation", "#91bfdb", "evaluation"),

@@ -28,6 +28,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 FORMAT = "iosweep.hooks/1"
+# a collective call that starts within this long of the same thread's previous one's end
+# extends it: a Horovod optimizer step synchronizes each gradient in turn, one wait a step
+COALESCE_S = 1e-3
 _REC: Recorder | None = None
 
 
@@ -104,6 +107,12 @@ class Recorder:
         self.open_step = threading.local()  # .forward, .samples: the open step's first forward
         self.fed_threads: set[int] = set()  # threads that took a batch from a loader or queue
         self.saves: list[list[float]] = []  # torch.save calls: thread, start, end
+        # collective calls (torch.distributed, Horovod), coalesced: thread, start, end, calls
+        self.collectives: list[list[float]] = []
+        self._last_collective: dict[int, int] = {}  # thread -> its last span's index
+        self.collective_calls: dict[str, int] = {}  # call -> how many
+        self.gpu_collective_calls: dict[str, int] = {}  # those not timed (CUDA in use)
+        self.in_collective = threading.local()  # .on: within a timed call (nested ones not)
         self.fits: list[dict[str, Any]] = []  # Keras fit calls (tf_hooks)
         self.hooked: list[str] = []
         self.problems: list[str] = []
@@ -159,6 +168,25 @@ class Recorder:
         thread = self.thread_index()
         with self.lock:
             self.saves.append([thread, t0, t1])
+
+    def collective(self, name: str, t0: float, t1: float) -> None:
+        """A collective call ``name`` ran from ``t0`` to ``t1`` in this thread."""
+        thread = self.thread_index()
+        with self.lock:
+            self.collective_calls[name] = self.collective_calls.get(name, 0) + 1
+            k = self._last_collective.get(thread)
+            if k is not None and t0 - self.collectives[k][2] < COALESCE_S:
+                self.collectives[k][2] = t1
+                self.collectives[k][3] += 1
+            else:
+                self._last_collective[thread] = len(self.collectives)
+                self.collectives.append([thread, t0, t1, 1])
+        self.overhead += time.time() - t1
+
+    def collective_on_gpu(self, name: str) -> None:
+        """A collective call ``name`` in a process that uses CUDA: counted, not timed."""
+        with self.lock:
+            self.gpu_collective_calls[name] = self.gpu_collective_calls.get(name, 0) + 1
 
     def handoff(self, t0: float, t1: float, item: Any, site: str) -> None:
         """A ``queue.Queue.get`` asked at ``t0`` returned ``item`` at ``t1``."""
@@ -263,6 +291,11 @@ class Recorder:
                 "end": list(self.o_end),
             },
             "saves": self.saves,
+            "collectives": {
+                "spans": self.collectives,
+                "calls": self.collective_calls,
+                "on_gpu": self.gpu_collective_calls,
+            },
             "fits": self.fits,
         }
 

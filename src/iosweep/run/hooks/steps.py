@@ -20,7 +20,9 @@ Where no loader's batches describe the training thread's waits (no loader at all
 a thread that hands its batches over otherwise: a future), its optimizer steps bound the
 loop: step k computes from its first training forward to its optimizer step's end and waits
 from the previous step's end (or the end of a ``torch.save`` between them) to that forward.
-The training thread's ``torch.save`` calls are the phases ``checkpoint-save-N``.
+The training thread's ``torch.save`` calls are the phases ``checkpoint-save-N``, its waits in
+blocking collectives (``torch.distributed``, Horovod's ``synchronize``) the phases
+``collective-N``.
 """
 
 from __future__ import annotations
@@ -254,6 +256,15 @@ def _saves(doc: dict[str, Any], thread: int | None) -> list[tuple[float, float]]
     )
 
 
+def _collectives(doc: dict[str, Any], thread: int | None) -> list[tuple[float, float]]:
+    """The training thread's (all, in a record without threads) coalesced waits in collective
+    calls, in time order."""
+    spans = (doc.get("collectives") or {}).get("spans") or []
+    return sorted(
+        (float(a), float(b)) for t, a, b, *_ in spans if thread is None or int(t) == thread
+    )
+
+
 def _optimizer_steps(doc: dict[str, Any], thread: int, saves: list) -> list[dict[str, Any]]:
     """A loop no loader fed, bounded by the thread's optimizer steps: step k's compute runs
     from its first training forward to its optimizer step's end, its wait from the previous
@@ -368,6 +379,11 @@ def steps_from_hooks(doc: dict[str, Any]) -> dict[str, Any]:
     phases: dict[str, list[float]] = {
         f"checkpoint-save-{n}": [a, b] for n, (a, b) in enumerate(_saves(doc, train))
     }
+    phases |= {f"collective-{n}": [a, b] for n, (a, b) in enumerate(_collectives(doc, train))}
+    for key, field in (("calls", "collective_calls"), ("on_gpu", "collective_calls_on_gpu")):
+        calls = (doc.get("collectives") or {}).get(key) or {}
+        if calls:
+            timing[field] = dict(sorted(calls.items()))
     if not cands:
         steps = _use_optimizer_steps(doc, timing)
         return {"steps": steps, "phases": phases, "timing": timing}

@@ -5,7 +5,8 @@ Patched on the classes (``DataLoader.__iter__``, ``_BaseDataLoaderIter.__next__`
 loader of the process is seen, however the script iterates it (``for``, ``enumerate``,
 ``next``, a library's training loop). Forked loader workers run their own code paths and
 are not touched. Optimizer steps and backward passes are counted per thread: the thread that
-runs them is the training thread (:mod:`.steps`).
+runs them is the training thread (:mod:`.steps`). The blocking collectives of
+``torch.distributed`` and Horovod are timed: what a rank waits for the others in its steps.
 """
 
 from __future__ import annotations
@@ -166,8 +167,81 @@ def _record_join(module: Any) -> None:
             json.dump(doc, f)
 
 
+def _timed_call(real: Any, label: str) -> Any:
+    """``real``, its calls timed as collectives (not those inside another timed call: Horovod's
+    ``allreduce`` synchronizes through ``synchronize``). Not in a process that uses CUDA: there
+    the host's wait also holds the GPU's work the collective waits for (a backward pass still
+    running), so it is counted, not timed apart."""
+    import torch  # imported already: these are torch's and Horovod's torch modules
+
+    @functools.wraps(real)
+    def call(*args, **kwargs):
+        r = recorder()
+        if r is None or getattr(r.in_collective, "on", False):
+            return real(*args, **kwargs)
+        if torch.cuda.is_initialized():
+            r.collective_on_gpu(label)
+            return real(*args, **kwargs)
+        r.in_collective.on = True
+        t0 = time.time()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            r.in_collective.on = False
+            r.collective(label, t0, time.time())
+
+    return call
+
+
+def _time_collectives(module: Any, names: tuple[str, ...], prefix: str) -> str:
+    """Wrap the module's functions ``names`` (those it has) as :func:`_timed_call`; the hook's
+    description, '' if none."""
+    found = [n for n in names if callable(getattr(module, n, None))]
+    for name in found:
+        setattr(module, name, _timed_call(getattr(module, name), f"{prefix}.{name}"))
+    return f"{prefix} blocking collectives ({len(found)} calls)" if found else ""
+
+
+# blocking collectives a training loop calls from Python (an async_op=True call returns at
+# once: its wait() is not seen); DDP's gradient all-reduce runs in torch's C++ reducer,
+# overlapped with backward, and is not among them
+C10D_COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_object",
+    "all_to_all",
+    "all_to_all_single",
+    "barrier",
+    "broadcast",
+    "broadcast_object_list",
+    "gather",
+    "reduce",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "scatter",
+    "monitored_barrier",
+)
+# Horovod's: DistributedOptimizer.step() waits for the gradients' all-reduce in synchronize()
+HOROVOD_COLLECTIVES = (
+    "synchronize",
+    "allreduce",
+    "allreduce_",
+    "grouped_allreduce",
+    "grouped_allreduce_",
+    "allgather",
+    "broadcast",
+    "broadcast_",
+    "alltoall",
+    "reducescatter",
+    "join",
+    "barrier",
+)
+
+
 def patch_c10d(module: Any, rec: Recorder) -> str:
-    """``init_process_group``: who joined the job's process group, as which rank."""
+    """``init_process_group``: who joined the job's process group, as which rank; the
+    blocking collectives, timed (before ``torch.distributed`` takes their names)."""
     real = module.init_process_group
 
     def init_process_group(*args, **kwargs):
@@ -176,7 +250,12 @@ def patch_c10d(module: Any, rec: Recorder) -> str:
         return out
 
     module.init_process_group = init_process_group
-    return ""
+    return _time_collectives(module, C10D_COLLECTIVES, "torch.distributed")
+
+
+def patch_horovod(module: Any, rec: Recorder) -> str:
+    """Horovod's PyTorch collectives, timed before its optimizer and functions import them."""
+    return _time_collectives(module, HOROVOD_COLLECTIVES, "horovod.torch")
 
 
 PATCHES = {
@@ -185,4 +264,5 @@ PATCHES = {
     "torch.optim.optimizer": patch_optimizer,
     "torch.serialization": patch_save,
     "torch._tensor": patch_backward,
+    "horovod.torch.mpi_ops": patch_horovod,
 }

@@ -24,6 +24,7 @@ class Progress:
         self.steps: list[dict] = []
         self.phases: dict[str, list[float]] = {}  # e.g. "eval", "checkpoint-0": [start, end]
         self.metrics: dict[str, float | str] = {}
+        self.collectives = 0  # phases "collective-N" so far
         previous = sys.excepthook
 
         def record_then_report(kind, error, tb):  # an uncaught error ends the rank: say why
@@ -61,6 +62,25 @@ class Progress:
         t0 = time.time()
         yield
         self.phases[name] = [t0, time.time()]
+
+    @contextmanager
+    def collective(self):
+        """A wait for the other ranks (an all-reduce), the phase ``collective-N``."""
+        with self.phase(f"collective-{self.collectives}"):
+            yield
+        self.collectives += 1
+
+    def optimizer_step(self, optimizer, timed: bool = True) -> None:
+        """``optimizer.step()``; of a Horovod ``DistributedOptimizer``, with ``timed``, its wait
+        for the gradients' all-reduce (``synchronize()``) first, as :meth:`collective`. Not
+        timed on a GPU: there ``synchronize()`` also waits for the backward pass the GPU runs."""
+        if not timed or not hasattr(optimizer, "skip_synchronize"):
+            optimizer.step()
+            return
+        with self.collective():
+            optimizer.synchronize()
+        with optimizer.skip_synchronize():
+            optimizer.step()
 
     def fail(self, error: BaseException) -> None:
         """Record why this rank stopped (``<progress>.error``), for the manifest's reason: the

@@ -246,7 +246,7 @@ def main(argv=None) -> int:
                 loss.backward()
                 if cpu_average is not None:
                     cpu_average()
-                optimizer.step()
+                progress.optimizer_step(optimizer, timed=device.type == "cpu")
                 if device.type == "cuda":
                     torch.cuda.synchronize()
             progress.add_step(epoch, step, t0, time.time(), wait=(t_wait, t0), samples=len(y))

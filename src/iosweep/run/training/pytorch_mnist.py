@@ -98,7 +98,7 @@ def main(argv=None) -> int:
             optimizer.zero_grad()
             loss = F.nll_loss(model(data), target)
             loss.backward()
-            optimizer.step()
+            progress.optimizer_step(optimizer)
             progress.add_step(epoch, step, t0, time.time(), wait=(t_wait, t0), samples=len(target))
         progress.steps.append({"epoch": epoch, "step": -1, "start": t_epoch, "end": time.time()})
         if rank == 0:
