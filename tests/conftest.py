@@ -88,6 +88,8 @@ FIXTURES = (
     ),
     "traces-from-elsewhere/dftracer-stormer-polaris",
     "traces-from-elsewhere/dftracer-dlio-unet3d-v100-hdf5",
+    "traces-from-elsewhere/dlio-output-unet3d-docker-2rank",
+    "traces-from-elsewhere/kineto-resnet50-cifar10-v100",
 )
 
 

@@ -304,3 +304,36 @@ def test_traces_of_runs_at_different_times_in_one_folder_are_two_runs(tmp_path):
     assert "from 2023-09-24" in mixed.message and "from 2026-11-25" in mixed.message
     with pytest.raises(ValueError, match="2 different jobs"):
         ingest([folder], tmp_path / "store")
+
+
+def test_an_untraced_dlio_run_s_steps_are_laid_from_its_own_times(tmp_path):
+    """Rank 0, epoch 1, one block from 10:00:00 UTC: loads 2.0 and 0.5 s, processing (from the
+    same start) 3.0 and 1.5 s: step 0 waits 0-2 and computes 2-3, step 1 waits 3-3.5 and
+    computes 3.5-4.5 (s after the block's start); the epoch row is per_epoch_stats'."""
+    from datetime import UTC, datetime
+
+    folder = tmp_path / "out"
+    _dlio_output(folder, 1, [])
+    (folder / "0_output.json").write_text(json.dumps({
+        "1": {"load": {"block1": [2.0, 0.5]}, "proc": {"block1": [3.0, 1.5]},
+              "au": {"block1": 50.0}, "compute": {"block1": [1.0, 1.0]}},
+        "hostname": "vm",
+    }))  # fmt: skip
+    (folder / "per_epoch_stats.json").write_text(json.dumps({
+        "1": {"start": "2024-01-01T10:00:00", "end": "2024-01-01T10:00:05",
+              "block1": {"start": "2024-01-01T10:00:00", "end": "2024-01-01T10:00:04.5"}},
+    }))  # fmt: skip
+    rec, issues = read_dlio_output(folder)
+    t0 = datetime(2024, 1, 1, 10, tzinfo=UTC).timestamp()
+    got = [(s["step"], s.get("wait_start", s["start"]) - t0, s.get("wait_end"), s["start"] - t0,
+            s["end"] - t0) for s in rec["steps"]]  # fmt: skip
+    assert [(k, ws, a, b) for k, ws, _, a, b in got] == [
+        (0, 0.0, 2.0, 3.0),
+        (1, 3.0, 3.5, 4.5),
+        (-1, 0.0, 0.0, 5.0),
+    ]
+    assert {s["samples"] for s in rec["steps"] if s["step"] >= 0} == {8}  # the batch size
+    assert rec["tracer"] == "none" and rec["ranks"] == [
+        {"rank": 0, "pid": -1, "host": "vm", "size": 1}
+    ]
+    assert [i.kind for i in issues] == ["no-traces"]

@@ -106,6 +106,19 @@ def test_two_workers_starve_the_gpu_on_decoding_not_storage(runs):
     assert "input_bound_preprocessing" in ins and "exposed_io" not in ins
 
 
+def test_an_untraced_run_is_input_bound_but_names_no_cause(runs):
+    # README: none8 (untraced, 8 workers) waits as darshan8 does; with no trace nothing shows
+    # whether reads or decoding hold it back: a cause would be a guess
+    sm = runs["none8"]
+    t, v = sm["pipeline"]["totals"], sm["pipeline"]["verdict"]
+    assert v["kind"] == "input-bound-untraced" and v["trace_kind"] == "input-bound-preprocessing"
+    assert v["title"].startswith("Input-bound, its cause not traced (highly")
+    assert t["read_in_wait_share"] is None and t["no_read_share"] is None
+    assert t["bytes_read_in_epochs"] is None
+    assert v["levers"][0]["param"] == "loader_workers"
+    assert v["levers"][1]["text"].startswith("trace the run")
+
+
 def test_the_verdict_follows_the_workers(runs):
     kinds = {
         r: runs[r]["pipeline"]["verdict"]["kind"] for r in ("darshan2", "darshan8", "darshan16")

@@ -88,3 +88,51 @@ def test_unet3d_reads_synchronous_in_the_training_process_overlap_first(unet3d):
     first = p["verdict"]["levers"][0]
     assert first["text"].startswith("overlap the reads with the steps")
     assert first["param"] == "loader_workers" and first["direction"] == "more"
+
+
+DLIO_OUTPUT = "traces-from-elsewhere/dlio-output-unet3d-docker-2rank"
+KINETO = "traces-from-elsewhere/kineto-resnet50-cifar10-v100"
+
+
+@pytest.fixture(scope="module")
+def dlio_output(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dlio-output")
+    meta = ingest([shared_fixture(DLIO_OUTPUT)], out / "store")
+    analyze_run(out / "store", out / "analysis", AnalysisSettings())
+    return meta, json.loads((out / "analysis" / "summary.json").read_text())
+
+
+def test_a_dlio_output_folder_without_traces_is_read_as_a_run_by_dlio_s_own_times(dlio_output):
+    # README: DLIO's summary.json, AU per epoch 99.29/99.10/98.97/94.60, mean 97.99%; epoch
+    # durations 32.90/33.08/32.60/33.61 s, 21 steps of 4 samples a rank, 2 ranks; rank 0's
+    # first step's load 2.96/3.84/1.99/3.36 s; config 2 epochs against 4 run
+    meta, sm = dlio_output
+    assert [r.rank for r in meta.ranks] == [0, 1] and meta.tracer == "none"
+    assert not [i for i in meta.issues if i.severity == "error"], meta.issues
+    assert {i.kind for i in meta.issues} == {"no-traces", "mismatch"}
+    p = sm["pipeline"]
+    assert p["dlio"]["au_mean"] == pytest.approx(0.9799, abs=1e-4)
+    assert p["dlio"]["au_per_epoch"] == pytest.approx([0.9929, 0.9910, 0.9897, 0.9460], abs=1e-4)
+    for e, duration in zip(p["epochs"], (32.90, 33.08, 32.60, 33.61), strict=True):
+        assert e["samples"] == 2 * 21 * 4
+        assert e["samples_per_s"] == pytest.approx(168 / duration, rel=0.005)
+    # not input-bound in steady state; the only wait worth a word is each epoch's first batch
+    v = p["verdict"]
+    assert v["kind"] == "compute-bound" and v["title"].startswith("Compute-bound in steady state")
+    rank0 = next(a["seconds"] for a in p["account"]["per_rank"] if a["rank"] == 0)
+    assert rank0["wait_phase_start"] == pytest.approx(2.96 + 3.84 + 1.99 + 3.36, abs=0.02)
+    # nothing was traced: what reads did in the wait is unknown, not zero
+    assert p["totals"]["read_in_wait_share"] is None and p["totals"]["bytes_read_in_epochs"] is None
+
+
+def test_a_folder_of_profiler_traces_says_what_it_holds(tmp_path):
+    # README: two Kineto traces (worker0.*.pt.trace.json.gz), the generating script and the
+    # plugin's expected output as .txt files, the README itself
+    meta = ingest([shared_fixture(KINETO)], tmp_path / "store")
+    (issue,) = [i for i in meta.issues if i.kind == "no-logs"]
+    assert issue.severity == "error"
+    assert issue.message.startswith(
+        "5 files, none a log iosweep reads (Darshan *.darshan, DFTracer *.pfw[.gz], a DLIO "
+        "output folder): 2 PyTorch profiler (Kineto) traces, which iosweep does not read yet"
+    ), issue.message
+    assert issue.message.endswith("; 2 .txt files; 1 .md file"), issue.message

@@ -274,6 +274,9 @@ def _print_store(path: Path, meta: RunMeta, logs_line: str, reused: bool, verbos
     ranks = sorted({p.rank for p in meta.processes if p.role == "rank" and p.rank >= 0})
     how = sorted({p.attributed_by for p in meta.processes if p.role == "rank"} - {""})
     hosts = sorted({p.host for p in meta.processes if p.host})
+    if not meta.processes and meta.ranks:  # an untraced run: the ranks its records name
+        ranks, how = [r.rank for r in meta.ranks], ["the run's records"]
+        hosts = sorted({r.host for r in meta.ranks if r.host})
     sev = Counter(i.severity for i in meta.issues)
     out = [
         f"iosweep ingest: {'reused' if reused else 'wrote'} {path} "

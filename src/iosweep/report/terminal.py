@@ -19,6 +19,7 @@ _TONE = {
     "input-bound-storage": "bad",
     "input-bound-preprocessing": "bad",
     "input-bound-phase-start": "bad",
+    "input-bound-untraced": "bad",
     "unexplained": "warn",
     "host-cpu-bound": "bad",
 }
@@ -141,10 +142,15 @@ def run_text(
         lines.append("  " + style(tone, p.verdict.title) + f" (AU {_pct(t.au)})")
         if t.wait_per_rank is not None and t.epoch_time_per_rank:
             ws = r["wait_shares"]
+            split = (
+                f"reads {_pct(ws['reads'])}, metadata {_pct(ws['metadata'])}, neither (decode, "
+                f"collate, ...) {_pct(ws['other'])}"
+                if ws["reads"] is not None or ws["other"] is not None
+                else "not known (not traced)"
+            )
             lines.append(
                 f"  waits {t.wait_per_rank:.3g} s of {t.epoch_time_per_rank:.3g} s per rank for "
-                f"data in steady state (each epoch's first batch left out); in the wait: reads {_pct(ws['reads'])}, metadata {_pct(ws['metadata'])}, "
-                f"neither (decode, collate, ...) {_pct(ws['other'])}"
+                f"data in steady state (each epoch's first batch left out); in the wait: {split}"
             )
         if p.account.available:
             lines.append("  " + account_line(p.account))

@@ -83,9 +83,15 @@ def dlio_beside(meta: RunMeta, table: pd.DataFrame, pipe: dict[str, Any]) -> dic
             else "iosweep found no steps to judge"
         )
     else:
+        own = ((meta.manifest or {}).get("timing") or {}).get("source") == "dlio"
+        what = (
+            "DLIO's own step times put each step's processing at"
+            if own
+            else ("the traced compute events last")
+        )
         why = (
-            f"DLIO counts each step's configured computation time ({ct * 1e3:.1f} ms), the "
-            f"traced compute events last {traced * 1e3:.1f} ms on average"
+            f"DLIO counts each step's configured computation time ({ct * 1e3:.1f} ms), "
+            f"{what} {traced * 1e3:.1f} ms on average"
             if ct is not None and traced is not None
             else "DLIO counts each step's configured computation time, iosweep the traced one"
         )

@@ -9,12 +9,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from iosweep.units import human_bytes
+
 VERDICTS = {
     "compute-bound": "Compute-bound",
     "undecided": "Not decided: the data wait is only estimated",
     "input-bound-storage": "Input-bound by storage",
     "input-bound-preprocessing": "Input-bound by preprocessing",
     "input-bound-phase-start": "Input-bound at each epoch's start",
+    "input-bound-untraced": "Input-bound, its cause not traced",
     "loop-bound": "Held back by the loop itself, not by its data",
     "unexplained": "Not waiting for its data in steady state",
     "host-cpu-bound": "Held back by the host's CPU",
@@ -222,6 +225,47 @@ def _collectives_note(acc: dict[str, Any], kind: str) -> str:
                 "least are the ones the others wait for)"
             )
     return out + " (the ranks waiting for each other: communication the steps do not hide)"
+
+
+def untraced(v: dict[str, Any], host: dict[str, Any]) -> dict[str, Any]:
+    """A run no tracer watched: a wait no traced read explains says nothing of storage, so an
+    input-bound reading names no cause (storage or preprocessing), only how to tell them."""
+    if v["kind"] not in ("input-bound-storage", "input-bound-preprocessing"):
+        return v
+    n = v["numbers"]
+    text = v["text"].split(";")[0] + (
+        "; the run was not traced (tracer none), so whether its reads or its preprocessing "
+        "hold the batches back is not known"
+    )
+    outside = host.get("read_bytes") if host.get("available") else None
+    if outside is not None:
+        text += (
+            f" (its processes read {human_bytes(outside)} from storage during training, by the "
+            "kernel's counts, which do not say how long the reads took)"
+        )
+    levers = [
+        lever(
+            "more loader workers (DataLoader num_workers, tf.data num_parallel_calls, DLIO "
+            "read_threads), as long as cores are free: they overlap reads and preprocessing alike",
+            WORKERS,
+            "more",
+        ),
+        lever(
+            "trace the run (sweep.tracers: darshan or dftracer) to tell the reads' share of the "
+            "wait from preprocessing's: staging helps the one, cheaper decoding the other"
+        ),
+    ]
+    title = VERDICTS["input-bound-untraced"] + (f" ({GRADES[v['grade']]}" if v["grade"] else "")
+    if v["grade"]:
+        title += f": {_pct(n.get('wait_share_of_step'))} of the step time waiting)"
+    return v | {
+        "trace_kind": v["kind"],
+        "kind": "input-bound-untraced",
+        "title": title,
+        "text": text,
+        "levers": levers,
+        "numbers": n | {"storage_share_of_wait": None, "no_read_share_of_wait": None},
+    }
 
 
 def _pct(v: float | None) -> str:

@@ -35,7 +35,7 @@ from iosweep.analysis.pipeline.dlio import dlio_beside
 from iosweep.analysis.pipeline.epochs import steps_frame
 from iosweep.analysis.pipeline.host import blind_storage, host_bound, host_summary
 from iosweep.analysis.pipeline.rates import rate_model
-from iosweep.analysis.pipeline.verdict import estimated, verdict
+from iosweep.analysis.pipeline.verdict import estimated, untraced, verdict
 from iosweep.analysis.sections import PartIn, PartOut, PartsIn, Section, register
 from iosweep.analysis.settings import AnalysisSettings
 
@@ -486,6 +486,7 @@ class PipelineFacts:
     no_steps_reason: str
     procs: dict[str, Any] = field(default_factory=dict)  # the manifest's sampler records
     clock_zero: float = 0.0
+    untraced: bool = False  # no tracer watched the run (tracer none): its I/O is unknown
 
 
 def pipeline_facts(rd: RunData) -> PipelineFacts:
@@ -501,6 +502,7 @@ def pipeline_facts(rd: RunData) -> PipelineFacts:
         "" if has_steps else _no_steps_reason(rd),
         (rd.meta.manifest or {}).get("procs") or {},
         rd.meta.clock_zero,
+        rd.meta.tracer == "none" and not len(ops),
     )
 
 
@@ -518,6 +520,19 @@ def pipeline_context(
     }
 
 
+# the totals an untraced run cannot know: what was read, and what reads did in the wait
+UNTRACED_UNKNOWN = (
+    "read_in_wait_share",
+    "own_read_in_wait_share",
+    "meta_in_wait_share",
+    "other_in_wait_share",
+    "no_read_share",
+    "bytes_read_in_epochs",
+    "data_opens_in_epochs",
+    "read_bandwidth_per_rank",
+)
+
+
 def pipeline_summary(
     t: pd.DataFrame,
     facts: PipelineFacts,
@@ -530,6 +545,8 @@ def pipeline_summary(
     if not facts.has_steps:
         return {"available": False, "reason": facts.no_steps_reason, "timing": facts.timing}
     tot = totals(t, facts.run_start, facts.run_end)
+    if facts.untraced:  # what the reads did in the wait is not known, not zero
+        tot |= dict.fromkeys(UNTRACED_UNKNOWN)
     acc = account.summary(
         account_rows if account_rows is not None else pd.DataFrame(columns=account.COLUMNS)
     )
@@ -541,8 +558,10 @@ def pipeline_summary(
     v = verdict(tot, context, s, wait_is_lower_bound=source == "estimated")
     host = host_summary(facts.procs, facts.clock_zero, t)
     # storage read outside the trace first: a wait it explains is not the host CPU's
-    blind = blind_storage(v, host, tot["bytes_read_in_epochs"], tot["data_opens_in_epochs"])
+    blind = blind_storage(v, host, tot["bytes_read_in_epochs"] or 0, tot["data_opens_in_epochs"])
     v = host_bound(blind, host, context)
+    if facts.untraced:
+        v = untraced(v, host)
     if source == "estimated":
         v = estimated(v, timing["method"])
     return {

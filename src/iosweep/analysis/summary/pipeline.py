@@ -63,7 +63,7 @@ class PipelineTotals(Model):
     meta_in_wait_share: float | None  # metadata calls (not reads)
     other_in_wait_share: float | None  # neither: decode, augment, collate, copy
     no_read_share: float | None  # no read in flight at all
-    bytes_read_in_epochs: int
+    bytes_read_in_epochs: int | None  # None: the run was not traced
     data_opens_in_epochs: int | None = None  # dataset files opened in the epochs
     read_bandwidth_per_rank: float | None  # bytes read per second of epoch, per rank
 
@@ -106,6 +106,7 @@ class Verdict(Model):
         "input-bound-storage",
         "input-bound-preprocessing",
         "input-bound-phase-start",
+        "input-bound-untraced",
         "loop-bound",
         "unexplained",
         "host-cpu-bound",

@@ -26,6 +26,7 @@ from iosweep.trace.ingest.clock import manifest_steps, place_all
 from iosweep.trace.ingest.find import (
     LogEntry,
     collect_ranks,
+    describe_unread,
     discover,
     find_rank_files,
     load_manifest,
@@ -207,6 +208,8 @@ def _ingest_jobs(
 
     entries, unfinished = discover(inputs)
     entries = outside(entries, [out])
+    if not (entries or unfinished or dlio_dirs or man):  # nothing to read: say what is there
+        issues.append(Issue(", ".join(map(str, inputs)), "no-logs", describe_unread(inputs)))
     rank_files = find_rank_files(inputs)
     used = [e.path for e in entries] + unfinished + rank_files + ([manifest] if manifest else [])
     used += [f for d in dlio_dirs for f in _dlio_files(d)]
@@ -254,6 +257,8 @@ def _ingest_jobs(
         rec, dlio_issues = dlio.read_dlio_output(dlio_dirs[0])
         issues.extend(dlio_issues)
         man = {**man, "dlio": rec["dlio"]} if man else rec
+        if not ranks and rec.get("ranks"):  # DLIO without traces: the ranks of its outputs
+            ranks, rank_source = dlio.untraced_ranks(rec), "dlio"
     # a manifest or rank files describe one run: its logs are never split; DLIO's output
     # folders are one run each
     if len(dlio_dirs) > 1:

@@ -3,8 +3,10 @@ its rank files."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,6 +110,71 @@ def discover(inputs: list[Path]) -> tuple[list[LogEntry], list[Path]]:
             elif p.name.endswith(UNFINISHED_SUFFIX):
                 unfinished.append(p)
     return list(logs.values()), unfinished
+
+
+# files that are not logs, but say what a folder holds (a trace of another kind, a report)
+PROFILER_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+
+
+def _json_kind(path: Path) -> str:
+    """What a JSON file is, by the keys its head holds."""
+    try:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rt", errors="replace") as f:
+            head = f.read(1 << 16)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return "unreadable"
+    if '"traceEvents"' in head:
+        kineto = any(k in head for k in ('"schemaVersion"', '"deviceProperties"', "ProfilerStep#"))
+        return "profiler" if kineto else "chrome"
+    return "json"
+
+
+# what each kind of file iosweep does not read is, said of one and of several
+_KINDS = {
+    "profiler": (
+        "PyTorch profiler (Kineto) trace",
+        "PyTorch profiler (Kineto) traces",
+    ),
+    "chrome": (
+        "Chrome trace-event file of another tool",
+        "Chrome trace-event files of another tool",
+    ),
+    "json": ("JSON file of no known format", "JSON files of no known format"),
+    "unreadable": ("JSON file that cannot be read", "JSON files that cannot be read"),
+}
+
+
+def _kind_of(path: Path) -> str:
+    name = path.name
+    if name.endswith(PROFILER_SUFFIXES):
+        return "profiler"
+    if name.endswith((".json", ".json.gz")):
+        return _json_kind(path)
+    return "".join(path.suffixes[-2:]) if name.endswith(".gz") else path.suffix or "-"
+
+
+def describe_unread(inputs: list[Path]) -> str:
+    """What ``inputs`` hold where none of it is a log: '3 files, none a log iosweep reads
+    (...): 2 PyTorch profiler (Kineto) traces, which iosweep does not read yet ...; 1 .txt'."""
+    files = [p for root in inputs for p in ([root] if root.is_file() else sorted(root.rglob("*")))]
+    files = [p for p in files if p.is_file()]
+    if not files:
+        return f"no file at all under {', '.join(map(str, inputs))}"
+    kinds = Counter(_kind_of(p) for p in files)
+    said = []
+    for kind, n in sorted(kinds.items(), key=lambda x: (x[0] not in _KINDS, -x[1])):
+        one, many = _KINDS.get(kind, (f"{kind} file", f"{kind} files"))
+        said.append(f"{n} {one if n == 1 else many}")
+        if kind == "profiler":
+            said[-1] += (
+                ", which iosweep does not read yet (trace the job with Darshan or DFTracer, or "
+                "run it through iosweep as a workload)"
+            )
+    return (
+        f"{len(files)} file{'s' if len(files) > 1 else ''}, none a log iosweep reads (Darshan "
+        f"*.darshan, DFTracer *.pfw[.gz], a DLIO output folder): {'; '.join(said)}"
+    )
 
 
 def outside(entries: list[LogEntry], folders: list[Path]) -> list[LogEntry]:
